@@ -1,0 +1,25 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+
+/** Account keys are recognisable in logs and secret scanners by this prefix. */
+export const API_KEY_PREFIX = "apk_";
+/** How much of the key is kept in clear so users can tell keys apart. */
+const VISIBLE_CHARS = 12;
+
+/** A new random key (256 bits) and what is stored of it: its SHA-256 and a short visible prefix. */
+export function generateApiKey(): { key: string; hash: string; prefix: string } {
+  const key = API_KEY_PREFIX + randomBytes(32).toString("base64url");
+  return { key, hash: hashApiKey(key), prefix: key.slice(0, VISIBLE_CHARS) };
+}
+
+/** Keys are high-entropy, so a fast unsalted hash is safe and lets the lookup use an index. */
+export function hashApiKey(key: string): string {
+  return createHash("sha256").update(key).digest("hex");
+}
+
+/** Constant-time comparison for the operator's master key. */
+export function isMasterKey(candidate: string, masterKey: string): boolean {
+  if (!masterKey) return false;
+  const a = createHash("sha256").update(candidate).digest();
+  const b = createHash("sha256").update(masterKey).digest();
+  return timingSafeEqual(a, b);
+}

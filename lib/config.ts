@@ -1,0 +1,52 @@
+import path from "node:path";
+
+/** Reads an integer env var, refusing garbage instead of silently running with NaN. */
+function intEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value)) throw new Error(`${name} must be an integer, got "${raw}"`);
+  return value;
+}
+
+function listEnv(name: string): string[] {
+  return (process.env[name] ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+const DEV_JWT_SECRET = "dev-only-insecure-jwt-secret-change-me";
+
+/** Every setting the platform reads from the environment, resolved once per read (tests change env between files). */
+export function loadConfig() {
+  const production = process.env.NODE_ENV === "production";
+  const jwtSecret = process.env.JWT_SECRET ?? (production ? "" : DEV_JWT_SECRET);
+  if (jwtSecret.length < 32) throw new Error("JWT_SECRET must be set to at least 32 characters");
+  const port = intEnv("PORT", 3000);
+  return {
+    production,
+    port,
+    /** Empty means: start the bundled MongoDB-compatible server under dataDir. */
+    mongoUrl: process.env.MONGO_URL ?? "",
+    dataDir: path.resolve(process.env.DATA_DIR ?? "data"),
+    transporter: process.env.TRANSPORTER ?? "",
+    namespace: process.env.NAMESPACE ?? "",
+    services: listEnv("SERVICES"),
+    logLevel: process.env.LOG_LEVEL ?? "info",
+    jwt: {
+      secret: jwtSecret,
+      issuer: process.env.JWT_ISSUER ?? "agent-platform",
+      audience: process.env.JWT_AUDIENCE ?? "agent-platform-api",
+      ttlSeconds: intEnv("JWT_TTL_SECONDS", 8 * 24 * 3600),
+    },
+    masterApiKey: process.env.MASTER_API_KEY ?? "",
+    corsOrigins: listEnv("CORS_ORIGINS"),
+    bodyLimit: process.env.BODY_LIMIT ?? "1mb",
+    serverName: process.env.SERVER_NAME ?? "agent-platform",
+    apiUrl: process.env.API_URL ?? `http://localhost:${port}/api/v1`,
+    appUrl: process.env.APP_URL ?? `http://localhost:${port}`,
+  };
+}
+
+export type Config = ReturnType<typeof loadConfig>;

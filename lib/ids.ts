@@ -1,0 +1,47 @@
+import type { Connection } from "mongoose";
+import { isDuplicateKeyError } from "./errors";
+
+const COUNTERS = "counters";
+
+/**
+ * Allocates the next integer id of a sequence with one atomic single-document update, so it needs no
+ * transactions. Ids are global per sequence (not per account), which lets a lookup tell "not yours" (403)
+ * from "does not exist" (404) as the interface asks.
+ */
+export async function nextId(db: Connection, sequence: string): Promise<number> {
+  const counters = db.collection<{ _id: string; seq: number }>(COUNTERS);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const doc = await counters.findOneAndUpdate(
+        { _id: sequence },
+        { $inc: { seq: 1 } },
+        { upsert: true, returnDocument: "after" },
+      );
+      if (!doc) throw new Error(`counter ${sequence} was not returned`);
+      return doc.seq;
+    } catch (err) {
+      // Two first-ever upserts can race on the same _id; the loser simply retries the increment.
+      if (!isDuplicateKeyError(err) || attempt > 2) throw err;
+    }
+  }
+}
+
+/** Lower-case, dash-separated, URL-friendly form of a display name. */
+export function slugify(name: string): string {
+  const slug = name
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "")
+    .slice(0, 80)
+    .replace(/-+$/g, "");
+  return slug || "item";
+}
+
+/** First free identifier among base, base-2, base-3, ... given the identifiers already taken in the account. */
+export function firstFreeIdentifier(base: string, taken: Iterable<string>): string {
+  const used = new Set(taken);
+  if (!used.has(base)) return base;
+  for (let n = 2; ; n++) if (!used.has(`${base}-${n}`)) return `${base}-${n}`;
+}

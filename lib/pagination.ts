@@ -1,0 +1,37 @@
+/** Limits the interface sets for each kind of list. */
+export interface PageLimits {
+  max?: number;
+  def: number;
+}
+
+/** fastest-validator params for skip/limit; query strings are converted to integers. */
+export function paginationParams({ max, def }: PageLimits) {
+  return {
+    skip: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true },
+    limit: { type: "number", integer: true, min: 1, ...(max ? { max } : {}), default: def, convert: true, optional: true },
+  };
+}
+
+/** fastest-validator params for sort_by/sort_order with the interface's defaults. */
+export function sortParams(fields: readonly string[], defaultField = "updated_at") {
+  return {
+    sort_by: { type: "enum", values: [...fields], default: defaultField, optional: true },
+    sort_order: { type: "enum", values: ["asc", "desc"], default: "desc", optional: true },
+  };
+}
+
+/** Mongo sort spec from validated sort params, with _id as a stable tie-breaker. */
+export function toSort(sortBy: string, sortOrder: "asc" | "desc"): Record<string, 1 | -1> {
+  const dir = sortOrder === "asc" ? 1 : -1;
+  return { [sortBy]: dir, _id: dir };
+}
+
+export interface Page<T> {
+  data: T[];
+  pagination: { total: number; skip: number; limit: number; has_more: boolean };
+}
+
+/** The paginated response shape used by every list the interface marks as paginated. */
+export function toPage<T>(data: T[], total: number, skip: number, limit: number): Page<T> {
+  return { data, pagination: { total, skip, limit, has_more: skip + data.length < total } };
+}

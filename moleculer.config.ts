@@ -1,0 +1,30 @@
+import os from "node:os";
+import type { BrokerOptions, LogLevels } from "moleculer";
+import { loadConfig } from "./lib/config";
+
+/**
+ * Broker options for every process. No TRANSPORTER means one process holding every service (the embedded
+ * default); TRANSPORTER=nats://... joins a cluster where SERVICES picks what this process runs.
+ */
+export function brokerOptions(overrides: Partial<BrokerOptions> = {}): BrokerOptions {
+  const config = loadConfig();
+  return {
+    namespace: config.namespace,
+    nodeID: `${os.hostname()}-${process.pid}`,
+    // A NATS URL string is a valid transporter setting; the typings only list transporter names.
+    transporter: (config.transporter || null) as BrokerOptions["transporter"],
+    logger: { type: "Console", options: { level: config.logLevel as LogLevels, formatter: "short" } },
+    serializer: "JSON",
+    requestTimeout: 30_000,
+    retryPolicy: { enabled: false },
+    // A failed node is dropped from the registry quickly so calls go to live replicas.
+    heartbeatInterval: 5,
+    heartbeatTimeout: 15,
+    registry: { strategy: "RoundRobin", preferLocal: true },
+    validator: true,
+    tracking: { enabled: true, shutdownTimeout: 10_000 },
+    ...overrides,
+  };
+}
+
+export default brokerOptions();

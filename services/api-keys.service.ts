@@ -1,0 +1,112 @@
+import type { Connection, Model } from "mongoose";
+import type { ServiceSchema } from "moleculer";
+import { ERRORS } from "../lib/errors";
+import type { Ctx } from "../lib/meta";
+import { MongoMixin } from "../lib/mongo.mixin";
+import { paginationParams } from "../lib/pagination";
+import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { generateApiKey, hashApiKey } from "../lib/auth/api-keys";
+import { apiKeyModel, API_KEY_STATUSES, type ApiKeyRecord } from "./api-keys/model";
+import { keyRejection, shouldTouch } from "./api-keys/rules";
+
+const idParam = { api_key_id: { type: "number", integer: true, positive: true, convert: true } } as const;
+const nameParam = { type: "string", min: 1, max: 255, trim: true } as const;
+
+interface Vars {
+  db: Connection;
+  models: { keys: Model<ApiKeyRecord> };
+}
+
+/** Account API keys: the plaintext key is shown once at creation; only its hash is stored. */
+const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
+  name: "api-keys",
+  mixins: [MongoMixin((db) => ({ keys: apiKeyModel(db) })), TenancyMixin],
+  settings: { rest: "/" },
+
+  actions: {
+    list: {
+      rest: "GET /account-api-keys",
+      params: paginationParams({ max: 1000, def: 100 }),
+      async handler(ctx: Ctx<{ skip: number; limit: number }>) {
+        const { rows } = await this.listOwned(ctx, this.models.keys, {}, { ...ctx.params, sort: { _id: 1 } });
+        return rows.map((k) => k.toJSON());
+      },
+    },
+
+    create: {
+      rest: "POST /account-api-keys",
+      params: {
+        name: nameParam,
+        expires_at: { type: "date", convert: true, optional: true, nullable: true },
+      },
+      async handler(ctx: Ctx<{ name: string; expires_at?: Date | null }>) {
+        if (ctx.params.expires_at && ctx.params.expires_at <= new Date()) {
+          throw ERRORS.validation([{ field: "expires_at", message: "expires_at must be in the future", type: "date.min" }]);
+        }
+        const { key, hash, prefix } = generateApiKey();
+        const record = await this.createOwned(ctx, this.models.keys, {
+          name: ctx.params.name,
+          expires_at: ctx.params.expires_at ?? null,
+          key_hash: hash,
+          prefix,
+          created_by_user_id: ctx.meta.userId ?? null,
+        });
+        ctx.meta.$statusCode = 201;
+        return { ...record.toJSON(), key };
+      },
+    },
+
+    get: {
+      rest: "GET /account-api-keys/:api_key_id",
+      params: idParam,
+      async handler(ctx: Ctx<{ api_key_id: number }>) {
+        return (await this.findOwned(ctx, this.models.keys, ctx.params.api_key_id, "API key")).toJSON();
+      },
+    },
+
+    update: {
+      rest: "PUT /account-api-keys/:api_key_id",
+      params: {
+        ...idParam,
+        name: { ...nameParam, optional: true },
+        status: { type: "enum", values: [...API_KEY_STATUSES], optional: true },
+      },
+      async handler(ctx: Ctx<{ api_key_id: number; name?: string; status?: ApiKeyRecord["status"] }>) {
+        const key = await this.findOwned(ctx, this.models.keys, ctx.params.api_key_id, "API key");
+        if (ctx.params.name !== undefined) key.name = ctx.params.name;
+        if (ctx.params.status !== undefined) key.status = ctx.params.status;
+        await key.save();
+        return key.toJSON();
+      },
+    },
+
+    remove: {
+      rest: "DELETE /account-api-keys/:api_key_id",
+      params: idParam,
+      async handler(ctx: Ctx<{ api_key_id: number }>) {
+        const key = await this.findOwned(ctx, this.models.keys, ctx.params.api_key_id, "API key");
+        await this.models.keys.deleteOne({ _id: key._id, account_id: key.account_id });
+        ctx.meta.$statusCode = 204;
+        return null;
+      },
+    },
+
+    /** Resolves an X-AUTH-TOKEN for the gateway; every request asks, so revocation is immediate. */
+    authenticate: {
+      visibility: "public",
+      params: { key: { type: "string", min: 1, max: 512 } },
+      async handler(ctx: Ctx<{ key: string }>) {
+        const key = await this.models.keys.findOne({ key_hash: hashApiKey(ctx.params.key) }).lean<ApiKeyRecord>();
+        if (!key) throw ERRORS.unauthorized("Invalid API key");
+        const rejection = keyRejection(key);
+        if (rejection) throw ERRORS.unauthorized(rejection);
+        if (shouldTouch(key.last_used_at)) {
+          await this.models.keys.updateOne({ _id: key._id, account_id: key.account_id }, { last_used_at: new Date() }, { timestamps: false });
+        }
+        return { accountId: key.account_id, apiKeyId: key._id };
+      },
+    },
+  },
+};
+
+export default ApiKeysService;

@@ -1,0 +1,42 @@
+import { Schema, type Connection, type Model } from "mongoose";
+import { recordSchemaOptions } from "../../lib/db";
+
+export const API_KEY_STATUSES = ["active", "inactive"] as const;
+export type ApiKeyStatus = (typeof API_KEY_STATUSES)[number];
+
+export interface ApiKeyRecord {
+  _id: number;
+  account_id: number;
+  name: string;
+  status: ApiKeyStatus;
+  /** SHA-256 of the key: the only form in which the key is stored. */
+  key_hash: string;
+  /** First characters of the key, shown so users can tell keys apart. */
+  prefix: string;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+  created_by_user_id: number | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const apiKeySchema = new Schema<ApiKeyRecord>(
+  {
+    _id: { type: Number, required: true },
+    account_id: { type: Number, required: true, index: true },
+    name: { type: String, required: true },
+    status: { type: String, enum: API_KEY_STATUSES, default: "active" },
+    // Every authenticated request with a key looks it up by hash.
+    key_hash: { type: String, required: true, unique: true },
+    prefix: { type: String, required: true },
+    expires_at: { type: Date, default: null },
+    last_used_at: { type: Date, default: null },
+    created_by_user_id: { type: Number, default: null },
+  },
+  recordSchemaOptions<ApiKeyRecord>(["key_hash"]),
+);
+
+/** The account API keys model on a given connection. */
+export function apiKeyModel(db: Connection): Model<ApiKeyRecord> {
+  return (db.models.ApiKey as Model<ApiKeyRecord>) ?? db.model<ApiKeyRecord>("ApiKey", apiKeySchema);
+}

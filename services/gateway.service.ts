@@ -1,0 +1,151 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Context, ServiceSchema } from "moleculer";
+import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
+import { loadConfig } from "../lib/config";
+import { ERRORS } from "../lib/errors";
+import { verifyToken } from "../lib/auth/jwt";
+import { isMasterKey } from "../lib/auth/api-keys";
+import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
+import { healthReport } from "../lib/health";
+import { renderError } from "./gateway/errors";
+import { preferredLocale, SECURITY_HEADERS } from "./gateway/request";
+
+type GatewayRequest = IncomingMessage & {
+  $action?: { auth?: AuthRequirement; name?: string };
+  $alias?: { path?: string };
+  query?: Record<string, unknown>;
+  body?: unknown;
+};
+
+/** Request headers a service may read from ctx.meta.headers (nothing else is forwarded). */
+const FORWARDED_HEADERS = ["x-access-password"];
+
+function setSecurityHeaders(res: ServerResponse) {
+  for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
+}
+
+
+const config = loadConfig();
+
+/**
+ * HTTP entry point: maps /api/v1 paths to actions (each action's `rest`), authenticates every request
+ * (Bearer JWT or X-AUTH-TOKEN key), enforces each action's `auth`, and renders every error in one place.
+ */
+const GatewayService: ServiceSchema<ApiSettingsSchema> = {
+  name: "gateway",
+  mixins: [ApiGateway],
+
+  settings: {
+    port: config.port,
+    ip: "0.0.0.0",
+    use: [
+      (_req: IncomingMessage, res: ServerResponse, next: () => void) => {
+        setSecurityHeaders(res);
+        next();
+      },
+    ],
+    cors: config.corsOrigins.length
+      ? {
+          origin: config.corsOrigins.includes("*") ? "*" : config.corsOrigins,
+          methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+          allowedHeaders: ["Authorization", "Content-Type", "X-AUTH-TOKEN", "X-Access-Password", "Accept-Language"],
+          maxAge: 600,
+        }
+      : undefined,
+    optimizeOrder: true,
+    log4XXResponses: false,
+    logRequest: "debug",
+    logResponse: "debug",
+    routes: [
+      {
+        path: "/",
+        authentication: false,
+        authorization: false,
+        aliases: { "GET health": "gateway.health" },
+        mappingPolicy: "restrict",
+        bodyParsers: { json: false, urlencoded: false },
+      },
+      {
+        path: "/api/v1",
+        autoAliases: true,
+        mappingPolicy: "restrict",
+        authentication: true,
+        authorization: true,
+        bodyParsers: { json: { strict: false, limit: config.bodyLimit }, urlencoded: false },
+        onBeforeCall(ctx: Context, _route: unknown, req: GatewayRequest) {
+          const meta = ctx.meta as RequestMeta;
+          meta.locale = preferredLocale(req.headers["accept-language"]);
+          meta.headers = Object.fromEntries(
+            FORWARDED_HEADERS.map((h) => [h, req.headers[h] as string | undefined]),
+          );
+        },
+      },
+    ],
+    onError(this: { logger: { error(...args: unknown[]): void } }, req: GatewayRequest, res: ServerResponse, err: Error & { code?: unknown }) {
+      const { status, body } = renderError(err, req);
+      if (status >= 500) this.logger.error("Request failed", req.method, req.url, err);
+      if (res.headersSent) return res.end();
+      setSecurityHeaders(res);
+      res.setHeader("Content-Type", "application/json; charset=utf-8");
+      if (status === 401) res.setHeader("WWW-Authenticate", 'Bearer realm="api"');
+      res.writeHead(status);
+      res.end(JSON.stringify(body));
+    },
+  },
+
+  actions: {
+    /** Liveness and identity of this deployment; served without credentials. */
+    health: {
+      handler() {
+        return healthReport(config);
+      },
+    },
+  },
+
+  methods: {
+    /**
+     * Resolves the caller from a Bearer JWT (verified here, no round trip) or an X-AUTH-TOKEN key (checked
+     * against the api-keys service on every request, so a disabled key stops working at once). Invalid
+     * credentials are refused even on routes that allow anonymous callers: a bad token is never
+     * silently treated as no token.
+     */
+    async authenticate(ctx: Ctx, _route: unknown, req: GatewayRequest) {
+      if (req.$action?.auth === "none") return null;
+      const authorization = req.headers.authorization;
+      const apiKey = req.headers["x-auth-token"];
+      let identity: RequestMeta | null = null;
+
+      if (authorization) {
+        const [scheme, token] = authorization.split(" ");
+        if (scheme?.toLowerCase() !== "bearer" || !token) throw ERRORS.unauthorized("Invalid authorization header");
+        const claims = await verifyToken(config.jwt, token);
+        if (!claims) throw ERRORS.unauthorized("Invalid or expired token");
+        identity = { accountId: claims.accountId, userId: claims.userId, authType: "jwt" };
+      } else if (typeof apiKey === "string" && apiKey) {
+        identity = isMasterKey(apiKey, config.masterApiKey)
+          ? masterIdentity(req)
+          : { ...(await ctx.call<RequestMeta, { key: string }>("api-keys.authenticate", { key: apiKey })), authType: "api_key" };
+      }
+      if (identity) Object.assign(ctx.meta, identity);
+      return identity;
+    },
+
+    /** Enforces the action's `auth` requirement (default "required"). */
+    authorize(ctx: Ctx, _route: unknown, req: GatewayRequest) {
+      const requirement = req.$action?.auth ?? "required";
+      if (requirement === "required" && typeof ctx.meta.accountId !== "number") throw ERRORS.unauthorized();
+    },
+  },
+
+};
+
+/** The master key acts for the account named in X-Account-Id; operators use it, never end users. */
+function masterIdentity(req: GatewayRequest): RequestMeta {
+  const accountId = Number(req.headers["x-account-id"]);
+  if (!Number.isInteger(accountId) || accountId <= 0) {
+    throw ERRORS.badRequest("The master key needs an X-Account-Id header naming the account to act for");
+  }
+  return { accountId, authType: "master" };
+}
+
+export default GatewayService;

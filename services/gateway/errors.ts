@@ -1,0 +1,87 @@
+import type { IncomingMessage } from "node:http";
+import type { FieldProblem } from "../../lib/errors";
+
+/** One item of the HTTPValidationError body. */
+export interface ValidationItem {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+export interface RenderedError {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+type RequestLike = Pick<IncomingMessage, "method"> & {
+  query?: Record<string, unknown>;
+  body?: unknown;
+  $alias?: { path?: string };
+};
+
+interface ErrorLike {
+  name?: string;
+  message?: string;
+  code?: unknown;
+  status?: unknown;
+  type?: string;
+  data?: unknown;
+}
+
+/** Where a field came from: the query string, the path, or (for writes) the body. */
+export function locateField(field: string, req: RequestLike): string {
+  const root = field.split(/[.[]/)[0] ?? field;
+  if (req.query && Object.hasOwn(req.query, root)) return "query";
+  if (req.body && typeof req.body === "object" && Object.hasOwn(req.body, root)) return "body";
+  if (req.$alias?.path?.includes(`:${root}`)) return "path";
+  return req.method === "GET" || req.method === "DELETE" || req.method === "HEAD" ? "query" : "body";
+}
+
+function toLoc(field: string, location: string): (string | number)[] {
+  const parts = field
+    .replace(/\[(\d+)\]/g, ".$1")
+    .split(".")
+    .filter(Boolean)
+    .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+  return [location, ...parts];
+}
+
+/** fastest-validator problems (and our own FieldProblems) as HTTPValidationError items. */
+export function toValidationItems(problems: FieldProblem[], req: RequestLike): ValidationItem[] {
+  return problems.map((p) => ({
+    loc: toLoc(p.field ?? "", p.location ?? locateField(p.field ?? "", req)),
+    msg: p.message,
+    type: p.type,
+  }));
+}
+
+/** Errors whose cause is the platform being partly unavailable, not the caller. */
+const UNAVAILABLE = new Set(["ServiceNotFoundError", "ServiceNotAvailableError", "QueueIsFullError"]);
+
+/**
+ * The one place an error becomes an HTTP response. Client errors keep their status and message as
+ * `{detail}` (plus any extra data fields, e.g. collected_count); validation errors become
+ * `{detail: [{loc, msg, type}]}`; anything else is a 500 that reveals nothing.
+ */
+export function renderError(err: ErrorLike, req: RequestLike): RenderedError {
+  if (err.name && UNAVAILABLE.has(err.name)) return { status: 503, body: { detail: "Service temporarily unavailable" } };
+  if (err.name === "RequestTimeoutError") return { status: 504, body: { detail: "Upstream service timed out" } };
+
+  const status = typeof err.code === "number" ? err.code : typeof err.status === "number" ? err.status : 500;
+  if (status === 422 && Array.isArray(err.data)) {
+    return { status, body: { detail: toValidationItems(err.data as FieldProblem[], req) } };
+  }
+  if (status >= 400 && status < 500) {
+    const extra = err.data && typeof err.data === "object" && !Array.isArray(err.data) ? err.data : {};
+    return { status, body: { ...extra, detail: clientMessage(err, status) } };
+  }
+  return { status: 500, body: { detail: "Internal Server Error" } };
+}
+
+/** Body-parser and router errors carry technical messages; give callers a plain one. */
+function clientMessage(err: ErrorLike, status: number): string {
+  if (err.type === "entity.parse.failed") return "Malformed JSON in request body";
+  if (err.type === "entity.too.large" || status === 413) return "Request body too large";
+  if (err.name === "NotFoundError" && err.type === "NOT_FOUND") return "Not Found";
+  return err.message || "Bad Request";
+}

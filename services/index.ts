@@ -1,0 +1,21 @@
+import type { ServiceSchema } from "moleculer";
+import GatewayService from "./gateway.service";
+import UsersService from "./users.service";
+import ApiKeysService from "./api-keys.service";
+
+/** Every service the image can run, by name; SERVICES picks a subset per process. */
+export const SERVICE_REGISTRY: Record<string, ServiceSchema<any, any, any>> = {
+  gateway: GatewayService,
+  users: UsersService,
+  "api-keys": ApiKeysService,
+};
+
+/** The schemas named in `names` (all of them when empty); unknown names are a configuration error. */
+export function selectServices(names: string[]): ServiceSchema<any, any, any>[] {
+  if (!names.length) return Object.values(SERVICE_REGISTRY);
+  const unknown = names.filter((n) => !SERVICE_REGISTRY[n]);
+  if (unknown.length) {
+    throw new Error(`Unknown service(s) in SERVICES: ${unknown.join(", ")}. Known: ${Object.keys(SERVICE_REGISTRY).join(", ")}`);
+  }
+  return names.map((n) => SERVICE_REGISTRY[n]!);
+}

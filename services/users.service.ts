@@ -1,0 +1,206 @@
+import type { Connection, Model } from "mongoose";
+import type { ServiceSchema } from "moleculer";
+import { loadConfig } from "../lib/config";
+import { ERRORS, isDuplicateKeyError } from "../lib/errors";
+import { nextId } from "../lib/ids";
+import type { Ctx } from "../lib/meta";
+import { MongoMixin } from "../lib/mongo.mixin";
+import { paginationParams } from "../lib/pagination";
+import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { hashPassword, verifyPassword } from "../lib/auth/passwords";
+import { signToken, verifyToken } from "../lib/auth/jwt";
+import { publishOutbox, sweepOutbox } from "../lib/outbox";
+import { userModel, type UserRecord } from "./users/model";
+import { normalizeEmail, registrationEvent, userChanges, verificationLink } from "./users/rules";
+
+const config = loadConfig();
+/** Verification links stay valid for two days. */
+const VERIFY_EMAIL_TTL_SECONDS = 2 * 24 * 3600;
+/** Outbox entries older than this are assumed orphaned by a crashed process and republished. */
+const OUTBOX_SWEEP_AGE_MS = 30_000;
+const OUTBOX_SWEEP_INTERVAL_MS = 15_000;
+/** Compared against when the email is unknown, so a miss costs the same time as a wrong password. */
+const DUMMY_PASSWORD_HASH = hashPassword("not-a-real-password");
+
+const userFields = {
+  email: { type: "email", max: 254 },
+  full_name: { type: "string", max: 255, optional: true, nullable: true },
+  locale: { type: "string", max: 35, optional: true, nullable: true },
+} as const;
+
+const userIdParam = { user_id: { type: "number", integer: true, positive: true, convert: true } } as const;
+
+interface Methods extends TenancyMethods {
+  publishEvents(userId: number): Promise<number>;
+  accessToken(user: { _id: number; account_id: number }): Promise<{ access_token: string; token_type: string; expires_in: number }>;
+  requireSelf(ctx: Ctx<unknown>): number;
+  applyUpdate(ctx: Ctx<unknown>, userId: number, params: Record<string, unknown>): Promise<object>;
+}
+interface Vars {
+  db: Connection;
+  models: { users: Model<UserRecord> };
+  sweepTimer?: NodeJS.Timeout;
+}
+
+/** Users, signup and login. A signup without credentials opens a new account; an authenticated one adds a user to the caller's account. */
+const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
+  name: "users",
+  mixins: [MongoMixin((db) => ({ users: userModel(db) })), TenancyMixin],
+  settings: { rest: "/" },
+
+  actions: {
+    create: {
+      rest: "POST /users",
+      auth: "optional",
+      params: { ...userFields, password: { type: "string", min: 8, max: 128 } },
+      async handler(ctx: Ctx<{ email: string; password: string; full_name?: string | null }>) {
+        const { users } = this.models;
+        const accountId = ctx.meta.accountId ?? (await nextId(this.db, "accounts"));
+        const id = await nextId(this.db, "users");
+        const email = normalizeEmail(ctx.params.email);
+        const locale = ctx.meta.locale ?? null;
+        const verifyToken = await signToken(config.jwt, { userId: id, accountId }, "verify-email", VERIFY_EMAIL_TTL_SECONDS);
+        const event = registrationEvent({ id, account_id: accountId, email, locale }, verificationLink(config.appUrl, verifyToken));
+        let user;
+        try {
+          user = await users.create({
+            _id: id,
+            account_id: accountId,
+            email,
+            full_name: ctx.params.full_name ?? null,
+            password_hash: await hashPassword(ctx.params.password),
+            locale,
+            outbox: [event],
+          });
+        } catch (err) {
+          if (isDuplicateKeyError(err)) throw ERRORS.conflict("A user with this email already exists");
+          throw err;
+        }
+        await this.publishEvents(id);
+        ctx.meta.$statusCode = 201;
+        return { ...user.toJSON(), ...(await this.accessToken(user)) };
+      },
+    },
+
+    login: {
+      rest: "POST /login/access-token",
+      auth: "none",
+      params: { email: { type: "email", max: 254 }, password: { type: "string", min: 1, max: 128 } },
+      async handler(ctx: Ctx<{ email: string; password: string }>) {
+        const user = await this.models.users.findOne({ email: normalizeEmail(ctx.params.email) });
+        const ok = await verifyPassword(ctx.params.password, user?.password_hash ?? (await DUMMY_PASSWORD_HASH));
+        if (!user || !ok) throw ERRORS.unauthorized("Incorrect email or password");
+        if (!user.is_active) throw ERRORS.forbidden("Inactive user");
+        return this.accessToken(user);
+      },
+    },
+
+    verifyEmail: {
+      rest: "GET /users/verify-email",
+      auth: "none",
+      params: { token: { type: "string", min: 1, max: 4096 } },
+      async handler(ctx: Ctx<{ token: string }>) {
+        const claims = await verifyToken(config.jwt, ctx.params.token, "verify-email");
+        if (!claims) throw ERRORS.badRequest("Invalid or expired verification link");
+        const res = await this.models.users.updateOne({ _id: claims.userId, account_id: claims.accountId }, { email_verified: true });
+        if (!res.matchedCount) throw ERRORS.notFound("User", claims.userId);
+        return { message: "Email verified" };
+      },
+    },
+
+    list: {
+      rest: "GET /users",
+      params: paginationParams({ max: 1000, def: 100 }),
+      async handler(ctx: Ctx<{ skip: number; limit: number }>) {
+        const { rows } = await this.listOwned(ctx, this.models.users, {}, { ...ctx.params, sort: { _id: 1 } });
+        return rows.map((u) => u.toJSON());
+      },
+    },
+
+    me: {
+      rest: "GET /users/me",
+      async handler(ctx: Ctx) {
+        return (await this.findOwned(ctx, this.models.users, this.requireSelf(ctx), "User")).toJSON();
+      },
+    },
+
+    updateMe: {
+      rest: "PUT /users/me",
+      params: { ...userFields, email: { ...userFields.email, optional: true } },
+      handler(ctx: Ctx<Record<string, unknown>>) {
+        return this.applyUpdate(ctx, this.requireSelf(ctx), ctx.params);
+      },
+    },
+
+    get: {
+      rest: "GET /users/:user_id",
+      params: userIdParam,
+      async handler(ctx: Ctx<{ user_id: number }>) {
+        return (await this.findOwned(ctx, this.models.users, ctx.params.user_id, "User")).toJSON();
+      },
+    },
+
+    update: {
+      rest: "PUT /users/:user_id",
+      params: { ...userIdParam, ...userFields, email: { ...userFields.email, optional: true } },
+      handler(ctx: Ctx<{ user_id: number } & Record<string, unknown>>) {
+        return this.applyUpdate(ctx, ctx.params.user_id, ctx.params);
+      },
+    },
+
+    remove: {
+      rest: "DELETE /users/:user_id",
+      params: userIdParam,
+      async handler(ctx: Ctx<{ user_id: number }>) {
+        if (ctx.params.user_id !== ctx.meta.userId) throw ERRORS.forbidden("Users can only delete themselves");
+        const user = await this.findOwned(ctx, this.models.users, ctx.params.user_id, "User");
+        await this.models.users.deleteOne({ _id: user._id, account_id: user.account_id });
+        ctx.meta.$statusCode = 204;
+        return null;
+      },
+    },
+  },
+
+  methods: {
+    publishEvents(userId: number) {
+      return publishOutbox(this.models.users, userId, (event, payload) => this.broker.emit(event, payload));
+    },
+
+    async accessToken(user) {
+      const access_token = await signToken(config.jwt, { userId: user._id, accountId: user.account_id });
+      return { access_token, token_type: "bearer", expires_in: config.jwt.ttlSeconds };
+    },
+
+    /** The calling user's id; API keys act for an account, not a user. */
+    requireSelf(ctx) {
+      if (typeof ctx.meta.userId !== "number") throw ERRORS.forbidden("This endpoint needs a user's access token, not an API key");
+      return ctx.meta.userId;
+    },
+
+    async applyUpdate(ctx, userId, params) {
+      const user = await this.findOwned(ctx, this.models.users, userId, "User");
+      user.set(userChanges(params));
+      try {
+        await user.save();
+      } catch (err) {
+        if (isDuplicateKeyError(err)) throw ERRORS.conflict("A user with this email already exists");
+        throw err;
+      }
+      return user.toJSON();
+    },
+  },
+
+  started() {
+    const emit = (event: string, payload: Record<string, unknown>) => this.broker.emit(event, payload);
+    this.sweepTimer = setInterval(() => {
+      sweepOutbox(this.models.users, emit, OUTBOX_SWEEP_AGE_MS).catch((err) => this.logger.warn("Outbox sweep failed", err));
+    }, OUTBOX_SWEEP_INTERVAL_MS);
+    this.sweepTimer.unref();
+  },
+
+  stopped() {
+    clearInterval(this.sweepTimer);
+  },
+};
+
+export default UsersService;

@@ -1,0 +1,44 @@
+import { Schema, type Connection, type Model } from "mongoose";
+import { recordSchemaOptions } from "../../lib/db";
+import type { OutboxEntry } from "../../lib/outbox";
+
+
+export interface UserRecord {
+  _id: number;
+  account_id: number;
+  email: string;
+  full_name: string | null;
+  password_hash: string;
+  locale: string | null;
+  is_active: boolean;
+  email_verified: boolean;
+  outbox: OutboxEntry[];
+  created_at: Date;
+  updated_at: Date;
+}
+
+const userSchema = new Schema<UserRecord>(
+  {
+    _id: { type: Number, required: true },
+    account_id: { type: Number, required: true, index: true },
+    // Login is by email, so emails are unique across the platform, not only per account.
+    email: { type: String, required: true, unique: true },
+    full_name: { type: String, default: null },
+    password_hash: { type: String, required: true },
+    locale: { type: String, default: null },
+    is_active: { type: Boolean, default: true },
+    email_verified: { type: Boolean, default: false },
+    outbox: {
+      type: [{ _id: false, event: String, payload: Schema.Types.Mixed, created_at: Date }],
+      default: [],
+    },
+  },
+  recordSchemaOptions(["password_hash", "outbox"]),
+);
+// The outbox sweeper looks for users with unpublished events.
+userSchema.index({ "outbox.created_at": 1 }, { sparse: true });
+
+/** The users model on a given connection. */
+export function userModel(db: Connection): Model<UserRecord> {
+  return (db.models.User as Model<UserRecord>) ?? db.model<UserRecord>("User", userSchema);
+}

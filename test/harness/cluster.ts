@@ -1,0 +1,118 @@
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import { randomBytes } from "node:crypto";
+import { ServiceBroker, type BrokerOptions, type ServiceSchema } from "moleculer";
+import mongoose from "mongoose";
+import { brokerOptions } from "../../moleculer.config";
+import { closeAllDatabases } from "../../lib/db";
+import { SERVICE_REGISTRY } from "../../services";
+
+export interface Cluster {
+  /** Base URL of the gateway, e.g. http://127.0.0.1:PORT */
+  baseUrl: string;
+  brokers: ServiceBroker[];
+  /** The database URL every service of this cluster uses. */
+  mongoUrl: string;
+  stop(): Promise<void>;
+}
+
+export interface ClusterOptions {
+  /** Service names per broker; each inner list is one node. Default: gateway alone, every other service on a second node. */
+  nodes?: string[][];
+  /** Extra schemas (e.g. event listeners) started on their own node. */
+  extraServices?: ServiceSchema<any, any, any>[];
+  /** Database name; one per test file keeps files independent. */
+  database: string;
+  /** No transporter: every service in one broker, as `npm start` runs. */
+  embedded?: boolean;
+}
+
+function databaseUrl(base: string, database: string): string {
+  const url = new URL(base);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/** Waits until the gateway has generated a REST alias for an action of every named service. */
+async function waitForAliases(gateway: { aliases?: { action?: string }[] }, services: string[], timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const actions = (gateway.aliases ?? []).map((a) => a.action ?? "");
+    if (services.every((s) => actions.some((a) => a.startsWith(`${s}.`)))) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`gateway has no aliases for ${services.join(", ")} after ${timeoutMs} ms`);
+}
+
+/**
+ * Starts the platform's services on real brokers: by default the gateway on one node and the rest on
+ * another, connected over the test run's NATS server, so every HTTP call crosses the transporter.
+ */
+export async function startCluster(options: ClusterOptions): Promise<Cluster> {
+  const natsUrl = process.env.TEST_NATS_URL;
+  const mongoBase = process.env.TEST_MONGO_URL;
+  if (!natsUrl || !mongoBase) throw new Error("test harness servers are not running (global setup)");
+  const mongoUrl = databaseUrl(mongoBase, options.database);
+  process.env.MONGO_URL = mongoUrl;
+
+  // Start every file from an empty database.
+  const conn = await mongoose.createConnection(mongoUrl).asPromise();
+  await conn.dropDatabase();
+  await conn.close();
+
+  const allNames = Object.keys(SERVICE_REGISTRY);
+  const nodes = options.embedded
+    ? [allNames]
+    : (options.nodes ?? [["gateway"], allNames.filter((n) => n !== "gateway")]);
+  const namespace = `test-${options.database}-${randomBytes(3).toString("hex")}`;
+  const brokers: ServiceBroker[] = [];
+  let gateway: (ServiceSchema & { server?: Server; aliases?: { action?: string }[] }) | undefined;
+
+  const makeBroker = (index: number) =>
+    new ServiceBroker(
+      brokerOptions({
+        namespace,
+        nodeID: `${namespace}-node-${index}`,
+        transporter: (options.embedded ? null : natsUrl) as BrokerOptions["transporter"],
+        logger: { type: "Console", options: { level: process.env.TEST_LOG_LEVEL ?? "warn" } },
+        heartbeatInterval: 2,
+        heartbeatTimeout: 6,
+      }),
+    );
+
+  nodes.forEach((names, index) => {
+    const broker = makeBroker(index);
+    for (const name of names) {
+      const schema = SERVICE_REGISTRY[name];
+      if (!schema) throw new Error(`unknown service ${name}`);
+      const service =
+        name === "gateway"
+          ? broker.createService({ ...schema, settings: { ...schema.settings, port: 0, ip: "127.0.0.1" } })
+          : broker.createService(schema);
+      if (name === "gateway") gateway = service as never;
+    }
+    brokers.push(broker);
+  });
+  if (options.extraServices?.length) {
+    const broker = makeBroker(nodes.length);
+    for (const schema of options.extraServices) broker.createService(schema);
+    brokers.push(broker);
+  }
+
+  await Promise.all(brokers.map((b) => b.start()));
+  const serviceNames = nodes.flat().filter((n) => n !== "gateway");
+  await brokers[0]!.waitForServices(serviceNames, 20_000);
+  if (!gateway?.server) throw new Error("cluster has no gateway");
+  await waitForAliases(gateway, serviceNames);
+  const { port } = gateway.server.address() as AddressInfo;
+
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    brokers,
+    mongoUrl,
+    async stop() {
+      await Promise.all(brokers.map((b) => b.stop()));
+      await closeAllDatabases();
+    },
+  };
+}
