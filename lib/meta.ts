@@ -14,6 +14,7 @@ export interface RequestMeta {
   /** Selected request headers a service needs (e.g. x-access-password). */
   headers?: Record<string, string | undefined>;
   $statusCode?: number;
+  $location?: string;
   $responseType?: string;
   $responseHeaders?: Record<string, string>;
 }

@@ -20,8 +20,8 @@ export async function publishOutbox<T extends WithOutbox>(model: Model<T>, id: n
   const entries = doc?.outbox ?? [];
   if (!entries.length) return 0;
   for (const entry of entries) await emit(entry.event, entry.payload);
-  const newest = entries.reduce((max, e) => (e.created_at > max ? e.created_at : max), entries[0]!.created_at);
-  await model.updateOne({ _id: id }, { $pull: { outbox: { created_at: { $lte: newest } } } } as never);
+  // Remove exactly the entries published (by value), so entries added meanwhile stay queued.
+  await model.collection.updateOne({ _id: id } as never, { $pullAll: { outbox: entries } } as never);
   return entries.length;
 }
 

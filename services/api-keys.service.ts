@@ -4,6 +4,7 @@ import { ERRORS } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams } from "../lib/pagination";
+import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { generateApiKey, hashApiKey } from "../lib/auth/api-keys";
 import { apiKeyModel, API_KEY_STATUSES, type ApiKeyRecord } from "./api-keys/model";
@@ -51,8 +52,7 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
           prefix,
           created_by_user_id: ctx.meta.userId ?? null,
         });
-        ctx.meta.$statusCode = 201;
-        return { ...record.toJSON(), key };
+        return respondCreated(ctx, `/api/v1/account-api-keys/${record._id}`, { ...record.toJSON(), key });
       },
     },
 
@@ -86,8 +86,7 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
       async handler(ctx: Ctx<{ api_key_id: number }>) {
         const key = await this.findOwned(ctx, this.models.keys, ctx.params.api_key_id, "API key");
         await this.models.keys.deleteOne({ _id: key._id, account_id: key.account_id });
-        ctx.meta.$statusCode = 204;
-        return null;
+        return respondNoContent(ctx);
       },
     },
 

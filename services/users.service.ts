@@ -6,6 +6,7 @@ import { nextId } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams } from "../lib/pagination";
+import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
 import { signToken, verifyToken } from "../lib/auth/jwt";
@@ -77,8 +78,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           throw err;
         }
         await this.publishEvents(id);
-        ctx.meta.$statusCode = 201;
-        return { ...user.toJSON(), ...(await this.accessToken(user)) };
+        return respondCreated(ctx, `/api/v1/users/${id}`, { ...user.toJSON(), ...(await this.accessToken(user)) });
       },
     },
 
@@ -155,8 +155,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (ctx.params.user_id !== ctx.meta.userId) throw ERRORS.forbidden("Users can only delete themselves");
         const user = await this.findOwned(ctx, this.models.users, ctx.params.user_id, "User");
         await this.models.users.deleteOne({ _id: user._id, account_id: user.account_id });
-        ctx.meta.$statusCode = 204;
-        return null;
+        return respondNoContent(ctx);
       },
     },
   },
