@@ -45,3 +45,19 @@ export function firstFreeIdentifier(base: string, taken: Iterable<string>): stri
   if (!used.has(base)) return base;
   for (let n = 2; ; n++) if (!used.has(`${base}-${n}`)) return `${base}-${n}`;
 }
+
+/** URL-safe identifiers with at least one letter, so a path segment that is all digits is always an id. */
+export const IDENTIFIER_PATTERN = /^(?=.*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_.-]*$/;
+
+/** fastest-validator rule for a client-chosen identifier. */
+export const identifierRule = { type: "string", min: 1, max: 100, pattern: IDENTIFIER_PATTERN, optional: true } as const;
+
+/** True when a reference (path segment or association entry) names a numeric id rather than an identifier. */
+export function isIdRef(ref: string | number): boolean {
+  return typeof ref === "number" || /^\d+$/.test(ref);
+}
+
+/** Regex source matching base and its numbered variants (base-2, base-3, ...). */
+export function identifierFamily(base: string): RegExp {
+  return new RegExp(`^${base.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(-\\d+)?$`);
+}

@@ -1,7 +1,7 @@
 import type { Connection, HydratedDocument, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { ERRORS } from "./errors";
-import { nextId } from "./ids";
+import { firstFreeIdentifier, identifierFamily, isIdRef, nextId, slugify } from "./ids";
+import { ERRORS as E, isDuplicateKeyError } from "./errors";
 import type { Ctx } from "./meta";
 
 /** A record every tenant-owned collection has: an integer `_id` and the owning account. */
@@ -9,6 +9,14 @@ export interface OwnedRecord {
   _id: number;
   account_id: number;
 }
+
+/** A tenant record addressable by a per-account identifier as well as by id. */
+export interface IdentifiedRecord extends OwnedRecord {
+  identifier: string;
+}
+
+/** Attempts at picking a free generated identifier when concurrent creates race for the same one. */
+const IDENTIFIER_ATTEMPTS = 5;
 
 export interface ListOptions {
   skip: number;
@@ -22,6 +30,14 @@ export interface TenancyMethods {
   findOwned<T extends OwnedRecord>(ctx: Ctx<unknown>, model: Model<T>, id: number, label: string): Promise<HydratedDocument<T>>;
   listOwned<T extends OwnedRecord>(ctx: Ctx<unknown>, model: Model<T>, filter: object, opts: ListOptions): Promise<{ rows: HydratedDocument<T>[]; total: number }>;
   createOwned<T extends OwnedRecord>(ctx: Ctx<unknown>, model: Model<T>, fields: object): Promise<HydratedDocument<T>>;
+  findOwnedByRef<T extends IdentifiedRecord>(ctx: Ctx<unknown>, model: Model<T>, ref: string | number, label: string): Promise<HydratedDocument<T>>;
+  createIdentified<T extends IdentifiedRecord>(
+    ctx: Ctx<unknown>,
+    model: Model<T>,
+    fields: object,
+    naming: { name: string; identifier?: string; label: string },
+  ): Promise<HydratedDocument<T>>;
+  saveIdentified<T extends IdentifiedRecord>(doc: HydratedDocument<T>, label: string): Promise<void>;
 }
 
 /**
@@ -33,15 +49,15 @@ export const TenancyMixin: Partial<ServiceSchema> = {
   methods: {
     accountOf(ctx: Ctx<unknown>): number {
       const accountId = ctx.meta.accountId;
-      if (typeof accountId !== "number") throw ERRORS.unauthorized();
+      if (typeof accountId !== "number") throw E.unauthorized();
       return accountId;
     },
 
     async findOwned(this: TenancyMethods, ctx: Ctx<unknown>, model: Model<OwnedRecord>, id: number, label: string) {
       const accountId = this.accountOf(ctx);
       const doc = await model.findById(id);
-      if (!doc) throw ERRORS.notFound(label, id);
-      if (doc.account_id !== accountId) throw ERRORS.forbidden(`${label} ${id} belongs to another account`);
+      if (!doc) throw E.notFound(label, id);
+      if (doc.account_id !== accountId) throw E.forbidden(`${label} ${id} belongs to another account`);
       return doc;
     },
 
@@ -58,6 +74,53 @@ export const TenancyMixin: Partial<ServiceSchema> = {
       const account_id = this.accountOf(ctx);
       const _id = await nextId(this.db, model.collection.collectionName);
       return model.create({ ...fields, _id, account_id });
+    },
+
+    /** Looks a record up by numeric id or by its identifier within the caller's account. */
+    async findOwnedByRef(this: TenancyMethods, ctx: Ctx<unknown>, model: Model<IdentifiedRecord>, ref: string | number, label: string) {
+      if (isIdRef(ref)) return this.findOwned(ctx, model, Number(ref), label);
+      const doc = await model.findOne({ account_id: this.accountOf(ctx), identifier: String(ref) });
+      if (!doc) throw E.notFound(label, ref);
+      return doc;
+    },
+
+    /** Saves an update; an identifier that another record of the account already uses is a 409. */
+    async saveIdentified(doc: HydratedDocument<IdentifiedRecord>, label: string) {
+      try {
+        await doc.save();
+      } catch (err) {
+        if (isDuplicateKeyError(err)) throw E.conflict(`A ${label.toLowerCase()} with identifier "${doc.identifier}" already exists`);
+        throw err;
+      }
+    },
+
+    /**
+     * Creates a record with a per-account unique identifier: the one given (a clash is 409), or one generated
+     * from the name ("support-bot", "support-bot-2", ...; a clash with a concurrent create retries).
+     */
+    async createIdentified(
+      this: TenancyMethods,
+      ctx: Ctx<unknown>,
+      model: Model<IdentifiedRecord>,
+      fields: object,
+      naming: { name: string; identifier?: string; label: string },
+    ) {
+      const account_id = this.accountOf(ctx);
+      const base = slugify(naming.name);
+      for (let attempt = 1; ; attempt++) {
+        let identifier = naming.identifier;
+        if (!identifier) {
+          const taken = await model.find({ account_id, identifier: identifierFamily(base) }, { identifier: 1 }).lean();
+          identifier = firstFreeIdentifier(base, taken.map((t) => t.identifier));
+        }
+        try {
+          return await this.createOwned(ctx, model, { ...fields, identifier });
+        } catch (err) {
+          if (!isDuplicateKeyError(err)) throw err;
+          if (naming.identifier) throw E.conflict(`A ${naming.label.toLowerCase()} with identifier "${identifier}" already exists`);
+          if (attempt >= IDENTIFIER_ATTEMPTS) throw err;
+        }
+      }
     },
   },
 };

@@ -2,12 +2,18 @@ import type { ServiceSchema } from "moleculer";
 import GatewayService from "./gateway.service";
 import UsersService from "./users.service";
 import ApiKeysService from "./api-keys.service";
+import AgentsService from "./agents.service";
+import ToolsService from "./tools.service";
+import TraitsService from "./traits.service";
 
 /** Every service the image can run, by name; SERVICES picks a subset per process. */
 export const SERVICE_REGISTRY: Record<string, ServiceSchema<any, any, any>> = {
   gateway: GatewayService,
   users: UsersService,
   "api-keys": ApiKeysService,
+  agents: AgentsService,
+  tools: ToolsService,
+  traits: TraitsService,
 };
 
 /** The schemas named in `names` (all of them when empty); unknown names are a configuration error. */

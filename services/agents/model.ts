@@ -1,0 +1,75 @@
+import { Schema, type Connection, type Model } from "mongoose";
+import { recordSchemaOptions } from "../../lib/db";
+
+export const AGENT_ACCESS_LEVELS = ["private", "public", "password_protected"] as const;
+export type AgentAccessLevel = (typeof AGENT_ACCESS_LEVELS)[number];
+
+/** How an agent is published for chat (set through team push). The password is stored hashed only. */
+export interface Publication {
+  access_level: AgentAccessLevel;
+  chat_uri?: string | null;
+  domain?: string | null;
+  password_hash?: string | null;
+}
+
+export interface AgentRecord {
+  _id: number;
+  account_id: number;
+  name: string;
+  /** Lower-cased name: alphabetical order and search without collation support in the database. */
+  sort_name: string;
+  identifier: string;
+  description: string | null;
+  instructions: string | null;
+  model: string;
+  temperature: number;
+  max_tokens: number | null;
+  access_level: AgentAccessLevel;
+  image_url: string | null;
+  configuration: Record<string, unknown>;
+  trait_ids: number[];
+  tool_ids: number[];
+  knowledge_source_ids: number[];
+  publication: Publication | null;
+  events: Record<string, unknown>[];
+  delegations: Record<string, unknown>[];
+  created_at: Date;
+  updated_at: Date;
+}
+
+const agentSchema = new Schema<AgentRecord>(
+  {
+    _id: { type: Number, required: true },
+    account_id: { type: Number, required: true },
+    name: { type: String, required: true },
+    sort_name: { type: String, required: true },
+    identifier: { type: String, required: true },
+    description: { type: String, default: null },
+    instructions: { type: String, default: null },
+    model: { type: String, required: true },
+    temperature: { type: Number, default: 0.7 },
+    max_tokens: { type: Number, default: null },
+    access_level: { type: String, enum: AGENT_ACCESS_LEVELS, default: "private" },
+    image_url: { type: String, default: null },
+    configuration: { type: Schema.Types.Mixed, default: () => ({}) },
+    trait_ids: { type: [Number], default: [] },
+    tool_ids: { type: [Number], default: [] },
+    knowledge_source_ids: { type: [Number], default: [] },
+    publication: { type: Schema.Types.Mixed, default: null },
+    events: { type: Schema.Types.Mixed, default: () => [] },
+    delegations: { type: Schema.Types.Mixed, default: () => [] },
+  },
+  { ...recordSchemaOptions<AgentRecord>(["sort_name"]), minimize: false },
+);
+agentSchema.index({ account_id: 1, identifier: 1 }, { unique: true });
+// Directory (alphabetical) and list sorts.
+agentSchema.index({ account_id: 1, sort_name: 1 });
+agentSchema.index({ account_id: 1, updated_at: -1 });
+agentSchema.pre("validate", function () {
+  this.sort_name = this.name.toLowerCase();
+});
+
+/** The agents model on a given connection. */
+export function agentModel(db: Connection): Model<AgentRecord> {
+  return (db.models.Agent as Model<AgentRecord>) ?? db.model<AgentRecord>("Agent", agentSchema);
+}

@@ -1,0 +1,117 @@
+import type { Connection, Model } from "mongoose";
+import type { ServiceSchema } from "moleculer";
+import { identifierRule } from "../lib/ids";
+import type { Ctx } from "../lib/meta";
+import { MongoMixin } from "../lib/mongo.mixin";
+import { paginationParams, toPage } from "../lib/pagination";
+import { respondCreated, respondNoContent } from "../lib/responses";
+import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { toolModel, type ToolRecord } from "./tools/model";
+
+const toolFields = {
+  name: { type: "string", min: 1, max: 255, trim: true },
+  identifier: { ...identifierRule, optional: false },
+  description: { type: "string", max: 10_000, optional: true, nullable: true },
+  tool_type: { type: "string", min: 1, max: 50, trim: true, optional: true },
+  configuration: { type: "object", optional: true },
+} as const;
+
+const idParam = { tool_id: { type: "number", integer: true, positive: true, convert: true } } as const;
+
+/** Keeps only the fields a client may set, so extra body keys never reach the database. */
+function pickToolFields(params: Record<string, unknown>) {
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(toolFields)) if (params[key] !== undefined) out[key] = params[key];
+  return out;
+}
+
+interface Vars {
+  db: Connection;
+  models: { tools: Model<ToolRecord> };
+}
+
+/** Account tools agents can use. Deleting a tool leaves agents' references in place, as the interface specifies. */
+const ToolsService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
+  name: "tools",
+  mixins: [MongoMixin((db) => ({ tools: toolModel(db) })), TenancyMixin],
+  settings: { rest: "/" },
+
+  actions: {
+    list: {
+      rest: "GET /tools",
+      params: paginationParams({ max: 200, def: 50 }),
+      async handler(ctx: Ctx<{ skip: number; limit: number }>) {
+        const { skip, limit } = ctx.params;
+        const { rows, total } = await this.listOwned(ctx, this.models.tools, {}, { skip, limit, sort: { created_at: -1, _id: -1 } });
+        return toPage(rows.map((t) => t.toJSON()), total, skip, limit);
+      },
+    },
+
+    create: {
+      rest: "POST /tools",
+      params: toolFields,
+      async handler(ctx: Ctx<Record<string, unknown> & { name: string; identifier: string }>) {
+        const tool = await this.createIdentified(ctx, this.models.tools, pickToolFields(ctx.params), {
+          name: ctx.params.name,
+          identifier: ctx.params.identifier,
+          label: "Tool",
+        });
+        return respondCreated(ctx, `/api/v1/tools/${tool._id}`, tool.toJSON());
+      },
+    },
+
+    get: {
+      rest: "GET /tools/:tool_id",
+      params: idParam,
+      async handler(ctx: Ctx<{ tool_id: number }>) {
+        return (await this.findOwned(ctx, this.models.tools, ctx.params.tool_id, "Tool")).toJSON();
+      },
+    },
+
+    update: {
+      rest: ["PUT /tools/:tool_id", "PATCH /tools/:tool_id"],
+      params: {
+        ...idParam,
+        ...Object.fromEntries(Object.entries(toolFields).map(([k, rule]) => [k, { ...rule, optional: true }])),
+      },
+      async handler(ctx: Ctx<{ tool_id: number } & Record<string, unknown>>) {
+        const tool = await this.findOwned(ctx, this.models.tools, ctx.params.tool_id, "Tool");
+        tool.set(pickToolFields(ctx.params));
+        await this.saveIdentified(tool, "Tool");
+        return tool.toJSON();
+      },
+    },
+
+    /** Returns the account's tool with this identifier, creating it first if needed (built-in tools). */
+    ensure: {
+      visibility: "public",
+      params: toolFields,
+      async handler(ctx: Ctx<Record<string, unknown> & { name: string; identifier: string }>) {
+        const scope = { account_id: this.accountOf(ctx), identifier: ctx.params.identifier };
+        const existing = await this.models.tools.findOne(scope);
+        if (existing) return existing.toJSON();
+        try {
+          const naming = { name: ctx.params.name, identifier: ctx.params.identifier, label: "Tool" };
+          return (await this.createIdentified(ctx, this.models.tools, pickToolFields(ctx.params), naming)).toJSON();
+        } catch (err) {
+          // A concurrent ensure created it first.
+          const created = await this.models.tools.findOne(scope);
+          if (created) return created.toJSON();
+          throw err;
+        }
+      },
+    },
+
+    remove: {
+      rest: "DELETE /tools/:tool_id",
+      params: idParam,
+      async handler(ctx: Ctx<{ tool_id: number }>) {
+        const tool = await this.findOwned(ctx, this.models.tools, ctx.params.tool_id, "Tool");
+        await this.models.tools.deleteOne({ _id: tool._id, account_id: tool.account_id });
+        return respondNoContent(ctx);
+      },
+    },
+  },
+};
+
+export default ToolsService;

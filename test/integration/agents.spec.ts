@@ -1,0 +1,179 @@
+import { startCluster, type Cluster } from "../harness/cluster";
+import { apiClient, signup, type Api } from "../harness/http";
+
+describe("agents, tools and traits over NATS", () => {
+  let cluster: Cluster;
+  let api: Api;
+  let token: string;
+  let other: string;
+
+  beforeAll(async () => {
+    cluster = await startCluster({ database: "agents" });
+    api = apiClient(cluster.baseUrl);
+    token = (await signup(api, "agents")).token;
+    other = (await signup(api, "intruder")).token;
+  });
+  afterAll(() => cluster?.stop());
+
+  const post = (path: string, body: unknown, t = token) => api("POST", `/api/v1${path}`, { token: t, body });
+  const get = (path: string, t = token) => api("GET", `/api/v1${path}`, { token: t });
+  const put = (path: string, body: unknown, t = token) => api("PUT", `/api/v1${path}`, { token: t, body });
+  const del = (path: string, t = token) => api("DELETE", `/api/v1${path}`, { token: t });
+
+  describe("tools", () => {
+    it("creates, reads, partially updates and deletes a tool; account_id is set automatically", async () => {
+      const created = await post("/tools", { name: "Web search", identifier: "web_search", tool_type: "api", configuration: { url: "https://x" }, account_id: 999 });
+      expect(created.status).toBe(201);
+      expect(created.body).toMatchObject({ id: expect.any(Number), name: "Web search", identifier: "web_search", tool_type: "api", configuration: { url: "https://x" }, created_at: expect.any(String) });
+      expect(created.body.account_id).not.toBe(999);
+      const updated = await put(`/tools/${created.body.id}`, { description: "Searches the web" });
+      expect(updated.body).toMatchObject({ name: "Web search", description: "Searches the web", tool_type: "api" });
+      expect((await del(`/tools/${created.body.id}`)).status).toBe(204);
+      expect((await get(`/tools/${created.body.id}`)).status).toBe(404);
+    });
+
+    it("requires name and identifier (422) and refuses a duplicate identifier in the account (409)", async () => {
+      const missing = await post("/tools", { description: "x" });
+      expect(missing.status).toBe(422);
+      expect(missing.body.detail.map((d: { loc: string[] }) => d.loc[1]).sort()).toEqual(["identifier", "name"]);
+      await post("/tools", { name: "A", identifier: "dup-tool" });
+      expect((await post("/tools", { name: "B", identifier: "dup-tool" })).status).toBe(409);
+      // Unique per account, not globally.
+      expect((await post("/tools", { name: "B", identifier: "dup-tool" }, other)).status).toBe(201);
+    });
+
+    it("lists tools paginated with bounds", async () => {
+      await post("/tools", { name: "Second", identifier: "second" });
+      const page = await get("/tools?limit=1");
+      expect(page.status).toBe(200);
+      expect(page.body.pagination).toMatchObject({ skip: 0, limit: 1, has_more: true });
+      expect(page.body.data).toHaveLength(1);
+      expect((await get("/tools?limit=201")).status).toBe(422);
+    });
+
+    it("answers 403 for another account's tool", async () => {
+      const { body } = await post("/tools", { name: "Mine", identifier: "mine" });
+      expect((await get(`/tools/${body.id}`, other)).status).toBe(403);
+      expect((await put(`/tools/${body.id}`, { name: "x" }, other)).status).toBe(403);
+      expect((await del(`/tools/${body.id}`, other)).status).toBe(403);
+    });
+  });
+
+  describe("traits", () => {
+    it("creates traits with generated identifiers, sorts and paginates them, reports categories", async () => {
+      const a = await post("/traits", { name: "Friendly tone", category: "communication", tags: ["Tone", "tone", "warm"] });
+      expect(a.status).toBe(201);
+      expect(a.body).toMatchObject({ identifier: "friendly-tone", category: "communication", tags: ["tone", "warm"] });
+      await post("/traits", { name: "Able" });
+      const byName = await get("/traits?sort_by=name&sort_order=asc");
+      expect(byName.body.data.map((t: { name: string }) => t.name)).toEqual(["Able", "Friendly tone"]);
+      expect((await get("/traits?sort_by=color")).status).toBe(422);
+      const categories = await get("/traits/categories");
+      expect(categories.status).toBe(200);
+      expect(categories.body).toEqual(expect.arrayContaining([{ name: "communication", description: expect.any(String), trait_count: 1 }]));
+    });
+  });
+
+  describe("agents", () => {
+    it("generates unique identifiers from the name and reads by id or identifier", async () => {
+      const one = await post("/agents", { name: "Support Bot", model: "gpt-4o" });
+      const two = await post("/agents", { name: "Support Bot", model: "gpt-4o" });
+      expect(one.status).toBe(201);
+      expect(one.body.identifier).toBe("support-bot");
+      expect(two.body.identifier).toBe("support-bot-2");
+      expect((await get(`/agents/${one.body.id}`)).body.identifier).toBe("support-bot");
+      expect((await get("/agents/support-bot-2")).body.id).toBe(two.body.id);
+      expect((await get("/agents/no-such-agent")).status).toBe(404);
+    });
+
+    it("deep-merges configuration.chat_ui on update; null removes a field; image_url is replaced", async () => {
+      const { body } = await post("/agents", {
+        name: "Merger",
+        image_url: "https://img/a.png",
+        configuration: { chat_ui: { empty_title: "Hi", greeting: "Hello", suggested_prompts: [{ title: "t", text: "x" }] }, theme: "dark" },
+      });
+      const res = await put(`/agents/${body.id}`, { image_url: "https://img/b.png", configuration: { chat_ui: { greeting: null, empty_description: "Ask" } } });
+      expect(res.status).toBe(200);
+      expect(res.body.image_url).toBe("https://img/b.png");
+      expect(res.body.configuration).toEqual({
+        chat_ui: { empty_title: "Hi", empty_description: "Ask", suggested_prompts: [{ title: "t", text: "x" }] },
+        theme: "dark",
+      });
+      const untouched = await put(`/agents/${body.id}`, { description: "no configuration given" });
+      expect(untouched.body.configuration).toEqual(res.body.configuration);
+    });
+
+    it("refuses more than 8 suggested prompts and prompts without title/text (422)", async () => {
+      const prompts = Array.from({ length: 9 }, (_, i) => ({ title: `t${i}`, text: "x" }));
+      const tooMany = await post("/agents", { name: "Prompts", configuration: { chat_ui: { suggested_prompts: prompts } } });
+      expect(tooMany.status).toBe(422);
+      expect(tooMany.body.detail[0].loc).toEqual(["body", "configuration", "chat_ui", "suggested_prompts"]);
+      const noText = await post("/agents", { name: "Prompts", configuration: { chat_ui: { suggested_prompts: [{ title: "t" }] } } });
+      expect(noText.status).toBe(422);
+    });
+
+    it("associates traits and tools by id or identifier; unknown references are 422; PUT/GET traits", async () => {
+      const trait = (await post("/traits", { name: "Concise" })).body;
+      const tool = (await post("/tools", { name: "Calc", identifier: "calc" })).body;
+      const agent = await post("/agents", { name: "Assoc", traits: ["concise"], tools: [tool.id, "calc"] });
+      expect(agent.status).toBe(201);
+      expect(agent.body.traits).toEqual([expect.objectContaining({ id: trait.id, identifier: "concise" })]);
+      expect(agent.body.tools).toEqual([expect.objectContaining({ id: tool.id, identifier: "calc" })]);
+      const bad = await post("/agents", { name: "Assoc", traits: ["nope", trait.id], tools: [123456] });
+      expect(bad.status).toBe(422);
+      expect(bad.body.detail.map((d: { loc: unknown[] }) => d.loc)).toEqual([["body", "traits", 0], ["body", "tools", 0]]);
+      const friendly = (await get("/traits?sort_by=name&sort_order=asc")).body.data.find((t: { name: string }) => t.name === "Friendly tone");
+      const set = await put(`/agents/${agent.body.id}/traits`, { trait_ids: [friendly.id, trait.id] });
+      expect(set.body.traits.map((t: { id: number }) => t.id)).toEqual([friendly.id, trait.id]);
+      const traits = await get(`/agents/${agent.body.identifier}/traits`);
+      expect(traits.body.map((t: { name: string }) => t.name)).toEqual(["Friendly tone", "Concise"]);
+    });
+
+    it("keeps reading an agent whose tool was deleted", async () => {
+      const tool = (await post("/tools", { name: "Temp", identifier: "temp-tool" })).body;
+      const agent = (await post("/agents", { name: "Orphan", tools: [tool.id] })).body;
+      await del(`/tools/${tool.id}`);
+      const res = await get(`/agents/${agent.id}`);
+      expect(res.status).toBe(200);
+      expect(res.body.tools).toEqual([]);
+    });
+
+    it("attaches the knowledge-retrieval tool idempotently and lists the agent's tools", async () => {
+      const agent = (await post("/agents", { name: "Librarian" })).body;
+      const first = await post(`/agents/${agent.id}/tools/knowledge-retrieval`, {});
+      const second = await post(`/agents/${agent.identifier}/tools/knowledge-retrieval`, {});
+      expect(first.status).toBe(200);
+      expect(second.body.tool.id).toBe(first.body.tool.id);
+      const tools = await get(`/agents/${agent.id}/tools`);
+      expect(tools.body).toEqual([expect.objectContaining({ identifier: "knowledge-retrieval", tool_type: "function" })]);
+    });
+
+    it("lists agents paginated and sorted; the directory is alphabetical, lean and searchable", async () => {
+      const list = await get("/agents?sort_by=name&sort_order=asc&limit=2");
+      expect(list.status).toBe(200);
+      expect(list.body.pagination).toMatchObject({ limit: 2, has_more: true });
+      const names = list.body.data.map((a: { name: string }) => a.name);
+      expect(names).toEqual([...names].sort((a: string, b: string) => a.localeCompare(b)));
+      const dir = await get("/agents/directory");
+      expect(dir.status).toBe(200);
+      expect(Object.keys(dir.body.data[0]).sort()).toEqual(["accent", "access", "avatar", "id", "name", "uri"]);
+      const dirNames = dir.body.data.map((a: { name: string }) => a.name.toLowerCase());
+      expect(dirNames).toEqual([...dirNames].sort());
+      const found = await get("/agents/directory?search=SUPPORT");
+      expect(found.body.data.map((a: { uri: string }) => a.uri)).toEqual(["support-bot", "support-bot-2"]);
+      expect((await get(`/agents/directory?search=${"x".repeat(101)}`)).status).toBe(422);
+      expect((await get("/agents/directory?limit=1001")).status).toBe(422);
+    });
+
+    it("deletes by identifier (204) and isolates accounts (403)", async () => {
+      const agent = (await post("/agents", { name: "Doomed" })).body;
+      expect((await get(`/agents/${agent.id}`, other)).status).toBe(403);
+      expect((await put(`/agents/${agent.id}`, { name: "x" }, other)).status).toBe(403);
+      expect((await del(`/agents/${agent.id}`, other)).status).toBe(403);
+      // Identifiers resolve only inside the caller's account.
+      expect((await get(`/agents/${agent.identifier}`, other)).status).toBe(404);
+      expect((await del(`/agents/${agent.identifier}`)).status).toBe(204);
+      expect((await get(`/agents/${agent.id}`)).status).toBe(404);
+    });
+  });
+});
