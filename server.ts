@@ -1,9 +1,30 @@
+import http from "node:http";
 import { ServiceBroker } from "moleculer";
 import { brokerOptions } from "./moleculer.config";
 import { loadConfig } from "./lib/config";
 import { closeAllDatabases } from "./lib/db";
 import { selectServices } from "./services";
 import { startLocalMongo } from "./lib/local-mongo";
+import { healthReport } from "./lib/health";
+
+type Phase = "starting" | "running" | "stopping";
+
+/**
+ * Probe endpoint for processes without the gateway (Kubernetes needs one per pod): GET /health answers
+ * 503 while the broker starts or stops and 200 with the health report while it runs.
+ */
+function startHealthServer(port: number, phase: () => Phase, report: object): http.Server {
+  return http
+    .createServer((req, res) => {
+      const url = new URL(req.url ?? "/", "http://probe");
+      if (url.pathname !== "/health") return void res.writeHead(404).end();
+      if (req.method !== "GET" && req.method !== "HEAD") return void res.writeHead(405, { Allow: "GET, HEAD" }).end();
+      const current = phase();
+      const body = current === "running" ? report : { status: current };
+      res.writeHead(current === "running" ? 200 : 503, { "Content-Type": "application/json" }).end(JSON.stringify(body));
+    })
+    .listen(port, "0.0.0.0");
+}
 
 /**
  * Process entry point. Without MONGO_URL it starts the bundled MongoDB-compatible server with its data
@@ -11,6 +32,8 @@ import { startLocalMongo } from "./lib/local-mongo";
  */
 async function main() {
   const config = loadConfig();
+  let phase: Phase = "starting";
+  const healthServer = config.healthPort ? startHealthServer(config.healthPort, () => phase, healthReport(config)) : undefined;
   let stopLocalMongo: (() => Promise<void>) | undefined;
   if (!config.mongoUrl) {
     const local = await startLocalMongo({ dataDir: `${config.dataDir}/mongo` });
@@ -23,15 +46,18 @@ async function main() {
 
   const shutdown = async (signal: string) => {
     broker.logger.info(`${signal} received, stopping`);
+    phase = "stopping";
     await broker.stop();
     await closeAllDatabases();
     await stopLocalMongo?.();
+    healthServer?.close();
     process.exit(0);
   };
   process.once("SIGTERM", () => void shutdown("SIGTERM"));
   process.once("SIGINT", () => void shutdown("SIGINT"));
 
   await broker.start();
+  phase = "running";
 }
 
 main().catch((err) => {

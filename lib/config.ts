@@ -27,6 +27,8 @@ export function loadConfig() {
   return {
     production,
     port,
+    /** Probe port for processes that do not run the gateway; 0 disables it. */
+    healthPort: intEnv("HEALTH_PORT", 0),
     /** Empty means: start the bundled MongoDB-compatible server under dataDir. */
     mongoUrl: process.env.MONGO_URL ?? "",
     dataDir: path.resolve(process.env.DATA_DIR ?? "data"),

@@ -9,6 +9,7 @@ export const ErrorType = {
   CONFLICT: "CONFLICT",
   VALIDATION: "VALIDATION_ERROR",
   PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+  CONVERSION_FAILED: "CONVERSION_FAILED",
 } as const;
 
 /** One validation problem in fastest-validator's shape, so our own checks and the validator's read alike. */
@@ -35,10 +36,37 @@ export const ERRORS = {
   notFound: (what: string, id?: unknown) =>
     clientError(id === undefined ? `${what} not found` : `${what} ${String(id)} not found`, 404, ErrorType.NOT_FOUND),
   conflict: (message: string, data?: unknown) => clientError(message, 409, ErrorType.CONFLICT, data),
+  /** The one 500 the interface names (pull could not express a team as a configuration); its message is shown. */
+  conversionFailed: (message: string) => new Errors.MoleculerServerError(message, 500, ErrorType.CONVERSION_FAILED),
+  /** A 400 that lists every problem found, for documents validated as a whole (team push). */
+  invalidDocument: (message: string, problems: FieldProblem[]) =>
+    clientError(message, 400, ErrorType.BAD_REQUEST, { errors: validationItems(problems, () => "body") }),
   /** Same class and type as the params validator's errors, so the gateway renders both one way. */
   validation: (problems: FieldProblem[]) =>
     new Errors.ValidationError("Parameters validation error!", ErrorType.VALIDATION, problems),
 };
+
+/** One item of the HTTPValidationError body: where, what, which rule. */
+export interface ValidationItem {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+/** "items[2].title" at "body" becomes ["body", "items", 2, "title"]. */
+export function fieldLoc(field: string, location: string): (string | number)[] {
+  const parts = field
+    .replace(/\[(\d+)\]/g, ".$1")
+    .split(".")
+    .filter(Boolean)
+    .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+  return [location, ...parts];
+}
+
+/** Problems as HTTPValidationError items; `locate` picks the location of problems that do not name one. */
+export function validationItems(problems: FieldProblem[], locate: (field: string) => string): ValidationItem[] {
+  return problems.map((p) => ({ loc: fieldLoc(p.field ?? "", p.location ?? locate(p.field ?? "")), msg: p.message, type: p.type }));
+}
 
 /** True for MongoDB duplicate-key errors (a unique index refused a write). */
 export function isDuplicateKeyError(err: unknown): boolean {

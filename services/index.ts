@@ -5,6 +5,7 @@ import ApiKeysService from "./api-keys.service";
 import AgentsService from "./agents.service";
 import ToolsService from "./tools.service";
 import TraitsService from "./traits.service";
+import TeamsService from "./teams.service";
 
 /** Every service the image can run, by name; SERVICES picks a subset per process. */
 export const SERVICE_REGISTRY: Record<string, ServiceSchema<any, any, any>> = {
@@ -14,6 +15,7 @@ export const SERVICE_REGISTRY: Record<string, ServiceSchema<any, any, any>> = {
   agents: AgentsService,
   tools: ToolsService,
   traits: TraitsService,
+  teams: TeamsService,
 };
 
 /** The schemas named in `names` (all of them when empty); unknown names are a configuration error. */

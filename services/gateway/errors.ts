@@ -1,12 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import type { FieldProblem } from "../../lib/errors";
-
-/** One item of the HTTPValidationError body. */
-export interface ValidationItem {
-  loc: (string | number)[];
-  msg: string;
-  type: string;
-}
+import { ErrorType, validationItems, type FieldProblem, type ValidationItem } from "../../lib/errors";
 
 export interface RenderedError {
   status: number;
@@ -37,22 +30,9 @@ export function locateField(field: string, req: RequestLike): string {
   return req.method === "GET" || req.method === "DELETE" || req.method === "HEAD" ? "query" : "body";
 }
 
-function toLoc(field: string, location: string): (string | number)[] {
-  const parts = field
-    .replace(/\[(\d+)\]/g, ".$1")
-    .split(".")
-    .filter(Boolean)
-    .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
-  return [location, ...parts];
-}
-
 /** fastest-validator problems (and our own FieldProblems) as HTTPValidationError items. */
 export function toValidationItems(problems: FieldProblem[], req: RequestLike): ValidationItem[] {
-  return problems.map((p) => ({
-    loc: toLoc(p.field ?? "", p.location ?? locateField(p.field ?? "", req)),
-    msg: p.message,
-    type: p.type,
-  }));
+  return validationItems(problems, (field) => locateField(field, req));
 }
 
 /** Errors whose cause is the platform being partly unavailable, not the caller. */
@@ -75,6 +55,7 @@ export function renderError(err: ErrorLike, req: RequestLike): RenderedError {
     const extra = err.data && typeof err.data === "object" && !Array.isArray(err.data) ? err.data : {};
     return { status, body: { ...extra, detail: clientMessage(err, status) } };
   }
+  if (err.type === ErrorType.CONVERSION_FAILED) return { status: 500, body: { detail: err.message } };
   return { status: 500, body: { detail: "Internal Server Error" } };
 }
 

@@ -1,0 +1,210 @@
+import type { Connection, HydratedDocument, Model } from "mongoose";
+import type { ServiceSchema } from "moleculer";
+import { ERRORS, type FieldProblem } from "../lib/errors";
+import { identifierRule, isIdRef } from "../lib/ids";
+import type { Ctx } from "../lib/meta";
+import { MongoMixin } from "../lib/mongo.mixin";
+import { paginationParams, sortParams, toPage, toSort } from "../lib/pagination";
+import { respondCreated, respondNoContent } from "../lib/responses";
+import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { hashPassword, verifyPassword } from "../lib/auth/passwords";
+import { agentModel, type AgentRecord } from "./agents/model";
+import { renderAgents } from "./agents/render";
+import { teamModel, type TeamAccessLevel, type TeamRecord } from "./teams/model";
+import { pullDocument, pushDocument } from "./teams/push";
+import { passwordProblem, readDecision, TEAM_ACCESS_VALUES } from "./teams/rules";
+
+const SORT_FIELDS = ["updated_at", "created_at", "name"] as const;
+
+const teamFields = {
+  name: { type: "string", min: 1, max: 255, trim: true },
+  identifier: identifierRule,
+  description: { type: "string", max: 10_000, optional: true, nullable: true },
+  access_level: { type: "enum", values: TEAM_ACCESS_VALUES, optional: true },
+  // Length is checked by the handler: the interface answers 400, not 422, for a bad team password.
+  access_password: { type: "string", max: 128, optional: true },
+  image_url: { type: "string", max: 2048, optional: true, nullable: true },
+  configuration: { type: "object", optional: true },
+  agent_ids: { type: "array", max: 200, optional: true, items: { type: "number", integer: true, positive: true } },
+} as const;
+
+const teamRefParam = { team_id_or_identifier: { type: "string", min: 1, max: 100 } } as const;
+const pullParam = { identifier: { type: "string", min: 1, max: 100 } } as const;
+
+type TeamParams = {
+  name?: string;
+  identifier?: string;
+  description?: string | null;
+  access_level?: string;
+  access_password?: string;
+  image_url?: string | null;
+  configuration?: Record<string, unknown>;
+  agent_ids?: number[];
+};
+type TeamDoc = HydratedDocument<TeamRecord>;
+
+interface Methods extends TenancyMethods {
+  render(team: TeamRecord): Promise<object>;
+  applyTeamFields(ctx: Ctx<unknown>, team: TeamDoc, params: TeamParams): Promise<void>;
+  readableTeam(ctx: Ctx<unknown>, ref: string): Promise<TeamRecord>;
+}
+interface Vars {
+  db: Connection;
+  models: { teams: Model<TeamRecord>; agents: Model<AgentRecord> };
+}
+
+/** Teams of agents, their access levels, and configuration push/pull. */
+const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
+  name: "teams",
+  mixins: [MongoMixin((db) => ({ teams: teamModel(db), agents: agentModel(db) })), TenancyMixin],
+  settings: { rest: "/" },
+
+  actions: {
+    list: {
+      rest: "GET /teams",
+      params: { ...sortParams(SORT_FIELDS), ...paginationParams({ max: 200, def: 50 }) },
+      async handler(ctx: Ctx<{ sort_by: string; sort_order: "asc" | "desc"; skip: number; limit: number }>) {
+        const { skip, limit, sort_by, sort_order } = ctx.params;
+        const sort = toSort(sort_by === "name" ? "sort_name" : sort_by, sort_order);
+        const { rows, total } = await this.listOwned(ctx, this.models.teams, {}, { skip, limit, sort });
+        return toPage(await Promise.all(rows.map((t) => this.render(t))), total, skip, limit);
+      },
+    },
+
+    create: {
+      rest: "POST /teams",
+      params: teamFields,
+      async handler(ctx: Ctx<TeamParams & { name: string }>) {
+        const draft = new this.models.teams({ name: ctx.params.name, sort_name: "" });
+        await this.applyTeamFields(ctx, draft, ctx.params);
+        const { _id, account_id, identifier, created_at, updated_at, ...fields } = draft.toObject();
+        const team = await this.createIdentified(ctx, this.models.teams, fields, { name: ctx.params.name, identifier: ctx.params.identifier, label: "Team" });
+        return respondCreated(ctx, `/api/v1/teams/${team._id}`, await this.render(team));
+      },
+    },
+
+    /** Push: create or update a whole team from a configuration document. */
+    push: {
+      rest: ["POST /teams/config", "POST /teams/push"],
+      async handler(ctx: Ctx<unknown>) {
+        if (ctx.meta.authType === "master") throw ERRORS.forbidden("Master API keys cannot push teams; use an account API key or a user token");
+        const team = await pushDocument(this.db, this.accountOf(ctx), ctx.params);
+        return this.render(team);
+      },
+    },
+
+    pull: {
+      rest: ["GET /teams/:identifier/config", "GET /teams/:identifier/pull"],
+      params: pullParam,
+      async handler(ctx: Ctx<{ identifier: string }>) {
+        const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.identifier, "Team");
+        return pullDocument(this.db, team.toObject());
+      },
+    },
+
+    get: {
+      rest: "GET /teams/:team_id_or_identifier",
+      auth: "optional",
+      params: teamRefParam,
+      async handler(ctx: Ctx<{ team_id_or_identifier: string }>) {
+        return this.render(await this.readableTeam(ctx, ctx.params.team_id_or_identifier));
+      },
+    },
+
+    update: {
+      rest: ["PUT /teams/:team_id_or_identifier", "PATCH /teams/:team_id_or_identifier"],
+      params: { ...teamRefParam, ...teamFields, name: { ...teamFields.name, optional: true } },
+      async handler(ctx: Ctx<TeamParams & { team_id_or_identifier: string }>) {
+        const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.team_id_or_identifier, "Team");
+        await this.applyTeamFields(ctx, team, ctx.params);
+        await this.saveIdentified(team, "Team");
+        return this.render(team);
+      },
+    },
+
+    remove: {
+      rest: "DELETE /teams/:team_id_or_identifier",
+      params: teamRefParam,
+      async handler(ctx: Ctx<{ team_id_or_identifier: string }>) {
+        const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.team_id_or_identifier, "Team");
+        await this.models.teams.deleteOne({ _id: team._id, account_id: team.account_id });
+        return respondNoContent(ctx);
+      },
+    },
+  },
+
+  events: {
+    /** A deleted agent leaves every team of its account. */
+    async "agent.deleted"(ctx: Ctx<{ accountId: number; agentId: number }>) {
+      const { accountId, agentId } = ctx.params;
+      await this.models.teams.updateMany({ account_id: accountId, agent_ids: agentId }, { $pull: { agent_ids: agentId } });
+    },
+  },
+
+  methods: {
+    async render(team: TeamRecord) {
+      const agents = await this.models.agents.find({ _id: { $in: team.agent_ids }, account_id: team.account_id }).lean<AgentRecord[]>();
+      const ordered = team.agent_ids.flatMap((id) => agents.filter((a) => a._id === id));
+      const doc = team instanceof this.models.teams ? (team as TeamDoc) : this.models.teams.hydrate(team);
+      const json = doc.toJSON();
+      return { ...json, agent_ids: ordered.map((a) => a._id), agents: await renderAgents(this.db, team.account_id, ordered) };
+    },
+
+    /** Validated params onto the record: password rules (400), agent references (422), access level case. */
+    async applyTeamFields(ctx: Ctx<unknown>, team: TeamDoc, params: TeamParams) {
+      for (const key of ["name", "identifier", "description", "image_url", "configuration"] as const) {
+        if (params[key] !== undefined) team.set(key, params[key]);
+      }
+      const accessLevel = (params.access_level?.toUpperCase() as TeamAccessLevel | undefined) ?? team.access_level;
+      const problem = passwordProblem(accessLevel, params.access_password, Boolean(team.access_password_hash));
+      if (problem) throw ERRORS.badRequest(problem);
+      team.access_level = accessLevel;
+      if (accessLevel !== "PASSWORD_PROTECTED") team.access_password_hash = null;
+      else if (params.access_password !== undefined) team.access_password_hash = await hashPassword(params.access_password);
+      if (params.agent_ids) {
+        const accountId = this.accountOf(ctx);
+        const found = await this.models.agents.find({ _id: { $in: params.agent_ids }, account_id: accountId }, { _id: 1 }).lean();
+        const known = new Set(found.map((a) => a._id));
+        const problems: FieldProblem[] = params.agent_ids.flatMap((id, i) =>
+          known.has(id) ? [] : [{ field: `agent_ids[${i}]`, message: `No agent ${id} in this account`, type: "reference" }],
+        );
+        if (problems.length) throw ERRORS.validation(problems);
+        team.agent_ids = [...new Set(params.agent_ids)];
+      }
+    },
+
+    /**
+     * The team a caller may read: members of its account always; others only PUBLIC teams, or
+     * PASSWORD_PROTECTED ones with the right X-Access-Password. Anonymous lookups by identifier consider
+     * only non-private teams (identifiers are unique per account, ids globally).
+     */
+    async readableTeam(ctx: Ctx<unknown>, ref: string) {
+      const accountId = ctx.meta.accountId;
+      const shared = { access_level: { $in: ["PUBLIC", "PASSWORD_PROTECTED"] as TeamAccessLevel[] } };
+      let team: TeamRecord | null;
+      if (isIdRef(ref)) team = await this.models.teams.findById(Number(ref)).lean<TeamRecord>();
+      else {
+        team =
+          (accountId !== undefined ? await this.models.teams.findOne({ account_id: accountId, identifier: ref }).lean<TeamRecord>() : null) ??
+          (await this.models.teams.findOne({ identifier: ref, ...shared }).sort({ _id: 1 }).lean<TeamRecord>());
+      }
+      if (!team) throw ERRORS.notFound("Team", ref);
+      const password = ctx.meta.headers?.["x-access-password"];
+      switch (readDecision(team, { accountId, passwordGiven: Boolean(password) })) {
+        case "allow":
+          return team;
+        case "needs-credentials":
+          throw ERRORS.unauthorized();
+        case "needs-password":
+          throw ERRORS.unauthorized("This team is password protected: send its password in X-Access-Password");
+        case "check-password":
+          if (team.access_password_hash && (await verifyPassword(password!, team.access_password_hash))) return team;
+          throw ERRORS.forbidden("Wrong team password");
+        case "forbidden":
+          throw ERRORS.forbidden(`Team ${ref} belongs to another account`);
+      }
+    },
+  },
+};
+
+export default TeamsService;

@@ -1,0 +1,126 @@
+import Validator from "fastest-validator";
+import type { FieldProblem } from "../../lib/errors";
+import { chatUiRule } from "../agents/params";
+
+/** Tool types a team configuration may declare. */
+export const CONFIG_TOOL_TYPES = ["mcp", "external", "function"] as const;
+const PUBLICATION_LEVELS = ["public", "private", "password_protected"];
+
+const str = (max: number, optional = true) => ({ type: "string", max, optional }) as const;
+const obj = { type: "object", optional: true } as const;
+
+/** The team configuration document (push body, pull result), as the interface defines it. */
+const documentSchema = {
+  $$root: true,
+  type: "object",
+  props: {
+    name: { type: "string", min: 1, max: 255 },
+    description: str(10_000),
+    agents: {
+      type: "array",
+      optional: true,
+      max: 200,
+      items: {
+        type: "object",
+        props: {
+          name: { type: "string", min: 1, max: 255 },
+          description: str(10_000),
+          system_prompt: str(100_000),
+          model: { type: "string", min: 1, max: 200 },
+          temperature: { type: "number", min: 0, max: 2, optional: true },
+          max_tokens: { type: "number", integer: true, positive: true, optional: true },
+          image_url: str(2048),
+          publication: {
+            type: "object",
+            optional: true,
+            props: {
+              access_level: { type: "enum", values: PUBLICATION_LEVELS },
+              chat_uri: { type: "string", min: 1, max: 200, pattern: /^[A-Za-z0-9][A-Za-z0-9_-]*$/, optional: true },
+              domain: { type: "string", min: 1, max: 253, optional: true },
+              password: { type: "string", min: 8, max: 128, optional: true },
+            },
+          },
+          configuration: { type: "object", optional: true, props: { chat_ui: chatUiRule } },
+          events: {
+            type: "array",
+            optional: true,
+            items: {
+              type: "object",
+              props: { type: { type: "string", min: 1, max: 100 }, description: str(2000), enabled: { type: "boolean", optional: true }, config: obj },
+            },
+          },
+          traits: { type: "array", optional: true, items: { type: "string", min: 1, max: 100 } },
+          delegations: {
+            type: "array",
+            optional: true,
+            items: { type: "object", props: { to_agent: { type: "string", min: 1, max: 255 }, condition: str(2000), description: str(2000) } },
+          },
+        },
+      },
+    },
+    tools: {
+      type: "array",
+      optional: true,
+      max: 200,
+      items: {
+        type: "object",
+        props: { name: { type: "string", min: 1, max: 255 }, description: str(10_000), type: { type: "enum", values: [...CONFIG_TOOL_TYPES] }, config: obj },
+      },
+    },
+    knowledge: {
+      type: "array",
+      optional: true,
+      max: 200,
+      items: {
+        type: "object",
+        props: {
+          name: { type: "string", min: 1, max: 255 },
+          description: str(10_000),
+          type: { type: "string", min: 1, max: 50 },
+          source: { type: "string", min: 1, max: 4096 },
+          processing: obj,
+        },
+      },
+    },
+    traits: {
+      type: "array",
+      optional: true,
+      max: 200,
+      items: {
+        type: "object",
+        props: { name: { type: "string", min: 1, max: 255 }, category: str(100), description: str(10_000), tags: { type: "array", optional: true, items: "string" } },
+      },
+    },
+    overrides: {
+      type: "object",
+      optional: true,
+      props: { global: obj, agent_specific: { type: "record", optional: true, key: { type: "string" }, value: { type: "object" } } },
+    },
+    filters: {
+      type: "object",
+      optional: true,
+      props: {
+        include_components: { type: "array", optional: true, items: "string" },
+        exclude_components: { type: "array", optional: true, items: "string" },
+        agent_filters: {
+          type: "object",
+          optional: true,
+          props: { include_traits: { type: "array", optional: true, items: "string" }, exclude_traits: { type: "array", optional: true, items: "string" } },
+        },
+      },
+    },
+  },
+};
+
+const check = new Validator({ haltOnFirstError: false }).compile(documentSchema);
+
+/** Structural problems of a configuration document; empty when it is well formed. */
+export function documentProblems(doc: unknown): FieldProblem[] {
+  const result = check(doc);
+  if (result === true) return [];
+  return (result as { field?: string; message?: string; type: string }[]).map((e) => ({
+    field: e.field ?? "",
+    message: e.message ?? e.type,
+    type: e.type,
+  }));
+}

@@ -1,0 +1,186 @@
+import type { Connection, Model } from "mongoose";
+import { DOMAINS_COLLECTION } from "../../lib/collections";
+import { ERRORS, isDuplicateKeyError, type FieldProblem } from "../../lib/errors";
+import { nextId, slugify } from "../../lib/ids";
+import { UnitOfWork } from "../../lib/unit-of-work";
+import { hashPassword } from "../../lib/auth/passwords";
+import { agentModel, type AgentRecord } from "../agents/model";
+import { toolModel, type ToolRecord } from "../tools/model";
+import { traitModel, type TraitRecord } from "../traits/model";
+import { normalizeTags } from "../traits/rules";
+import { documentProblems } from "./config-schema";
+import {
+  agentToConfig,
+  changedFields,
+  compact,
+  effectiveDocument,
+  mergedAgentFields,
+  referenceProblems,
+  traitMatches,
+  type TeamDocument,
+} from "./config";
+import { teamModel, type TeamRecord } from "./model";
+
+/** Concurrent pushes of one team race on unique identifiers; the loser re-plans against the winner's state. */
+const PUSH_ATTEMPTS = 4;
+
+type Identified = { _id: number; account_id: number; identifier: string; name: string };
+
+/** Loads what a push is planned against: the account's traits, tools, agents, domains and the team. */
+async function loadState(db: Connection, accountId: number, teamName: string) {
+  const scope = { account_id: accountId };
+  const [traits, tools, agents, domains, team] = await Promise.all([
+    traitModel(db).find(scope).lean<TraitRecord[]>(),
+    toolModel(db).find(scope).lean<ToolRecord[]>(),
+    agentModel(db).find(scope).lean<AgentRecord[]>(),
+    db.collection<{ hostname: string }>(DOMAINS_COLLECTION).find(scope).toArray(),
+    teamModel(db)
+      .findOne({ ...scope, $or: [{ identifier: slugify(teamName) }, { name: teamName }] })
+      .sort({ _id: 1 })
+      .lean<TeamRecord>(),
+  ]);
+  return { traits, tools, agents, domains: domains.map((d) => d.hostname.toLowerCase()), team };
+}
+
+/** The record a named component of the document updates: same name first, then the identifier its name gives. */
+function matchByName<T extends Identified>(records: T[], name: string, preferred: number[] = []): T | null {
+  const sameName = records.filter((r) => r.name === name);
+  return (
+    sameName.find((r) => preferred.includes(r._id)) ??
+    sameName[0] ??
+    records.find((r) => r.identifier === slugify(name)) ??
+    null
+  );
+}
+
+/**
+ * Id and identifier for a record push creates. The identifier is exactly the name's slug (a record that
+ * already had it would have been matched and updated), so two concurrent pushes creating the same
+ * component collide on the unique index, and the loser re-plans and updates instead of duplicating.
+ */
+async function newIdentity(db: Connection, model: Model<any>, accountId: number, name: string) {
+  return { _id: await nextId(db, model.collection.collectionName), account_id: accountId, identifier: slugify(name) };
+}
+
+/** Validates the whole document and every reference before anything is written; 400 lists all problems. */
+function validate(raw: unknown, state: Awaited<ReturnType<typeof loadState>>): TeamDocument {
+  const structural = documentProblems(raw);
+  if (structural.length) throw ERRORS.invalidDocument("Invalid team configuration", structural);
+  const doc = effectiveDocument(raw as TeamDocument);
+  const problems: FieldProblem[] = [...documentProblems(doc), ...referenceProblems(doc, state)];
+  (doc.agents ?? []).forEach((agent, i) => {
+    const existing = matchByName(state.agents, agent.name, state.team?.agent_ids);
+    const wantsPassword = (agent.publication?.access_level ?? existing?.publication?.access_level) === "password_protected";
+    if (wantsPassword && !agent.publication?.password && !existing?.publication?.password_hash) {
+      problems.push({ field: `agents[${i}].publication.password`, message: "A password is required for password_protected publication", type: "required" });
+    }
+  });
+  if (problems.length) throw ERRORS.invalidDocument("Invalid team configuration", problems);
+  return doc;
+}
+
+/** Writes the planned changes; every write is undone if a later one fails. */
+async function apply(db: Connection, accountId: number, doc: TeamDocument, state: Awaited<ReturnType<typeof loadState>>) {
+  const uow = new UnitOfWork();
+  const [traits, tools, agents, teams] = [traitModel(db), toolModel(db), agentModel(db), teamModel(db)];
+  try {
+    const traitRecords: TraitRecord[] = [];
+    for (const def of doc.traits ?? []) {
+      const fields = { name: def.name, category: def.category ?? "general", description: def.description ?? null, tags: normalizeTags(def.tags ?? []) };
+      const existing = matchByName(state.traits, def.name);
+      traitRecords.push(
+        existing
+          ? await uow.update(traits, existing, changedFields(existing, fields))
+          : await uow.insert(traits, { ...(await newIdentity(db, traits, accountId, def.name)), ...fields } as TraitRecord),
+      );
+    }
+    const traitId = (ref: string) =>
+      (traitRecords.find((t) => traitMatches(ref, t)) ?? state.traits.find((t) => traitMatches(ref, t)))!._id;
+
+    const toolIds: number[] = [];
+    for (const def of doc.tools ?? []) {
+      const fields = { name: def.name, description: def.description ?? null, tool_type: def.type, configuration: def.config ?? {} };
+      const existing = matchByName(state.tools, def.name, state.team?.tool_ids);
+      const record = existing
+        ? await uow.update(tools, existing, changedFields(existing, fields))
+        : await uow.insert(tools, { ...(await newIdentity(db, tools, accountId, def.name)), ...fields } as ToolRecord);
+      toolIds.push(record._id);
+    }
+
+    const agentIds: number[] = [];
+    for (const config of doc.agents ?? []) {
+      const existing = matchByName(state.agents, config.name, state.team?.agent_ids);
+      const password = config.publication?.password;
+      const fields = mergedAgentFields(existing, config, {
+        traitIds: config.traits ? [...new Set(config.traits.map(traitId))] : undefined,
+        passwordHash: password ? await hashPassword(password) : undefined,
+      });
+      fields.tool_ids = [...new Set([...(existing?.tool_ids ?? []), ...toolIds])];
+      fields.sort_name = config.name.toLowerCase();
+      const record = existing
+        ? await uow.update(agents, existing, changedFields(existing, fields))
+        : await uow.insert(agents, { ...(await newIdentity(db, agents, accountId, config.name)), ...fields } as AgentRecord);
+      agentIds.push(record._id);
+    }
+
+    const teamFields = {
+      name: doc.name,
+      sort_name: doc.name.toLowerCase(),
+      description: doc.description ?? state.team?.description ?? null,
+      agent_ids: agentIds,
+      tool_ids: toolIds,
+      knowledge: doc.knowledge ?? state.team?.knowledge ?? [],
+    };
+    return state.team
+      ? await uow.update(teams, state.team, changedFields(state.team, teamFields))
+      : await uow.insert(teams, { ...(await newIdentity(db, teams, accountId, doc.name)), ...teamFields } as TeamRecord);
+  } catch (err) {
+    await uow.rollback();
+    throw err;
+  }
+}
+
+/**
+ * Push: creates or updates the team, its agents, tools and traits from one configuration document,
+ * completely or not at all (everything is validated first; a failed write undoes the earlier ones).
+ */
+export async function pushDocument(db: Connection, accountId: number, raw: unknown): Promise<TeamRecord> {
+  const name = (raw as { name?: unknown })?.name;
+  for (let attempt = 1; ; attempt++) {
+    const state = await loadState(db, accountId, typeof name === "string" ? name : "");
+    const doc = validate(raw, state);
+    try {
+      return await apply(db, accountId, doc, state);
+    } catch (err) {
+      if (!isDuplicateKeyError(err) || attempt >= PUSH_ATTEMPTS) throw err;
+    }
+  }
+}
+
+/** Pull: the team as a configuration document that push accepts (push(pull(team)) changes nothing). */
+export async function pullDocument(db: Connection, team: TeamRecord): Promise<TeamDocument> {
+  const scope = { account_id: team.account_id };
+  const agents = await agentModel(db).find({ ...scope, _id: { $in: team.agent_ids } }).lean<AgentRecord[]>();
+  const ordered = team.agent_ids.flatMap((id) => agents.filter((a) => a._id === id));
+  const traitIds = [...new Set(ordered.flatMap((a) => a.trait_ids))];
+  const [traits, tools] = await Promise.all([
+    traitModel(db).find({ ...scope, _id: { $in: traitIds } }).sort({ _id: 1 }).lean<TraitRecord[]>(),
+    toolModel(db).find({ ...scope, _id: { $in: team.tool_ids } }).lean<ToolRecord[]>(),
+  ]);
+  const identifierOf = new Map(traits.map((t) => [t._id, t.identifier]));
+  const doc: TeamDocument = compact({
+    name: team.name,
+    description: team.description ?? undefined,
+    agents: ordered.map((a) => agentToConfig(a, a.trait_ids.flatMap((id) => identifierOf.get(id) ?? []))),
+    tools: team.tool_ids.flatMap((id) =>
+      tools.filter((t) => t._id === id).map((t) => compact({ name: t.name, description: t.description ?? undefined, type: t.tool_type, config: t.configuration ?? {} })),
+    ),
+    knowledge: team.knowledge ?? [],
+    traits: traits.map((t) => compact({ name: t.name, category: t.category, description: t.description ?? undefined, tags: t.tags })),
+  });
+  const problems = documentProblems(doc);
+  if (problems.length) {
+    throw ERRORS.conversionFailed(`Team ${team.identifier} cannot be expressed as a configuration: ${problems.map((p) => `${p.field}: ${p.message}`).join("; ")}`);
+  }
+  return doc;
+}

@@ -1,0 +1,334 @@
+import mongoose from "mongoose";
+import { startCluster, type Cluster } from "../harness/cluster";
+import { apiClient, signup, type Api } from "../harness/http";
+
+/** Deterministic PRNG so a failing random document can be reproduced from its seed. */
+function prng(seed: number) {
+  let s = seed >>> 0;
+  return () => ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+}
+
+function randomDocument(seed: number) {
+  const rnd = prng(seed);
+  const pick = <T>(xs: T[]) => xs[Math.floor(rnd() * xs.length)]!;
+  const word = () => pick(["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa"]);
+  const traits = Array.from({ length: 1 + Math.floor(rnd() * 3) }, (_, i) => ({
+    name: `Trait ${seed}-${i}`,
+    category: pick(["general", "communication", "expertise"]),
+    description: `about ${word()}`,
+    tags: [word()],
+  }));
+  const agents = Array.from({ length: 1 + Math.floor(rnd() * 4) }, (_, i) => ({
+    name: `Agent ${seed}-${i} ${word()}`,
+    description: `desc ${word()}`,
+    system_prompt: `You are ${word()}`,
+    model: pick(["gpt-4o", "claude-sonnet", "llama-3"]),
+    temperature: Math.round(rnd() * 20) / 10,
+    ...(rnd() > 0.5 ? { max_tokens: 100 + Math.floor(rnd() * 1000) } : {}),
+    ...(rnd() > 0.5 ? { image_url: `https://img.example.com/${word()}.png` } : {}),
+    ...(rnd() > 0.5 ? { publication: { access_level: pick(["public", "private"]) as string, chat_uri: `${word()}-${seed}-${i}` } } : {}),
+    configuration: { chat_ui: { greeting: `hi ${word()}`, suggested_prompts: [{ title: word(), text: word(), icon: "star" }] } },
+    events: rnd() > 0.5 ? [{ type: "github.push", description: "on push", enabled: true, config: { repositories: [word()] } }] : [],
+    traits: traits.filter(() => rnd() > 0.4).map((t) => t.name),
+    delegations: rnd() > 0.5 ? [{ to_agent: `Agent ${seed}-0`, condition: "when asked", description: "handoff" }] : [],
+  }));
+  const tools = Array.from({ length: Math.floor(rnd() * 3) }, (_, i) => ({
+    name: `Tool ${seed}-${i}`,
+    description: `tool ${word()}`,
+    type: pick(["mcp", "external", "function"]),
+    config: { command: word(), args: [word()], timeout: 30 },
+  }));
+  const knowledge = rnd() > 0.5 ? [{ name: `Docs ${seed}`, type: "website", source: "https://docs.example.com", processing: { chunk_size: 1000 } }] : [];
+  return { name: `Team ${seed}`, description: `random team ${seed}`, agents, tools, knowledge, traits };
+}
+
+describe("teams, access levels and configuration push/pull over NATS", () => {
+  let cluster: Cluster;
+  let api: Api;
+  let token: string;
+  let accountId: number;
+  let other: string;
+
+  beforeAll(async () => {
+    cluster = await startCluster({ database: "teams" });
+    api = apiClient(cluster.baseUrl);
+    const owner = await signup(api, "teams");
+    token = owner.token;
+    accountId = owner.user.account_id;
+    other = (await signup(api, "stranger")).token;
+  });
+  afterAll(() => cluster?.stop());
+
+  /** `t` null sends no credentials. */
+  const call = (method: string, path: string, body?: unknown, t: string | null = token, headers?: Record<string, string>) =>
+    api(method, `/api/v1${path}`, { token: t ?? undefined, body, headers });
+
+  describe("team CRUD and access levels", () => {
+    it("creates a PRIVATE team by default with agents resolved; the password is never shown", async () => {
+      const agent = (await call("POST", "/agents", { name: "Helper" })).body;
+      const res = await call("POST", "/teams", { name: "Core Team", agent_ids: [agent.id] });
+      expect(res.status).toBe(201);
+      expect(res.body).toMatchObject({ name: "Core Team", identifier: "core-team", access_level: "PRIVATE", agent_ids: [agent.id] });
+      expect(res.body.agents[0]).toMatchObject({ id: agent.id, name: "Helper", identifier: "helper", model: expect.any(String), temperature: 0.7, tools: [], traits: [], knowledge_sources: [] });
+      expect(res.body).not.toHaveProperty("access_password");
+      expect(res.body).not.toHaveProperty("access_password_hash");
+    });
+
+    it("answers 400 for a missing or short password on PASSWORD_PROTECTED, and 422 for unknown agents", async () => {
+      expect((await call("POST", "/teams", { name: "Locked", access_level: "PASSWORD_PROTECTED" })).status).toBe(400);
+      expect((await call("POST", "/teams", { name: "Locked", access_level: "PASSWORD_PROTECTED", access_password: "short" })).status).toBe(400);
+      const unknown = await call("POST", "/teams", { name: "Ghosts", agent_ids: [987654] });
+      expect(unknown.status).toBe(422);
+      expect(unknown.body.detail[0].loc).toEqual(["body", "agent_ids", 0]);
+    });
+
+    it("PUBLIC teams need no auth; PASSWORD_PROTECTED need X-Access-Password (wrong: 403); PRIVATE need same-account credentials", async () => {
+      const pub = (await call("POST", "/teams", { name: "Open Team", access_level: "PUBLIC" })).body;
+      const locked = (await call("POST", "/teams", { name: "Locked Team", access_level: "PASSWORD_PROTECTED", access_password: "sesame-open" })).body;
+      const priv = (await call("POST", "/teams", { name: "Secret Team" })).body;
+
+      expect((await call("GET", `/teams/${pub.id}`, undefined, null)).status).toBe(200);
+      expect((await call("GET", "/teams/open-team", undefined, null)).status).toBe(200);
+
+      expect((await call("GET", `/teams/${locked.id}`, undefined, null)).status).toBe(401);
+      expect((await call("GET", `/teams/${locked.id}`, undefined, null, { "x-access-password": "wrong-password" })).status).toBe(403);
+      const unlocked = await call("GET", "/teams/locked-team", undefined, null, { "x-access-password": "sesame-open" });
+      expect(unlocked.status).toBe(200);
+      expect(unlocked.body.id).toBe(locked.id);
+
+      expect((await call("GET", `/teams/${priv.id}`, undefined, null)).status).toBe(401);
+      expect((await call("GET", `/teams/${priv.id}`, undefined, other)).status).toBe(403);
+      expect((await call("GET", "/teams/secret-team", undefined, other)).status).toBe(404);
+      expect((await call("GET", "/teams/secret-team")).status).toBe(200);
+    });
+
+    it("updates only provided fields, requires a password when switching to PASSWORD_PROTECTED, deletes with 204", async () => {
+      const team = (await call("POST", "/teams", { name: "Mutable", description: "keep me", configuration: { a: 1 } })).body;
+      const renamed = await call("PUT", `/teams/${team.id}`, { name: "Mutable Renamed" });
+      expect(renamed.body).toMatchObject({ name: "Mutable Renamed", description: "keep me", configuration: { a: 1 }, identifier: "mutable" });
+      expect((await call("PUT", "/teams/mutable", { access_level: "PASSWORD_PROTECTED" })).status).toBe(400);
+      expect((await call("PUT", "/teams/mutable", { access_level: "PASSWORD_PROTECTED", access_password: "long-enough" })).status).toBe(200);
+      expect((await call("PUT", `/teams/${team.id}`, { name: "x" }, other)).status).toBe(403);
+      expect((await call("DELETE", "/teams/mutable")).status).toBe(204);
+      expect((await call("GET", `/teams/${team.id}`)).status).toBe(404);
+    });
+
+    it("lists teams paginated and sorted", async () => {
+      const res = await call("GET", "/teams?sort_by=name&sort_order=asc&limit=2");
+      expect(res.status).toBe(200);
+      expect(res.body.pagination).toMatchObject({ limit: 2, has_more: true });
+      expect((await call("GET", "/teams?limit=0")).status).toBe(422);
+      expect((await call("GET", "/teams", undefined, other)).body.data).toEqual([]);
+    });
+
+    it("a deleted agent leaves its teams", async () => {
+      const agent = (await call("POST", "/agents", { name: "Leaver" })).body;
+      const team = (await call("POST", "/teams", { name: "Left Behind", agent_ids: [agent.id] })).body;
+      expect((await call("DELETE", `/agents/${agent.id}`)).status).toBe(204);
+      const after = await call("GET", `/teams/${team.id}`);
+      expect(after.body.agents).toEqual([]);
+    });
+  });
+
+  describe("push", () => {
+    const base = {
+      name: "Support Squad",
+      description: "Handles support",
+      traits: [{ name: "Empathetic", category: "personality", description: "Cares", tags: ["soft"] }, { name: "Terse" }],
+      tools: [{ name: "Ticket Lookup", type: "external", config: { command: "tickets", args: ["--json"], timeout: 10 } }],
+      knowledge: [{ name: "Help Center", type: "website", source: "https://help.example.com", processing: { chunk_size: 800, overlap: 100 } }],
+      agents: [
+        {
+          name: "Triage",
+          system_prompt: "Route tickets.",
+          model: "gpt-4o",
+          traits: ["Empathetic"],
+          image_url: "https://img.example.com/triage.png",
+          publication: { access_level: "public", chat_uri: "triage" },
+          configuration: { chat_ui: { empty_title: "Hi", greeting: "Hello", suggested_prompts: [{ title: "Status", text: "Where is my order?" }] } },
+          events: [{ type: "email.received", description: "new mail", enabled: true, config: {} }],
+          delegations: [{ to_agent: "Resolver", condition: "complex", description: "escalate" }],
+        },
+        { name: "Resolver", model: "gpt-4o-mini", traits: ["terse"] },
+      ],
+      overrides: { global: { max_tokens: 512 }, agent_specific: { Resolver: { system_prompt_suffix: "Always cite the ticket id.", temperature: 0.2 } } },
+    };
+
+    it("creates the team, agents, tools and traits in one go, applying overrides", async () => {
+      const res = await call("POST", "/teams/push", base);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ name: "Support Squad", identifier: "support-squad", description: "Handles support" });
+      const [triage, resolver] = res.body.agents;
+      expect(triage).toMatchObject({ name: "Triage", instructions: "Route tickets.", max_tokens: 512, temperature: 0.7, image_url: "https://img.example.com/triage.png" });
+      expect(triage.traits.map((t: { name: string }) => t.name)).toEqual(["Empathetic"]);
+      expect(triage.tools.map((t: { name: string }) => t.name)).toEqual(["Ticket Lookup"]);
+      expect(triage.publication).toMatchObject({ access_level: "public", chat_uri: "triage" });
+      expect(resolver).toMatchObject({ instructions: "Always cite the ticket id.", temperature: 0.2, max_tokens: 512 });
+      expect(resolver.traits.map((t: { identifier: string }) => t.identifier)).toEqual(["terse"]);
+      const tools = await call("GET", "/tools");
+      expect(tools.body.data.find((t: { name: string }) => t.name === "Ticket Lookup")).toMatchObject({ tool_type: "external", configuration: { command: "tickets" } });
+    });
+
+    it("POST /teams/config is the same operation; pushing again updates instead of duplicating", async () => {
+      const before = (await call("GET", "/agents?limit=200")).body.pagination.total;
+      const res = await call("POST", "/teams/config", base);
+      expect(res.status).toBe(200);
+      expect((await call("GET", "/agents?limit=200")).body.pagination.total).toBe(before);
+    });
+
+    it("applies the merge rules to an existing agent", async () => {
+      const res = await call("POST", "/teams/push", {
+        name: "Support Squad",
+        agents: [
+          {
+            name: "Triage",
+            model: "gpt-4o",
+            image_url: "https://img.example.com/new.png",
+            publication: { access_level: "public", domain: undefined, chat_uri: "triage-2" },
+            configuration: { chat_ui: { greeting: null, empty_description: "Ask us" } },
+          },
+        ],
+      });
+      expect(res.status).toBe(200);
+      const triage = res.body.agents[0];
+      expect(triage.configuration.chat_ui).toEqual({ empty_title: "Hi", empty_description: "Ask us", suggested_prompts: [{ title: "Status", text: "Where is my order?" }] });
+      expect(triage.image_url).toBe("https://img.example.com/new.png");
+      expect(triage.publication).toMatchObject({ access_level: "public", chat_uri: "triage-2" });
+      // Not provided: kept.
+      expect(triage.events).toEqual(base.agents[0]!.events);
+      expect(triage.delegations).toEqual(base.agents[0]!.delegations);
+      expect(triage.instructions).toBe("Route tickets.");
+      expect(triage.traits.map((t: { name: string }) => t.name)).toEqual(["Empathetic"]);
+    });
+
+    it("applies filters: excluded components and trait filters leave agents out", async () => {
+      const res = await call("POST", "/teams/push", {
+        name: "Filtered Team",
+        traits: [{ name: "Loud" }, { name: "Quiet" }],
+        agents: [
+          { name: "Shouter", model: "m", traits: ["Loud"] },
+          { name: "Whisperer", model: "m", traits: ["Quiet"] },
+          { name: "Skipped", model: "m" },
+        ],
+        tools: [{ name: "Unwanted Tool", type: "function" }],
+        filters: { exclude_components: ["tools", "Skipped"], agent_filters: { exclude_traits: ["Loud"] } },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.agents.map((a: { name: string }) => a.name)).toEqual(["Whisperer"]);
+      expect(res.body.agents[0].tools).toEqual([]);
+    });
+
+    it("refuses an invalid document with 400 listing every problem, and writes nothing", async () => {
+      const agentsBefore = (await call("GET", "/agents?limit=1")).body.pagination.total;
+      const res = await call("POST", "/teams/push", {
+        name: "Broken Team",
+        tools: [{ name: "Bad Tool", type: "api" }],
+        agents: [
+          { name: "No Model" },
+          { name: "Unknown Trait", model: "m", traits: ["nonexistent"] },
+          { name: "Foreign Domain", model: "m", publication: { access_level: "public", domain: "not-mine.example.com" } },
+          { name: "Chatty", model: "m", configuration: { chat_ui: { suggested_prompts: Array.from({ length: 9 }, () => ({ title: "t", text: "x" })) } } },
+        ],
+      });
+      expect(res.status).toBe(400);
+      const fields = res.body.errors.map((e: { loc: unknown[] }) => e.loc.slice(1).join("."));
+      expect(fields).toEqual(expect.arrayContaining(["tools.0.type", "agents.0.model", "agents.3.configuration.chat_ui.suggested_prompts"]));
+      // Cross-reference problems are reported once the structure is valid.
+      const refs = await call("POST", "/teams/push", {
+        name: "Broken Team",
+        agents: [
+          { name: "Unknown Trait", model: "m", traits: ["nonexistent"] },
+          { name: "Foreign Domain", model: "m", publication: { access_level: "public", domain: "not-mine.example.com" } },
+        ],
+      });
+      expect(refs.status).toBe(400);
+      expect(refs.body.errors.map((e: { loc: unknown[] }) => e.loc.slice(1).join("."))).toEqual(["agents.0.traits.0", "agents.1.publication.domain"]);
+      expect((await call("GET", "/teams/broken-team")).status).toBe(404);
+      expect((await call("GET", "/agents?limit=1")).body.pagination.total).toBe(agentsBefore);
+    });
+
+    it("accepts a domain registered for the account", async () => {
+      const conn = await mongoose.createConnection(cluster.mongoUrl).asPromise();
+      await conn.collection("domains").insertOne({ account_id: accountId, hostname: "chat.example.com" });
+      await conn.close();
+      const res = await call("POST", "/teams/push", { name: "Domain Team", agents: [{ name: "Domain Agent", model: "m", publication: { access_level: "public", domain: "chat.example.com" } }] });
+      expect(res.status).toBe(200);
+      expect(res.body.agents[0].publication.domain).toBe("chat.example.com");
+    });
+
+    it("a failure halfway leaves no half-created team: earlier writes are undone", async () => {
+      const conn = await mongoose.createConnection(cluster.mongoUrl).asPromise();
+      const counter = await conn.collection<{ _id: string; seq: number }>("counters").findOne({ _id: "teams" });
+      // Occupy the next team ids (in another account) so every attempt's final team insert fails.
+      const blockers = Array.from({ length: 8 }, (_, i) => ({ _id: (counter?.seq ?? 0) + 1 + i, account_id: -1, identifier: `blocker-${i}`, name: "b", sort_name: "b" }));
+      await conn.collection("teams").insertMany(blockers as never[]);
+      const res = await call("POST", "/teams/push", {
+        name: "Doomed Team",
+        traits: [{ name: "Doomed Trait" }],
+        tools: [{ name: "Doomed Tool", type: "function" }],
+        agents: [{ name: "Doomed Agent", model: "m", traits: ["Doomed Trait"] }],
+      });
+      expect(res.status).toBe(500);
+      for (const [collection, name] of [["agents", "Doomed Agent"], ["tools", "Doomed Tool"], ["traits", "Doomed Trait"], ["teams", "Doomed Team"]]) {
+        expect(await conn.collection(collection!).countDocuments({ name })).toBe(0);
+      }
+      await conn.collection("teams").deleteMany({ account_id: -1 });
+      await conn.close();
+    });
+
+    it("refuses master API keys with 403 and answers 401 without credentials", async () => {
+      const res = await api("POST", "/api/v1/teams/push", { apiKey: process.env.MASTER_API_KEY, headers: { "x-account-id": String(accountId) }, body: base });
+      expect(res.status).toBe(403);
+      expect((await api("POST", "/api/v1/teams/push", { body: base })).status).toBe(401);
+      const key = (await call("POST", "/account-api-keys", { name: "pusher" })).body.key;
+      expect((await api("POST", "/api/v1/teams/push", { apiKey: key, body: base })).status).toBe(200);
+    });
+
+    it("concurrent pushes of one team create no duplicate agents", async () => {
+      const doc = { name: "Race Team", traits: [{ name: "Racer" }], agents: [{ name: "Runner A", model: "m", traits: ["Racer"] }, { name: "Runner B", model: "m" }] };
+      const results = await Promise.all(Array.from({ length: 5 }, () => call("POST", "/teams/push", doc)));
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+      const agents = (await call("GET", "/agents?limit=200")).body.data.filter((a: { name: string }) => a.name.startsWith("Runner"));
+      expect(agents).toHaveLength(2);
+      const teams = (await call("GET", "/teams?limit=200")).body.data.filter((t: { name: string }) => t.name === "Race Team");
+      expect(teams).toHaveLength(1);
+    });
+  });
+
+  describe("pull", () => {
+    it("returns the configuration document under /config and /pull; push(pull) changes nothing", async () => {
+      const pulled = await call("GET", "/teams/support-squad/config");
+      expect(pulled.status).toBe(200);
+      expect(pulled.body).toMatchObject({ name: "Support Squad", tools: [{ name: "Ticket Lookup", type: "external" }], knowledge: [{ name: "Help Center" }] });
+      expect(pulled.body.agents.map((a: { name: string }) => a.name)).toEqual(["Triage", "Resolver"]);
+      expect(pulled.body).not.toHaveProperty("overrides");
+      expect((await call("GET", "/teams/support-squad/pull")).body).toEqual(pulled.body);
+      const before = await call("GET", "/teams/support-squad");
+      expect((await call("POST", "/teams/push", pulled.body)).status).toBe(200);
+      const after = await call("GET", "/teams/support-squad");
+      expect(after.body).toEqual(before.body);
+      expect((await call("GET", "/teams/support-squad/config")).body).toEqual(pulled.body);
+    });
+
+    it("is scoped to the caller's account", async () => {
+      expect((await call("GET", "/teams/support-squad/config", undefined, other)).status).toBe(404);
+      expect((await call("GET", "/teams/no-such-team/config")).status).toBe(404);
+    });
+
+    it("round-trips random valid documents: push, pull, push again, compare", async () => {
+      for (let seed = 1; seed <= 12; seed++) {
+        const doc = randomDocument(seed);
+        const first = await call("POST", "/teams/push", doc);
+        expect(first.status).toBe(200);
+        const pulled = (await call("GET", `/teams/${first.body.identifier}/config`)).body;
+        const again = await call("POST", "/teams/push", pulled);
+        expect(again.status).toBe(200);
+        expect(again.body).toEqual(first.body);
+        expect((await call("GET", `/teams/${first.body.identifier}/config`)).body).toEqual(pulled);
+        // The pulled document says what was pushed.
+        expect(pulled.agents.map((a: { name: string }) => a.name)).toEqual(doc.agents.map((a) => a.name));
+        expect(pulled.agents.map((a: { model: string }) => a.model)).toEqual(doc.agents.map((a) => a.model));
+      }
+    });
+  });
+});
