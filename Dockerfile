@@ -1,0 +1,56 @@
+# syntax=docker/dockerfile:1
+#
+# One image for every service of the platform: SERVICES (comma list) picks what a container runs,
+# TRANSPORTER (nats://...) joins the cluster, MONGO_URL points at the database. See docs/deploy.md.
+#
+#   docker build -t agent-platform:0.1.0 .
+#
+# The image holds no MongoDB: without MONGO_URL the process tries to start the bundled development
+# server (.cache/mongo/ferretdb), which is not in the image, and exits with an error. Always set MONGO_URL.
+
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+# ---- toolchain: compilers for native addons (hnswlib-node builds with node-gyp at install time) ----
+FROM ${NODE_IMAGE} AS toolchain
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3 make g++ \
+    && rm -rf /var/lib/apt/lists/*
+
+# ---- build: every dependency (typescript, ...) and the compiled dist/ ----
+FROM toolchain AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# The `node` devDependency pins Node 24 for machines whose own node is older; its install script fetches
+# that binary here too. It only serves the build; the runtime stage runs the base image's node.
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --no-audit --no-fund
+COPY . .
+# tsc -p tsconfig.build.json -> dist/ (dist/package.json is emitted too: lib/health.ts imports it for the version).
+RUN npm run build
+
+# ---- prod-deps: runtime node_modules only, from the same lockfile, native addons built for the base image's node ----
+FROM toolchain AS prod-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --omit=dev --no-audit --no-fund
+
+# ---- runtime ----
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    PORT=3000 \
+    DATA_DIR=/tmp/agent-platform
+WORKDIR /app
+# Files stay owned by root and read-only for the process user; the compilers stay behind in prod-deps.
+COPY --from=prod-deps /app/node_modules ./node_modules
+COPY package.json package-lock.json ./
+COPY --from=build /app/dist ./dist
+# uid/gid 1000 is the base image's `node` user; numeric so Kubernetes runAsNonRoot can verify it.
+USER 1000:1000
+# Gateway HTTP port (PORT); other services serve only GET /health on HEALTH_PORT when it is set.
+EXPOSE 3000
+# Docker-only check (Kubernetes uses the chart's probes): HEALTH_PORT when set, else the gateway's PORT.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.HEALTH_PORT||process.env.PORT||3000)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# node is PID 1 and handles SIGTERM itself (server.ts stops the broker and closes MongoDB connections).
+CMD ["node", "dist/server.js"]
