@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Builds the local MongoDB-compatible server (embedded FerretDB over SQLite,
+# see main.go) into <repo>/.cache/mongo/ferretdb. Idempotent: skips the build
+# when the binary is newer than its sources. Needs only Go and the Go module proxy.
+set -euo pipefail
+
+SRC_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT_DIR="$(cd "$SRC_DIR/../.." && pwd)"
+OUT_DIR="$ROOT_DIR/.cache/mongo"
+OUT="$OUT_DIR/ferretdb"
+WORK_DIR="$OUT_DIR/build"
+FERRETDB_MODULE="github.com/FerretDB/FerretDB"
+SOURCES=("$SRC_DIR/main.go" "$SRC_DIR/go.mod" "$SRC_DIR/go.sum" "$SRC_DIR/build.sh" "$SRC_DIR/patches/resource.go")
+
+up_to_date() {
+  [ -x "$OUT" ] || return 1
+  local f
+  for f in "${SOURCES[@]}"; do
+    [ "$OUT" -nt "$f" ] || return 1
+  done
+}
+
+if up_to_date; then
+  echo "local mongo: up to date ($OUT)"
+  exit 0
+fi
+
+# Serialize concurrent runs (they share $WORK_DIR) where flock exists; recheck after waiting.
+mkdir -p "$OUT_DIR"
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$OUT_DIR/.build.lock"
+  flock 9
+  if up_to_date; then
+    echo "local mongo: up to date ($OUT)"
+    exit 0
+  fi
+fi
+
+GO="$(command -v go || true)"
+if [ -z "$GO" ] && [ -x /usr/local/go/bin/go ]; then
+  GO=/usr/local/go/bin/go
+fi
+if [ -z "$GO" ]; then
+  echo "local mongo: Go toolchain not found (install Go >= 1.24)" >&2
+  exit 1
+fi
+
+start=$(date +%s)
+# -mod=mod: resolve modules from go.mod/go.sum alone (no vendor dir);
+# -buildvcs=false: the repo's git state must not affect (or break) the build.
+export GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0
+cd "$SRC_DIR"
+
+# Copy the pinned FerretDB module out of the read-only module cache and patch it:
+# FerretDB v1's $group hands one shared iterator to all accumulators, so every
+# accumulator after the first one sees no documents ({n: {$sum: 1}, t: {$sum: "$x"}}
+# returns t: 0). Give each accumulator its own iterator, and close it (accumulators
+# don't, and FerretDB panics on iterators that get garbage-collected unclosed).
+"$GO" mod download "$FERRETDB_MODULE"
+version="$("$GO" list -m -f '{{.Version}}' "$FERRETDB_MODULE")"
+module_dir="$("$GO" list -m -f '{{.Dir}}' "$FERRETDB_MODULE")"
+if [ -z "$module_dir" ] || [ ! -d "$module_dir" ]; then
+  echo "local mongo: could not download $FERRETDB_MODULE" >&2
+  exit 1
+fi
+rm -rf "$WORK_DIR"
+mkdir -p "$WORK_DIR"
+cp -R "$module_dir" "$WORK_DIR/FerretDB"
+chmod -R u+w "$WORK_DIR/FerretDB"
+group_go="$WORK_DIR/FerretDB/internal/handler/common/aggregations/stages/group.go"
+sed -i.orig 's/out, err := accumulation\.accumulator\.Accumulate(groupIter)$/accIter := iterator.Values(iterator.ForSlice(groupedDocument.documents)); out, err := accumulation.accumulator.Accumulate(accIter); accIter.Close()/' "$group_go"
+if cmp -s "$group_go" "$group_go.orig"; then
+  echo "local mongo: FerretDB \$group patch did not apply ($group_go)" >&2
+  exit 1
+fi
+
+# FerretDB's resource tracker panics from a finalizer when any iterator is garbage-collected unclosed, which
+# takes the whole server down on a leak in a code path we do not control; our build makes tracking a no-op.
+cp "$SRC_DIR/patches/resource.go" "$WORK_DIR/FerretDB/internal/util/resource/resource.go"
+
+# Build against the patched copy through a scratch go.mod, leaving ours untouched.
+cp go.mod go.sum "$WORK_DIR/"
+"$GO" mod edit -modfile="$WORK_DIR/go.mod" -replace="$FERRETDB_MODULE=$WORK_DIR/FerretDB"
+TMP="$OUT.tmp.$$"
+trap 'rm -f "$TMP"' EXIT
+# ferretdb_no_postgresql: only the SQLite backend is used, skip pgx.
+"$GO" build -modfile="$WORK_DIR/go.mod" -trimpath -tags ferretdb_no_postgresql -ldflags "-s -w" -o "$TMP" .
+mv -f "$TMP" "$OUT"
+echo "local mongo: built $OUT ($FERRETDB_MODULE $version, patched) in $(( $(date +%s) - start ))s"

@@ -1,0 +1,75 @@
+import { randomUUID } from "node:crypto";
+import type { Model } from "mongoose";
+import type { JobKind, LoadJobRecord } from "./model";
+
+/** Job ids double as the interface's event_id / job_id. */
+export function newJobId(kind: JobKind): string {
+  return `${kind === "load" ? "load" : "del"}_${randomUUID().replace(/-/g, "")}`;
+}
+
+/** Queues a job; a load for a source that already has one pending or running returns that one instead. */
+export async function enqueueJob(
+  jobs: Model<LoadJobRecord>,
+  job: Pick<LoadJobRecord, "kind" | "account_id" | "knowledge_source_id"> & Partial<LoadJobRecord>,
+): Promise<{ job: LoadJobRecord; created: boolean }> {
+  if (job.kind === "load") {
+    const active = await jobs
+      .findOne({ kind: "load", account_id: job.account_id, knowledge_source_id: job.knowledge_source_id, status: { $in: ["pending", "running"] } })
+      .lean<LoadJobRecord>();
+    if (active) return { job: active, created: false };
+  }
+  const created = await jobs.create({ _id: newJobId(job.kind), status: "pending", ...job });
+  return { job: created.toObject(), created: true };
+}
+
+/**
+ * Claims the oldest pending job, or a running one whose lease expired (its loader died), for `owner`.
+ * One atomic update per claim, so two loaders never hold the same job.
+ */
+export async function claimJob(jobs: Model<LoadJobRecord>, owner: string, leaseMs: number, kinds: JobKind[]): Promise<LoadJobRecord | null> {
+  const now = new Date();
+  return jobs
+    .findOneAndUpdate(
+      {
+        kind: { $in: kinds },
+        $or: [{ status: "pending" }, { status: "running", lease_expires_at: { $lt: now } }],
+      },
+      { $set: { status: "running", lease_owner: owner, lease_expires_at: new Date(now.getTime() + leaseMs) }, $inc: { attempts: 1 } },
+      { sort: { created_at: 1 }, new: true },
+    )
+    .lean<LoadJobRecord>();
+}
+
+/** Extends the lease while the owner still holds it; false means another loader took the job over. */
+export async function renewLease(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id">, owner: string, leaseMs: number): Promise<boolean> {
+  const res = await jobs.updateOne(
+    { _id: job._id, lease_owner: owner, status: "running" },
+    { $set: { lease_expires_at: new Date(Date.now() + leaseMs) } },
+  );
+  return res.matchedCount === 1;
+}
+
+/** Records progress (only while the owner still holds the lease). */
+export async function saveProgress(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id">, owner: string, progress: object): Promise<boolean> {
+  const res = await jobs.updateOne({ _id: job._id, lease_owner: owner, status: "running" }, { $set: { progress } });
+  return res.matchedCount === 1;
+}
+
+/** Ends a job as done or failed (only while the owner still holds the lease). */
+export async function finishJob(
+  jobs: Model<LoadJobRecord>,
+  job: Pick<LoadJobRecord, "_id">,
+  owner: string,
+  outcome: { status: "done" | "failed"; error?: string | null },
+): Promise<boolean> {
+  const res = await jobs.updateOne(
+    { _id: job._id, lease_owner: owner, status: "running" },
+    { $set: { status: outcome.status, error: outcome.error ?? null, lease_owner: null, lease_expires_at: null } },
+  );
+  return res.matchedCount === 1;
+}
+
+/** Pending jobs: the depth an autoscaler reads. */
+export function pendingJobs(jobs: Model<LoadJobRecord>): Promise<number> {
+  return jobs.countDocuments({ status: "pending" });
+}

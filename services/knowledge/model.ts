@@ -1,0 +1,125 @@
+import { Schema, type Connection, type Model } from "mongoose";
+import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
+import { recordSchemaOptions } from "../../lib/db";
+
+export const DATA_TYPES = ["auto", "wiki", "website", "sitemap", "discovery", "pdf", "markdown", "text"] as const;
+export type DataType = (typeof DATA_TYPES)[number];
+export const LOADING_STATUSES = ["unloaded", "loading", "loaded", "partial", "failed"] as const;
+export type LoadingStatus = (typeof LOADING_STATUSES)[number];
+
+export interface KnowledgeSourceRecord {
+  _id: number;
+  account_id: number;
+  identifier: string;
+  name: string;
+  /** Lower-cased name, for sorting by name without collation support. */
+  sort_name: string;
+  description: string | null;
+  data_type: Exclude<DataType, "auto">;
+  paths: string[];
+  /** Encrypted credential for sources behind auth (wiki token); never serialised. */
+  credentials: string | null;
+  loading_status: LoadingStatus;
+  loaded_at: Date | null;
+  document_count: number;
+  last_indexed_at: Date | null;
+  loading_urls_total: number | null;
+  loading_urls_done: number;
+  loading_error: string | null;
+  /** Set while a deletion job is queued; the record answers 200 until the job removes it. */
+  deleting: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const sourceSchema = new Schema<KnowledgeSourceRecord>(
+  {
+    _id: { type: Number, required: true },
+    account_id: { type: Number, required: true },
+    identifier: { type: String, required: true },
+    name: { type: String, required: true },
+    sort_name: { type: String, required: true },
+    description: { type: String, default: null },
+    data_type: { type: String, enum: DATA_TYPES, required: true },
+    paths: { type: [String], default: [] },
+    credentials: { type: String, default: null },
+    loading_status: { type: String, enum: LOADING_STATUSES, default: "unloaded" },
+    loaded_at: { type: Date, default: null },
+    document_count: { type: Number, default: 0 },
+    last_indexed_at: { type: Date, default: null },
+    loading_urls_total: { type: Number, default: null },
+    loading_urls_done: { type: Number, default: 0 },
+    loading_error: { type: String, default: null },
+    deleting: { type: Boolean, default: false },
+  },
+  { ...recordSchemaOptions<KnowledgeSourceRecord>(["credentials", "sort_name", "deleting"]), collection: KNOWLEDGE_SOURCES_COLLECTION },
+);
+sourceSchema.index({ account_id: 1, identifier: 1 }, { unique: true });
+sourceSchema.index({ account_id: 1, updated_at: -1 });
+sourceSchema.index({ account_id: 1, loading_status: 1 });
+sourceSchema.pre("validate", function () {
+  this.sort_name = this.name.toLowerCase();
+});
+
+/** The knowledge sources model on a given connection. */
+export function knowledgeSourceModel(db: Connection): Model<KnowledgeSourceRecord> {
+  return (db.models.KnowledgeSource as Model<KnowledgeSourceRecord>) ?? db.model<KnowledgeSourceRecord>("KnowledgeSource", sourceSchema);
+}
+
+export const JOB_KINDS = ["load", "delete-source", "delete-document"] as const;
+export type JobKind = (typeof JOB_KINDS)[number];
+export const JOB_STATUSES = ["pending", "running", "done", "failed"] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+/**
+ * Background work as documents: loaders claim pending jobs with a lease they keep renewing; a job whose
+ * lease ran out (its loader died) is claimed again and resumes from `progress`. KEDA's MongoDB scaler
+ * counts `{status: "pending"}` to scale loaders.
+ */
+export interface LoadJobRecord {
+  _id: string;
+  kind: JobKind;
+  account_id: number;
+  knowledge_source_id: number;
+  document_id: string | null;
+  status: JobStatus;
+  force: boolean;
+  /** 1 for the first window of a load; continuations count up. */
+  window: number;
+  /** Where the load stands (page list or crawl frontier, and the next position); plain JSON. */
+  progress: Record<string, unknown> | null;
+  lease_owner: string | null;
+  lease_expires_at: Date | null;
+  attempts: number;
+  error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const jobSchema = new Schema<LoadJobRecord>(
+  {
+    _id: { type: String, required: true },
+    kind: { type: String, enum: JOB_KINDS, required: true },
+    account_id: { type: Number, required: true },
+    knowledge_source_id: { type: Number, required: true },
+    document_id: { type: String, default: null },
+    status: { type: String, enum: JOB_STATUSES, default: "pending" },
+    force: { type: Boolean, default: false },
+    window: { type: Number, default: 1 },
+    progress: { type: Schema.Types.Mixed, default: null },
+    lease_owner: { type: String, default: null },
+    lease_expires_at: { type: Date, default: null },
+    attempts: { type: Number, default: 0 },
+    error: { type: String, default: null },
+  },
+  { ...recordSchemaOptions<LoadJobRecord>(), collection: "load_jobs", minimize: false },
+);
+// Claiming: oldest pending first, or a running job whose lease expired.
+jobSchema.index({ status: 1, created_at: 1 });
+jobSchema.index({ status: 1, lease_expires_at: 1 });
+jobSchema.index({ account_id: 1, knowledge_source_id: 1, status: 1 });
+
+/** The background jobs model on a given connection. */
+export function loadJobModel(db: Connection): Model<LoadJobRecord> {
+  return (db.models.LoadJob as Model<LoadJobRecord>) ?? db.model<LoadJobRecord>("LoadJob", jobSchema);
+}
