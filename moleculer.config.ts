@@ -22,6 +22,10 @@ export function brokerOptions(overrides: Partial<BrokerOptions> = {}): BrokerOpt
     heartbeatTimeout: 15,
     registry: { strategy: "RoundRobin", preferLocal: true },
     validator: true,
+    // METRICS_PORT exposes Prometheus metrics (e.g. knowledge_loader_jobs_pending for an autoscaler).
+    metrics: config.metricsPort
+      ? { enabled: true, reporter: [{ type: "Prometheus", options: { port: config.metricsPort, path: "/metrics" } }] }
+      : { enabled: false },
     tracking: { enabled: true, shutdownTimeout: 10_000 },
     ...overrides,
   };

@@ -29,6 +29,8 @@ export function loadConfig() {
     port,
     /** Probe port for processes that do not run the gateway; 0 disables it. */
     healthPort: intEnv("HEALTH_PORT", 0),
+    /** Prometheus metrics port; 0 disables metrics. */
+    metricsPort: intEnv("METRICS_PORT", 0),
     /** Empty means: start the bundled MongoDB-compatible server under dataDir. */
     mongoUrl: process.env.MONGO_URL ?? "",
     dataDir: path.resolve(process.env.DATA_DIR ?? "data"),

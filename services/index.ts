@@ -6,6 +6,7 @@ import AgentsService from "./agents.service";
 import ToolsService from "./tools.service";
 import TraitsService from "./traits.service";
 import TeamsService from "./teams.service";
+import SearchService from "./search.service";
 
 /** Every service the image can run, by name; SERVICES picks a subset per process. */
 export const SERVICE_REGISTRY: Record<string, ServiceSchema<any, any, any>> = {
@@ -16,6 +17,7 @@ export const SERVICE_REGISTRY: Record<string, ServiceSchema<any, any, any>> = {
   tools: ToolsService,
   traits: TraitsService,
   teams: TeamsService,
+  search: SearchService,
 };
 
 /** The schemas named in `names` (all of them when empty); unknown names are a configuration error. */

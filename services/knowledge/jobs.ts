@@ -35,7 +35,7 @@ export async function claimJob(jobs: Model<LoadJobRecord>, owner: string, leaseM
         $or: [{ status: "pending" }, { status: "running", lease_expires_at: { $lt: now } }],
       },
       { $set: { status: "running", lease_owner: owner, lease_expires_at: new Date(now.getTime() + leaseMs) }, $inc: { attempts: 1 } },
-      { sort: { created_at: 1 }, new: true },
+      { sort: { queued_at: 1 }, new: true },
     )
     .lean<LoadJobRecord>();
 }
@@ -67,6 +67,23 @@ export async function finishJob(
     { $set: { status: outcome.status, error: outcome.error ?? null, lease_owner: null, lease_expires_at: null } },
   );
   return res.matchedCount === 1;
+}
+
+/**
+ * Re-queues a load job as its own continuation (next window, saved progress) in one atomic write, so a
+ * crash can neither lose the continuation nor leave two jobs for one source. It goes to the back of the queue.
+ */
+export async function continueJob(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id" | "window">, owner: string, progress: object): Promise<boolean> {
+  const res = await jobs.updateOne(
+    { _id: job._id, lease_owner: owner, status: "running" },
+    { $set: { status: "pending", window: job.window + 1, progress, lease_owner: null, lease_expires_at: null, queued_at: new Date() } },
+  );
+  return res.matchedCount === 1;
+}
+
+/** Gives a job back to the queue at once (graceful shutdown), keeping its progress. */
+export async function releaseJob(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id">, owner: string): Promise<void> {
+  await jobs.updateOne({ _id: job._id, lease_owner: owner, status: "running" }, { $set: { status: "pending", lease_owner: null, lease_expires_at: null } });
 }
 
 /** Pending jobs: the depth an autoscaler reads. */

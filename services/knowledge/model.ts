@@ -92,6 +92,8 @@ export interface LoadJobRecord {
   lease_expires_at: Date | null;
   attempts: number;
   error: string | null;
+  /** When the job (or its latest continuation) entered the queue: claims go oldest first. */
+  queued_at: Date;
   created_at: Date;
   updated_at: Date;
 }
@@ -111,11 +113,12 @@ const jobSchema = new Schema<LoadJobRecord>(
     lease_expires_at: { type: Date, default: null },
     attempts: { type: Number, default: 0 },
     error: { type: String, default: null },
+    queued_at: { type: Date, default: () => new Date() },
   },
   { ...recordSchemaOptions<LoadJobRecord>(), collection: "load_jobs", minimize: false },
 );
 // Claiming: oldest pending first, or a running job whose lease expired.
-jobSchema.index({ status: 1, created_at: 1 });
+jobSchema.index({ status: 1, queued_at: 1 });
 jobSchema.index({ status: 1, lease_expires_at: 1 });
 jobSchema.index({ account_id: 1, knowledge_source_id: 1, status: 1 });
 

@@ -1,0 +1,57 @@
+import { DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE } from "./chunking";
+import { LOCAL_MODEL_NAME } from "./embeddings";
+import { DEFAULT_HYBRID_ALPHA } from "./fusion";
+
+/**
+ * Cosine similarity below which a vector hit is not a candidate, per model. Thresholds are model-specific:
+ * the bundled model's value was calibrated on the contract corpus (see docs/search.md); for any other model
+ * set SEARCH_MIN_SIMILARITY after calibrating it, or no threshold applies.
+ */
+export const MIN_SIMILARITY_BY_MODEL: Record<string, number> = { [LOCAL_MODEL_NAME]: 0.15 };
+
+function numberEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min || value > max) throw new Error(`${name} must be a number from ${min} to ${max}, got "${raw}"`);
+  return value;
+}
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!values.includes(raw as T)) throw new Error(`${name} must be one of ${values.join(", ")}, got "${raw}"`);
+  return raw as T;
+}
+
+/** Every search setting read from the environment (read when the service starts; tests change env between files). */
+export function searchConfig(env: NodeJS.ProcessEnv = process.env) {
+  const typesenseUrl = env.TYPESENSE_URL ?? "";
+  const provider = oneOf(env, "EMBEDDING_PROVIDER", ["local", "openai", "none"] as const, "local");
+  const model = provider === "openai" ? env.EMBEDDING_MODEL || "text-embedding-3-small" : LOCAL_MODEL_NAME;
+  if (provider === "openai" && !env.EMBEDDING_URL) throw new Error("EMBEDDING_PROVIDER=openai needs EMBEDDING_URL");
+  const minSimilarity = numberEnv(env, "SEARCH_MIN_SIMILARITY", MIN_SIMILARITY_BY_MODEL[model] ?? -1, -1, 1);
+  return {
+    engine: oneOf(env, "SEARCH_ENGINE", ["embedded", "typesense"] as const, typesenseUrl ? "typesense" : "embedded"),
+    typesense: {
+      url: typesenseUrl,
+      apiKey: env.TYPESENSE_API_KEY ?? "",
+      collection: env.TYPESENSE_COLLECTION || "knowledge_chunks",
+    },
+    embedding: {
+      provider,
+      url: env.EMBEDDING_URL ?? "",
+      model,
+      apiKey: env.EMBEDDING_API_KEY ?? "",
+      dimensions: numberEnv(env, "EMBEDDING_DIMENSIONS", provider === "openai" ? 1536 : 512, 1, 8192),
+      batchSize: numberEnv(env, "EMBEDDING_BATCH_SIZE", 16, 1, 512),
+    },
+    hybridAlpha: numberEnv(env, "HYBRID_ALPHA", DEFAULT_HYBRID_ALPHA, 0, 1),
+    /** As a cosine distance (what both engines filter on). */
+    maxDistance: 1 - minSimilarity,
+    chunkSize: numberEnv(env, "SEARCH_CHUNK_SIZE", DEFAULT_CHUNK_SIZE, 100, 20_000),
+    chunkOverlap: numberEnv(env, "SEARCH_CHUNK_OVERLAP", DEFAULT_CHUNK_OVERLAP, 0, 10_000),
+  };
+}
+
+export type SearchConfig = ReturnType<typeof searchConfig>;

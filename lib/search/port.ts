@@ -1,0 +1,87 @@
+/** The three retrieval modes of the interface. */
+export const SEARCH_MODES = ["semantic", "keyword", "hybrid"] as const;
+export type SearchMode = (typeof SEARCH_MODES)[number];
+
+/** One chunk as the index holds it: text for keyword ranking, an optional vector, and what a hit shows. */
+export interface IndexedChunk {
+  id: string;
+  accountId: number;
+  sourceId: number;
+  documentId: string;
+  /** 0-based position of the chunk in its document. */
+  position: number;
+  title: string;
+  url: string;
+  content: string;
+  /** Unit or raw embedding; null until the embedding stage has produced it. */
+  vector: Float32Array | null;
+  /** Milliseconds since the epoch. */
+  indexedAt: number;
+}
+
+/** A ranked chunk. `score` is the mode's raw score: BM25 / text match, cosine similarity, or the fused rank score. */
+export interface ChunkHit {
+  id: string;
+  sourceId: number;
+  documentId: string;
+  position: number;
+  title: string;
+  url: string;
+  content: string;
+  score: number;
+  /** Cosine distance 0..2 when the vector list found the chunk. */
+  vectorDistance?: number;
+  /** Keyword score when the keyword list found the chunk. */
+  textScore?: number;
+}
+
+export interface IndexQuery {
+  accountId: number;
+  text: string;
+  mode: SearchMode;
+  /** The query's embedding; null when no embedding is available (the search is then keyword). */
+  vector: Float32Array | null;
+  /** Only chunks of these sources; undefined means all sources of the account. */
+  sourceIds?: number[];
+  /** Chunks to rank in each list (the Typesense per_page / k), at most 250. */
+  depth: number;
+  /** Weight of the vector list in hybrid fusion. */
+  alpha: number;
+  /** Vector hits farther than this cosine distance are not candidates (model-specific, calibrated). */
+  maxDistance: number;
+}
+
+export interface IndexResult {
+  hits: ChunkHit[];
+  /** What actually ranked the hits: keyword when the query had no vector or the scope holds none. */
+  modeUsed: SearchMode;
+}
+
+export interface IndexStats {
+  documents: number;
+  chunks: number;
+  /** Chunks that have a vector (the rest are keyword-searchable only, waiting for the embedding stage). */
+  vectors: number;
+  sizeBytes: number;
+}
+
+/**
+ * The one port both engines implement. Every call names its account; an engine never returns a chunk of
+ * another account. Chunks are upserted whole; vectors may follow later (setVectors).
+ */
+export interface SearchIndex {
+  readonly engine: "embedded" | "typesense";
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  upsertChunks(chunks: IndexedChunk[]): Promise<void>;
+  setVectors(accountId: number, vectors: { id: string; vector: Float32Array }[]): Promise<void>;
+  deleteChunks(accountId: number, ids: string[]): Promise<void>;
+  deleteSource(accountId: number, sourceId: number): Promise<void>;
+  search(query: IndexQuery): Promise<IndexResult>;
+  /** Documents searchable in the account (or one source of it). */
+  countDocuments(accountId: number, sourceId?: number): Promise<number>;
+  stats(accountId: number, sourceId?: number): Promise<IndexStats>;
+}
+
+/** Largest candidate list per ranking (Typesense's per_page ceiling). */
+export const MAX_DEPTH = 250;

@@ -1,0 +1,357 @@
+import { randomUUID } from "node:crypto";
+import type { Connection } from "mongoose";
+import type { ServiceSchema } from "moleculer";
+import { ERRORS } from "../lib/errors";
+import type { Ctx } from "../lib/meta";
+import { MongoMixin } from "../lib/mongo.mixin";
+import { paginationParams, toPage } from "../lib/pagination";
+import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { searchConfig, type SearchConfig } from "../lib/search/config";
+import { EmbeddedEngine } from "../lib/search/embedded-engine";
+import { LocalEmbeddingProvider, RemoteEmbeddingProvider, type EmbeddingProvider } from "../lib/search/embeddings";
+import { SEARCH_MODES, type SearchIndex, type SearchMode } from "../lib/search/port";
+import { TypesenseEngine } from "../lib/search/typesense-engine";
+import { EmbedStage } from "./search/embed-stage";
+import { searchModels, type DocumentRecord, type SearchModels } from "./search/model";
+import {
+  candidateDepth,
+  collapseByDocument,
+  deletionResponse,
+  documentDetail,
+  documentResult,
+  documentSummary,
+  indexStatus,
+  parseSourceIds,
+  sourceSearchResults,
+} from "./search/rules";
+import { indexDocuments, rebuildEmbedded, removeDocument, removeSource, type IncomingDocument, type StoreDeps } from "./search/store";
+
+/** Query embeddings kept in memory (repeated queries skip the model). */
+const QUERY_CACHE_SIZE = 500;
+/** Documents accepted by one indexDocuments call (one loader window is smaller). */
+const MAX_DOCUMENTS_PER_CALL = 500;
+/** Largest document content accepted (characters); bigger files are split by the loader. */
+const MAX_CONTENT_LENGTH = 5_000_000;
+
+const queryParam = { type: "string", min: 1, max: 1000 } as const;
+const sourceIdsParam = {
+  type: "array",
+  optional: true,
+  max: 1000,
+  items: [{ type: "number", integer: true }, { type: "string", max: 64 }],
+} as const;
+const documentIdParam = { document_id: { type: "string", min: 1, max: 64 } } as const;
+/** Internal actions name the account explicitly: they are called service-to-service, never through the gateway. */
+const accountParam = { accountId: { type: "number", integer: true, positive: true, convert: true } } as const;
+const sourceParam = { sourceId: { type: "number", integer: true, positive: true, convert: true } } as const;
+
+interface Methods extends TenancyMethods {
+  explicitAccount(params: { accountId: number }): number;
+  ownedDocument(ctx: Ctx<unknown>, id: string): Promise<DocumentRecord>;
+  queryVector(text: string): Promise<Float32Array | null>;
+  rank(accountId: number, text: string, mode: SearchMode, sourceIds: number[] | undefined, depth: number): ReturnType<SearchIndex["search"]>;
+  runDeletion(doc: DocumentRecord): Promise<void>;
+  lastIndexedAt(accountId: number, sourceId?: number): Promise<Date | null>;
+}
+interface Vars {
+  db: Connection;
+  models: SearchModels;
+  config: SearchConfig;
+  index: SearchIndex;
+  provider?: EmbeddingProvider;
+  stage?: EmbedStage;
+  deps: StoreDeps;
+  queryCache: Map<string, Float32Array>;
+  deletions: Set<Promise<void>>;
+}
+
+/**
+ * Knowledge document index and retrieval: semantic, keyword and hybrid search over chunks of knowledge
+ * documents, on Typesense or on the embedded engine, with MongoDB as the durable copy. The loader and the
+ * knowledge-sources service feed and read it through the internal actions at the end.
+ */
+const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
+  name: "search",
+  mixins: [MongoMixin(searchModels), TenancyMixin],
+  settings: { rest: "/" },
+
+  actions: {
+    searchDocuments: {
+      rest: "POST /knowledge/documents/search",
+      params: {
+        query: queryParam,
+        mode: { type: "enum", values: [...SEARCH_MODES], default: "hybrid", optional: true },
+        source_ids: sourceIdsParam,
+        limit: { type: "number", integer: true, min: 1, max: 100, default: 20, convert: true, optional: true },
+        offset: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true },
+      },
+      async handler(ctx: Ctx<{ query: string; mode: SearchMode; source_ids?: (string | number)[]; limit: number; offset: number }>) {
+        const { query, mode, limit, offset } = ctx.params;
+        const ranked = await this.rank(this.accountOf(ctx), query, mode, parseSourceIds(ctx.params.source_ids), candidateDepth(offset, limit));
+        const docs = collapseByDocument(ranked.hits);
+        const best = docs[0]?.score ?? 0;
+        return { results: docs.slice(offset, offset + limit).map((h) => documentResult(h, best)), total: docs.length, mode_used: ranked.modeUsed };
+      },
+    },
+
+    listDocuments: {
+      rest: "GET /knowledge/documents",
+      params: { source_id: { type: "string", max: 64, optional: true }, ...paginationParams({ max: 200, def: 50 }) },
+      async handler(ctx: Ctx<{ source_id?: string; skip: number; limit: number }>) {
+        const filter: Record<string, unknown> = { account_id: this.accountOf(ctx) };
+        if (ctx.params.source_id !== undefined) filter.source_id = parseSourceIds([ctx.params.source_id])![0] ?? -1;
+        const [rows, total] = await Promise.all([
+          this.models.documents.find(filter, { chunk_ids: 1, title: 1, url: 1, content: 1, source_id: 1, indexed_at: 1 })
+            .sort({ indexed_at: -1, _id: 1 }).skip(ctx.params.skip).limit(ctx.params.limit).lean<DocumentRecord[]>(),
+          this.models.documents.countDocuments(filter),
+        ]);
+        return toPage(rows.map(documentSummary), total, ctx.params.skip, ctx.params.limit);
+      },
+    },
+
+    documentStats: {
+      rest: "GET /knowledge/documents/stats",
+      async handler(ctx: Ctx) {
+        const accountId = this.accountOf(ctx);
+        const stats = await this.index.stats(accountId);
+        const pending = stats.chunks - stats.vectors;
+        return {
+          total_documents: stats.documents,
+          total_chunks: stats.chunks,
+          embedded_chunks: stats.vectors,
+          index_status: indexStatus(stats.chunks, this.provider ? pending : 0),
+          index_size_bytes: stats.sizeBytes,
+          last_indexed_at: await this.lastIndexedAt(accountId),
+          engine: this.index.engine,
+          embedding_model: this.provider?.model ?? null,
+        };
+      },
+    },
+
+    getDocument: {
+      rest: "GET /knowledge/documents/:document_id",
+      params: documentIdParam,
+      async handler(ctx: Ctx<{ document_id: string }>) {
+        return documentDetail(await this.ownedDocument(ctx, ctx.params.document_id));
+      },
+    },
+
+    deleteDocument: {
+      rest: "DELETE /knowledge/documents/:document_id",
+      params: documentIdParam,
+      async handler(ctx: Ctx<{ document_id: string }>) {
+        const doc = await this.ownedDocument(ctx, ctx.params.document_id);
+        if (doc.deletion_job_id) return deletionResponse(doc.deletion_job_id);
+        const jobId = randomUUID();
+        await this.models.documents.updateOne({ _id: doc._id, account_id: doc.account_id }, { $set: { deletion_job_id: jobId } });
+        void this.runDeletion(doc);
+        return deletionResponse(jobId);
+      },
+    },
+
+    searchSources: {
+      rest: "POST /knowledge/search",
+      params: {
+        query: queryParam,
+        knowledge_source_ids: sourceIdsParam,
+        limit: { type: "number", integer: true, min: 1, max: 50, default: 10, convert: true, optional: true },
+        min_score: { type: "number", min: 0, max: 1, default: 0, convert: true, optional: true },
+      },
+      async handler(ctx: Ctx<{ query: string; knowledge_source_ids?: (string | number)[]; limit: number; min_score: number }>) {
+        const { query, limit, min_score } = ctx.params;
+        const ranked = await this.rank(this.accountOf(ctx), query, "hybrid", parseSourceIds(ctx.params.knowledge_source_ids), candidateDepth(0, limit));
+        const results = sourceSearchResults(ranked.hits, min_score, limit);
+        return { results, total_results: results.length, query };
+      },
+    },
+
+    // Internal actions (NATS only): the knowledge loader and the knowledge-sources service.
+
+    /** Upserts a window of documents of one source; returns at once, vectors follow from the embedding stage. */
+    indexDocuments: {
+      visibility: "public",
+      params: {
+        ...accountParam,
+        ...sourceParam,
+        documents: {
+          type: "array",
+          max: MAX_DOCUMENTS_PER_CALL,
+          items: {
+            type: "object",
+            props: {
+              url: { type: "string", min: 1, max: 4096 },
+              title: { type: "string", max: 1000, optional: true, nullable: true },
+              content: { type: "string", max: MAX_CONTENT_LENGTH },
+              metadata: { type: "object", optional: true, nullable: true },
+            },
+          },
+        },
+        chunkSize: { type: "number", integer: true, min: 100, max: 20_000, optional: true },
+        overlap: { type: "number", integer: true, min: 0, max: 10_000, optional: true },
+      },
+      async handler(ctx: Ctx<{ accountId: number; sourceId: number; documents: IncomingDocument[]; chunkSize?: number; overlap?: number }>) {
+        const { sourceId, documents } = ctx.params;
+        const chunkSize = ctx.params.chunkSize ?? this.config.chunkSize;
+        const overlap = Math.min(ctx.params.overlap ?? this.config.chunkOverlap, Math.floor(chunkSize / 2));
+        return indexDocuments(this.deps, { accountId: this.explicitAccount(ctx.params), sourceId, documents, chunkSize, overlap });
+      },
+    },
+
+    /** Removes every document of a source (the first step of a source deletion). */
+    deleteSourceDocuments: {
+      visibility: "public",
+      params: { ...accountParam, ...sourceParam },
+      handler(ctx: Ctx<{ accountId: number; sourceId: number }>) {
+        return removeSource(this.deps, this.explicitAccount(ctx.params), ctx.params.sourceId);
+      },
+    },
+
+    /** Per-source index statistics (GET /knowledge/{id}/stats answers with this). */
+    sourceStats: {
+      visibility: "public",
+      params: { ...accountParam, ...sourceParam },
+      async handler(ctx: Ctx<{ accountId: number; sourceId: number }>) {
+        const accountId = this.explicitAccount(ctx.params);
+        const stats = await this.index.stats(accountId, ctx.params.sourceId);
+        return {
+          knowledge_source_id: ctx.params.sourceId,
+          index_name: this.index.engine === "typesense" ? this.config.typesense.collection : `embedded/account-${accountId}`,
+          document_count: stats.documents,
+          index_size_bytes: stats.sizeBytes,
+          last_indexed_at: await this.lastIndexedAt(accountId, ctx.params.sourceId),
+        };
+      },
+    },
+
+    /** A page of a source's documents (GET /knowledge/{id}/documents answers with this). */
+    sourceDocuments: {
+      visibility: "public",
+      params: {
+        ...accountParam,
+        ...sourceParam,
+        limit: { type: "number", integer: true, min: 1, max: 200, default: 50, convert: true, optional: true },
+        offset: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true },
+      },
+      async handler(ctx: Ctx<{ accountId: number; sourceId: number; limit: number; offset: number }>) {
+        const filter = { account_id: this.explicitAccount(ctx.params), source_id: ctx.params.sourceId };
+        const { limit, offset } = ctx.params;
+        const [rows, total] = await Promise.all([
+          this.models.documents.find(filter, { chunk_ids: 1, title: 1, url: 1, content: 1, source_id: 1, indexed_at: 1 })
+            .sort({ indexed_at: -1, _id: 1 }).skip(offset).limit(limit).lean<DocumentRecord[]>(),
+          this.models.documents.countDocuments(filter),
+        ]);
+        return { documents: rows.map(documentSummary), total, limit, offset };
+      },
+    },
+
+    /** Searchable documents of a source, as the index counts them (the loader re-reads it after every window). */
+    countDocuments: {
+      visibility: "public",
+      params: { ...accountParam, ...sourceParam },
+      handler(ctx: Ctx<{ accountId: number; sourceId: number }>) {
+        return this.index.countDocuments(this.explicitAccount(ctx.params), ctx.params.sourceId);
+      },
+    },
+  },
+
+  methods: {
+    /** The one tenancy escape hatch: internal actions carry the account as a param, set by the calling service. */
+    explicitAccount(params) {
+      return params.accountId;
+    },
+
+    /** A document of the caller's account: 404 when absent, 403 when it belongs to another account. */
+    async ownedDocument(ctx, id) {
+      const accountId = this.accountOf(ctx);
+      const doc = await this.models.documents.findById(id).lean<DocumentRecord>();
+      if (!doc) throw ERRORS.notFound("Document", id);
+      if (doc.account_id !== accountId) throw ERRORS.forbidden(`Document ${id} belongs to another account`);
+      return doc;
+    },
+
+    /** The query's embedding, or null when there is no provider or it fails (the search then says keyword). */
+    async queryVector(text) {
+      if (!this.provider) return null;
+      const hit = this.queryCache.get(text);
+      if (hit) return hit;
+      try {
+        const [vector] = await this.provider.embed([text], "query");
+        if (this.queryCache.size >= QUERY_CACHE_SIZE) this.queryCache.delete(this.queryCache.keys().next().value!);
+        this.queryCache.set(text, vector!);
+        return vector!;
+      } catch (err) {
+        this.logger.warn("Query embedding failed; answering with keyword search", (err as Error).message);
+        return null;
+      }
+    },
+
+    async rank(accountId, text, mode, sourceIds, depth) {
+      const vector = mode === "keyword" ? null : await this.queryVector(text);
+      return this.index.search({
+        accountId,
+        text,
+        mode,
+        vector,
+        sourceIds,
+        depth,
+        alpha: this.config.hybridAlpha,
+        maxDistance: this.config.maxDistance,
+      });
+    },
+
+    runDeletion(doc) {
+      const job = removeDocument(this.deps, doc)
+        .catch((err) => this.logger.error(`Deleting document ${doc._id} failed; retried at next start`, err))
+        .finally(() => this.deletions.delete(job));
+      this.deletions.add(job);
+      return job;
+    },
+
+    async lastIndexedAt(accountId, sourceId) {
+      const filter = sourceId === undefined ? { account_id: accountId } : { account_id: accountId, source_id: sourceId };
+      const last = await this.models.documents.findOne(filter, { indexed_at: 1 }).sort({ indexed_at: -1 }).lean<DocumentRecord>();
+      return last?.indexed_at ?? null;
+    },
+  },
+
+  async started() {
+    this.config = searchConfig();
+    this.queryCache = new Map();
+    this.deletions = new Set();
+    const { embedding, typesense } = this.config;
+    if (embedding.provider === "local") this.provider = new LocalEmbeddingProvider();
+    else if (embedding.provider === "openai") {
+      this.provider = new RemoteEmbeddingProvider(embedding.url, embedding.model, embedding.dimensions, embedding.apiKey || undefined);
+    }
+    const dimensions = this.provider?.dimensions ?? embedding.dimensions;
+    const embedded = this.config.engine === "embedded" ? new EmbeddedEngine({ dimensions }) : undefined;
+    this.index = embedded ?? new TypesenseEngine({ ...typesense, dimensions });
+    await this.index.start();
+    this.deps = { models: this.models, index: this.index, provider: this.provider, logger: this.logger };
+    if (embedded) {
+      const started = Date.now();
+      const n = await rebuildEmbedded(this.deps, embedded);
+      this.logger.info(`Embedded search index rebuilt from MongoDB: ${n} chunks in ${Date.now() - started} ms`);
+    }
+    if (this.provider) {
+      this.stage = new EmbedStage({ provider: this.provider, models: this.models, index: this.index, logger: this.logger, batchSize: embedding.batchSize });
+      this.deps.stage = this.stage;
+      await this.stage.recover();
+      if (this.provider instanceof LocalEmbeddingProvider) {
+        this.provider.warmUp().catch((err) => this.logger.warn("Embedding model failed to load", err));
+      }
+    }
+    // Deletions queued before a restart are finished now.
+    const queued = await this.models.documents.find({ deletion_job_id: { $ne: null } }).lean<DocumentRecord[]>();
+    for (const doc of queued) void this.runDeletion(doc);
+  },
+
+  async stopped() {
+    await this.stage?.stop();
+    await Promise.all([...(this.deletions ?? [])]);
+    await this.provider?.close();
+    await this.index?.stop();
+  },
+};
+
+export default SearchService;

@@ -1,0 +1,127 @@
+import { Schema, type Connection, type Model } from "mongoose";
+import { recordSchemaOptions } from "../../lib/db";
+
+/** One page or file of a knowledge source, as the loader delivered it. Its id is stable per (account, source, url). */
+export interface DocumentRecord {
+  _id: string;
+  account_id: number;
+  source_id: number;
+  url: string;
+  title: string;
+  content: string;
+  content_hash: string;
+  metadata: Record<string, unknown>;
+  chunk_ids: string[];
+  chunk_size: number;
+  chunk_overlap: number;
+  /** Hash of everything that decides the chunks (content, title, url, chunking); equal means nothing to redo. */
+  index_key: string;
+  /** "pending" while chunks are being written to the index; only "indexed" documents are skipped as unchanged. */
+  index_state: "pending" | "indexed";
+  indexed_at: Date;
+  /** Set when a deletion is queued; the document answers 200 until the job has removed it. */
+  deletion_job_id: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** A chunk of a document with its vector (Float32 bytes), the durable copy the index is rebuilt from. */
+export interface ChunkRecord {
+  _id: string;
+  account_id: number;
+  source_id: number;
+  document_id: string;
+  position: number;
+  title: string;
+  url: string;
+  content: string;
+  /** Embedding cache key of the text this chunk is embedded as. */
+  embed_key: string;
+  vector: Buffer | null;
+  indexed_at: Date;
+}
+
+/** A computed embedding by cache key (model and text hash), shared by every chunk with the same text. */
+export interface EmbeddingRecord {
+  _id: string;
+  vector: Buffer;
+  created_at: Date;
+}
+
+/** A chunk waiting for the embedding stage; the queue's durable form, so a restart resumes it. */
+export interface PendingRecord {
+  _id: string;
+  account_id: number;
+  created_at: Date;
+}
+
+const documentSchema = new Schema<DocumentRecord>(
+  {
+    _id: { type: String, required: true },
+    account_id: { type: Number, required: true },
+    source_id: { type: Number, required: true },
+    url: { type: String, required: true },
+    title: { type: String, default: "" },
+    content: { type: String, default: "" },
+    content_hash: { type: String, required: true },
+    metadata: { type: Schema.Types.Mixed, default: {} },
+    chunk_ids: { type: [String], default: [] },
+    chunk_size: { type: Number, required: true },
+    chunk_overlap: { type: Number, required: true },
+    index_key: { type: String, required: true },
+    index_state: { type: String, enum: ["pending", "indexed"], default: "pending" },
+    indexed_at: { type: Date, required: true },
+    deletion_job_id: { type: String, default: null },
+  },
+  { ...recordSchemaOptions<DocumentRecord>(["chunk_ids", "index_key", "index_state", "chunk_overlap"]), minimize: false },
+);
+// Listings filter by account (and source) and sort newest first.
+documentSchema.index({ account_id: 1, source_id: 1, indexed_at: -1 });
+
+const chunkSchema = new Schema<ChunkRecord>(
+  {
+    _id: { type: String, required: true },
+    account_id: { type: Number, required: true },
+    source_id: { type: Number, required: true },
+    document_id: { type: String, required: true },
+    position: { type: Number, required: true },
+    title: { type: String, default: "" },
+    url: { type: String, default: "" },
+    content: { type: String, required: true },
+    embed_key: { type: String, required: true },
+    vector: { type: Buffer, default: null },
+    indexed_at: { type: Date, required: true },
+  },
+  { versionKey: false, timestamps: false },
+);
+// Source deletion removes a source's chunks in one query.
+chunkSchema.index({ account_id: 1, source_id: 1 });
+
+const embeddingSchema = new Schema<EmbeddingRecord>(
+  { _id: { type: String, required: true }, vector: { type: Buffer, required: true }, created_at: { type: Date, default: () => new Date() } },
+  { versionKey: false },
+);
+
+const pendingSchema = new Schema<PendingRecord>(
+  { _id: { type: String, required: true }, account_id: { type: Number, required: true }, created_at: { type: Date, default: () => new Date() } },
+  { versionKey: false },
+);
+
+export interface SearchModels {
+  documents: Model<DocumentRecord>;
+  chunks: Model<ChunkRecord>;
+  embeddings: Model<EmbeddingRecord>;
+  pending: Model<PendingRecord>;
+}
+
+/** The search service's models on a given connection (collections search_*). */
+export function searchModels(db: Connection): SearchModels {
+  const get = <T>(name: string, schema: Schema<T>, collection: string) =>
+    (db.models[name] as Model<T>) ?? db.model<T>(name, schema, collection);
+  return {
+    documents: get("SearchDocument", documentSchema, "search_documents"),
+    chunks: get("SearchChunk", chunkSchema, "search_chunks"),
+    embeddings: get("SearchEmbedding", embeddingSchema, "search_embeddings"),
+    pending: get("SearchPendingEmbedding", pendingSchema, "search_pending_embeddings"),
+  };
+}

@@ -1,0 +1,154 @@
+import { createHash } from "node:crypto";
+import { chunkText } from "../../lib/search/chunking";
+import { normalizedScore } from "../../lib/search/fusion";
+import type { ChunkHit } from "../../lib/search/port";
+import { MAX_DEPTH } from "../../lib/search/port";
+import type { DocumentRecord } from "./model";
+
+/** Characters of content shown in a listing item. */
+export const PREVIEW_LENGTH = 200;
+/** Chunk candidates never fewer than this per list (Typesense's default k, for stable pagination). */
+export const MIN_DEPTH = 100;
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** Stable document id per (account, source, url): re-loading a page updates it instead of adding another. */
+export function documentIdFor(accountId: number, sourceId: number, url: string): string {
+  return sha256(`${accountId}\u0000${sourceId}\u0000${url}`).slice(0, 32);
+}
+
+/** The content_hash of a document (SHA-256 of its content). */
+export function contentHash(content: string): string {
+  return sha256(content);
+}
+
+/** Everything that decides a document's chunks; equal keys mean re-indexing would produce the same chunks. */
+export function indexKey(d: { title: string; url: string; contentHash: string; chunkSize: number; overlap: number }): string {
+  return sha256(JSON.stringify([d.title, d.url, d.contentHash, d.chunkSize, d.overlap]));
+}
+
+/** The text a chunk is embedded as: its document title gives a short chunk its context. */
+export function embedText(title: string, content: string): string {
+  return title ? `${title}\n\n${content}` : content;
+}
+
+/** Embedding cache key: the same text under the same model always has the same vector. */
+export function embedKey(model: string, text: string): string {
+  return `${model}:${sha256(text)}`;
+}
+
+export interface PlannedChunk {
+  id: string;
+  position: number;
+  content: string;
+  embedKey: string;
+}
+
+/** The chunks of a document; chunk ids change with their text, so an unchanged chunk keeps its vector. */
+export function planChunks(
+  doc: { id: string; title: string; content: string },
+  chunkSize: number,
+  overlap: number,
+  model: string,
+): PlannedChunk[] {
+  return chunkText(doc.content, chunkSize, overlap).map((c) => ({
+    id: sha256(`${doc.id}\u0000${c.position}\u0000${c.text}`).slice(0, 32),
+    position: c.position,
+    content: c.text,
+    embedKey: embedKey(model, embedText(doc.title, c.text)),
+  }));
+}
+
+/** Chunk candidates to rank for a page of documents: several chunks per document, within Typesense's ceiling. */
+export function candidateDepth(offset: number, limit: number): number {
+  return Math.min(MAX_DEPTH, Math.max(MIN_DEPTH, 3 * (offset + limit)));
+}
+
+/**
+ * Source filter from request ids. Knowledge source ids are integers; anything else names no source of the
+ * caller, so it matches nothing (an empty list), as an id of another account does.
+ */
+export function parseSourceIds(ids: (string | number)[] | undefined): number[] | undefined {
+  if (ids === undefined || ids === null) return undefined;
+  return ids.map((v) => (typeof v === "number" ? v : /^\d+$/.test(v.trim()) ? Number(v) : NaN)).filter((v) => Number.isSafeInteger(v) && v > 0);
+}
+
+/** Each document once, at the rank of its best chunk. */
+export function collapseByDocument(hits: ChunkHit[]): ChunkHit[] {
+  const seen = new Set<string>();
+  return hits.filter((h) => !seen.has(h.documentId) && seen.add(h.documentId));
+}
+
+/** One result of the document search: the document with its best-matching chunk, raw and 0..100 scores. */
+export function documentResult(hit: ChunkHit, best: number) {
+  return {
+    id: hit.documentId,
+    document_id: hit.documentId,
+    title: hit.title,
+    url: hit.url,
+    source_id: hit.sourceId,
+    content: hit.content,
+    chunk_index: hit.position,
+    score: hit.score,
+    normalized_score: normalizedScore(hit.score, best),
+  };
+}
+
+/** Results of the source-level search: chunk text, title and url, and the 0..1 score min_score compares with. */
+export function sourceSearchResults(hits: ChunkHit[], minScore: number, limit: number) {
+  const best = hits[0]?.score ?? 0;
+  return hits
+    .map((h) => ({
+      content: h.content,
+      metadata: { title: h.title, url: h.url, knowledge_source_id: h.sourceId, document_id: h.documentId, chunk_index: h.position },
+      score: normalizedScore(h.score, best) / 100,
+    }))
+    .filter((r) => r.score >= minScore)
+    .slice(0, limit);
+}
+
+/** The listing item (DocumentSummary). */
+export function documentSummary(d: Pick<DocumentRecord, "_id" | "title" | "url" | "content" | "source_id" | "indexed_at" | "chunk_ids">) {
+  const preview = d.content.length > PREVIEW_LENGTH ? `${d.content.slice(0, PREVIEW_LENGTH).trimEnd()}…` : d.content;
+  return {
+    id: d._id,
+    title: d.title,
+    content_preview: preview,
+    url: d.url,
+    source_id: d.source_id,
+    chunk_count: d.chunk_ids.length,
+    indexed_at: d.indexed_at,
+  };
+}
+
+/** The single-document response (DocumentDetail): full content and metadata. */
+export function documentDetail(d: DocumentRecord) {
+  return {
+    id: d._id,
+    title: d.title,
+    url: d.url,
+    content: d.content,
+    content_hash: d.content_hash,
+    source_id: d.source_id,
+    metadata: d.metadata ?? {},
+    chunk_count: d.chunk_ids.length,
+    chunk_size: d.chunk_size,
+    indexed_at: d.indexed_at,
+    created_at: d.created_at,
+    updated_at: d.updated_at,
+    deletion_job_id: d.deletion_job_id,
+  };
+}
+
+/** The DeletionResponse of a queued document deletion. */
+export function deletionResponse(jobId: string) {
+  return { success: true, message: "Document deletion queued", job_id: jobId, status: "queued" };
+}
+
+/** Account index status: empty, indexing (chunks still waiting for vectors), or ready. */
+export function indexStatus(chunks: number, pendingEmbeddings: number): "empty" | "indexing" | "ready" {
+  if (!chunks) return "empty";
+  return pendingEmbeddings > 0 ? "indexing" : "ready";
+}

@@ -1,0 +1,191 @@
+import { MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
+import { LOCAL_MODEL_NAME, LocalEmbeddingProvider } from "../../lib/search/embeddings";
+import type { IndexedChunk, IndexQuery, SearchIndex, SearchMode } from "../../lib/search/port";
+import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "./corpus";
+
+/** The calibrated minimum similarity of the bundled model, as a cosine distance. */
+const MAX_DISTANCE = 1 - MIN_SIMILARITY_BY_MODEL[LOCAL_MODEL_NAME]!;
+const ALPHA = 0.3;
+
+/** Accounts are distinct per engine run so a shared Typesense collection never mixes test runs. */
+function accounts() {
+  const base = 900_000_000 + Math.floor(Math.random() * 90_000_000);
+  return { a: base, b: base + 1, c: base + 2 };
+}
+
+/**
+ * The one contract both engines must meet. The same labelled corpus is indexed with real embeddings from
+ * the bundled model, then ranking, filters, fallbacks, tenant isolation and deletes are checked through
+ * the SearchIndex port only.
+ */
+export function searchIndexContract(name: string, makeIndex: () => Promise<SearchIndex & { dropCollection?(): Promise<void> }>) {
+  describe(`SearchIndex contract: ${name}`, () => {
+    let index: SearchIndex & { dropCollection?(): Promise<void> };
+    const provider = new LocalEmbeddingProvider();
+    const vectors = new Map<string, Float32Array>();
+    const queryVectors = new Map<string, Float32Array>();
+    const { a, b, c } = accounts();
+    const keyOf = (documentId: string) => documentId.split("-")[1]!;
+
+    const chunk = (account: number, sourceId: number, d: (typeof CORPUS)[number], withVector = true): IndexedChunk => ({
+      id: `${account}-${d.key}-0`,
+      accountId: account,
+      sourceId,
+      documentId: `${account}-${d.key}`,
+      position: 0,
+      title: d.title,
+      url: d.url,
+      content: d.content,
+      vector: withVector ? vectors.get(d.key)! : null,
+      indexedAt: Date.now(),
+    });
+    const query = (account: number, text: string, mode: SearchMode, extra: Partial<IndexQuery> = {}): IndexQuery => ({
+      accountId: account,
+      text,
+      mode,
+      vector: mode === "keyword" ? null : queryVectors.get(text)!,
+      depth: 100,
+      alpha: ALPHA,
+      maxDistance: MAX_DISTANCE,
+      ...extra,
+    });
+
+    beforeAll(async () => {
+      const docVectors = await provider.embed(CORPUS.map((d) => `${d.title}\n\n${d.content}`));
+      CORPUS.forEach((d, i) => vectors.set(d.key, docVectors[i]!));
+      const texts = [...PARAPHRASE_QUERIES, ...KEYWORD_QUERIES].map((q) => q.query);
+      const qv = await provider.embed(texts, "query");
+      texts.forEach((t, i) => queryVectors.set(t, qv[i]!));
+      index = await makeIndex();
+      await index.start();
+      // Account a: the whole corpus, split over sources 1 (first half) and 2 (second half).
+      await index.upsertChunks(CORPUS.map((d, i) => chunk(a, i < CORPUS.length / 2 ? 1 : 2, d)));
+      // Account b: the same texts, no vectors yet (the embedding stage has not run).
+      await index.upsertChunks(CORPUS.map((d) => chunk(b, 7, d, false)));
+    }, 120_000);
+
+    afterAll(async () => {
+      await provider.close();
+      await index?.dropCollection?.();
+      await index?.stop();
+    });
+
+    it.each(PARAPHRASE_QUERIES)("semantic: '$query' ranks $relevant first", async ({ query: text, relevant }) => {
+      const res = await index.search(query(a, text, "semantic"));
+      expect(res.modeUsed).toBe("semantic");
+      expect(keyOf(res.hits[0]!.documentId)).toBe(relevant);
+    });
+
+    it.each(PARAPHRASE_QUERIES)("hybrid: '$query' ranks $relevant first", async ({ query: text, relevant }) => {
+      const res = await index.search(query(a, text, "hybrid"));
+      expect(res.modeUsed).toBe("hybrid");
+      expect(keyOf(res.hits[0]!.documentId)).toBe(relevant);
+    });
+
+    it.each(KEYWORD_QUERIES)("keyword: '$query' ranks $relevant first", async ({ query: text, relevant }) => {
+      const res = await index.search(query(a, text, "keyword"));
+      expect(res.modeUsed).toBe("keyword");
+      expect(keyOf(res.hits[0]!.documentId)).toBe(relevant);
+    });
+
+    it("keyword search matches only documents containing a query term (stemmed), best first", async () => {
+      const res = await index.search(query(a, "refunded purchases", "keyword"));
+      expect(res.hits.map((h) => keyOf(h.documentId))).toEqual(["refund"]);
+      expect(res.hits[0]!.score).toBeGreaterThan(0);
+    });
+
+    it("semantic scores are cosine similarities (1 - vector_distance), descending, within the distance threshold", async () => {
+      const res = await index.search(query(a, PARAPHRASE_QUERIES[0]!.query, "semantic"));
+      expect(res.hits.length).toBeGreaterThan(0);
+      for (const [i, h] of res.hits.entries()) {
+        expect(h.vectorDistance).toBeGreaterThanOrEqual(0);
+        expect(h.vectorDistance).toBeLessThanOrEqual(MAX_DISTANCE + 1e-6);
+        expect(h.score).toBeCloseTo(1 - h.vectorDistance!, 5);
+        if (i) expect(h.score).toBeLessThanOrEqual(res.hits[i - 1]!.score);
+      }
+    });
+
+    it("hybrid scores are rank fusion scores: alpha/vector rank + (1 - alpha)/keyword rank, at most 1", async () => {
+      const text = KEYWORD_QUERIES[0]!.query;
+      const [k, s, h] = await Promise.all(
+        (["keyword", "semantic", "hybrid"] as const).map((m) => index.search(query(a, text, m))),
+      );
+      // Keyword ranks are dense, as Typesense counts them: equal text scores share a rank.
+      const kRank = new Map<string, number>();
+      let rank = 0;
+      k.hits.forEach((x, i) => {
+        if (!i || x.score < k.hits[i - 1]!.score) rank++;
+        kRank.set(x.id, rank);
+      });
+      const sRank = new Map(s.hits.map((x, i) => [x.id, i + 1]));
+      for (const hit of h.hits) {
+        const expected = (kRank.has(hit.id) ? (1 - ALPHA) / kRank.get(hit.id)! : 0) + (sRank.has(hit.id) ? ALPHA / sRank.get(hit.id)! : 0);
+        expect(hit.score).toBeCloseTo(expected, 4);
+      }
+      expect(h.hits[0]!.score).toBeCloseTo(1, 4);
+    });
+
+    it("filters by source: only chunks of the given sources; an unknown source matches nothing", async () => {
+      const res = await index.search(query(a, "days", "keyword", { sourceIds: [2] }));
+      expect(res.hits.length).toBeGreaterThan(0);
+      expect(res.hits.every((h) => h.sourceId === 2)).toBe(true);
+      const none = await index.search(query(a, "days", "keyword", { sourceIds: [424242] }));
+      expect(none.hits).toEqual([]);
+      const semantic = await index.search(query(a, PARAPHRASE_QUERIES[0]!.query, "semantic", { sourceIds: [2] }));
+      expect(semantic.hits.every((h) => h.sourceId === 2)).toBe(true);
+    });
+
+    it("mode_used tells the truth: no query vector or no vectors in scope means keyword", async () => {
+      const text = PARAPHRASE_QUERIES[1]!.query;
+      expect((await index.search(query(a, text, "hybrid", { vector: null }))).modeUsed).toBe("keyword");
+      expect((await index.search(query(a, text, "semantic", { vector: null }))).modeUsed).toBe("keyword");
+      const noVectors = await index.search(query(b, "refund invoice", "hybrid", { vector: queryVectors.get(text)! }));
+      expect(noVectors.modeUsed).toBe("keyword");
+      expect(keyOf(noVectors.hits[0]!.documentId)).toBe("refund");
+    });
+
+    it("vectors added later make the account searchable by meaning", async () => {
+      await index.upsertChunks([chunk(c, 3, CORPUS[0]!, false), chunk(c, 3, CORPUS[3]!, false)]);
+      const text = PARAPHRASE_QUERIES[3]!.query;
+      expect((await index.search(query(c, text, "semantic"))).modeUsed).toBe("keyword");
+      await index.setVectors(c, [
+        { id: `${c}-password-0`, vector: vectors.get("password")! },
+        { id: `${c}-photosynthesis-0`, vector: vectors.get("photosynthesis")! },
+      ]);
+      const res = await index.search(query(c, text, "semantic"));
+      expect(res.modeUsed).toBe("semantic");
+      expect(keyOf(res.hits[0]!.documentId)).toBe("photosynthesis");
+    });
+
+    it("never returns another account's chunks, whatever the query or source filter", async () => {
+      for (const mode of ["keyword", "semantic", "hybrid"] as const) {
+        for (const account of [a, b, c]) {
+          const res = await index.search(query(account, PARAPHRASE_QUERIES[0]!.query, mode, { sourceIds: [1, 2, 3, 7] }));
+          expect(res.hits.every((h) => h.documentId.startsWith(`${account}-`))).toBe(true);
+        }
+      }
+      const stranger = await index.search(query(a + 1000, "password", "hybrid", { vector: queryVectors.get(PARAPHRASE_QUERIES[0]!.query)! }));
+      expect(stranger.hits).toEqual([]);
+    });
+
+    it("counts documents per account and source", async () => {
+      expect(await index.countDocuments(a)).toBe(CORPUS.length);
+      expect(await index.countDocuments(a, 1)).toBe(CORPUS.length / 2);
+      expect(await index.countDocuments(b, 7)).toBe(CORPUS.length);
+      expect(await index.countDocuments(b, 1)).toBe(0);
+      const stats = await index.stats(a, 2);
+      expect(stats).toMatchObject({ documents: CORPUS.length / 2, chunks: CORPUS.length / 2, vectors: CORPUS.length / 2 });
+      expect(stats.sizeBytes).toBeGreaterThan(0);
+    });
+
+    it("deleted chunks and sources stop matching at once and leave other accounts alone", async () => {
+      await index.deleteChunks(b, [`${b}-vpn-0`]);
+      expect((await index.search(query(b, "WireGuard", "keyword"))).hits).toEqual([]);
+      expect(keyOf((await index.search(query(a, "WireGuard", "keyword"))).hits[0]!.documentId)).toBe("vpn");
+      await index.deleteSource(b, 7);
+      expect(await index.countDocuments(b)).toBe(0);
+      expect((await index.search(query(b, "refund", "keyword"))).hits).toEqual([]);
+      expect(await index.countDocuments(a)).toBe(CORPUS.length);
+    });
+  });
+}

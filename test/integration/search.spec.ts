@@ -1,0 +1,314 @@
+import type { ServiceBroker } from "moleculer";
+import SearchService from "../../services/search.service";
+import { startCluster, type Cluster } from "../harness/cluster";
+import { apiClient, signup, type Api } from "../harness/http";
+import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "../contract/corpus";
+
+async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 60_000, what = "condition"): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`${what} not met in ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The loader's side of the boundary: documents of one source, as search.indexDocuments takes them. */
+const corpusDocuments = CORPUS.map((d) => ({ url: d.url, title: d.title, content: d.content, metadata: { key: d.key } }));
+
+describe("search over NATS: gateway, users and api-keys on two nodes, search on a third", () => {
+  let cluster: Cluster;
+  let api: Api;
+  let broker: ServiceBroker;
+  let owner: { token: string; accountId: number };
+  let other: { token: string; accountId: number };
+  const keyOf = (url: string) => CORPUS.find((d) => d.url === url)!.key;
+
+  beforeAll(async () => {
+    delete process.env.EMBEDDING_PROVIDER;
+    delete process.env.SEARCH_ENGINE;
+    cluster = await startCluster({ database: "search", extraServices: [SearchService], nodes: [["gateway"], ["users", "api-keys"]] });
+    api = apiClient(cluster.baseUrl);
+    broker = cluster.brokers[0]!;
+    await broker.waitForServices(["search"], 20_000);
+    const a = await signup(api, "search-a");
+    const b = await signup(api, "search-b");
+    owner = { token: a.token, accountId: a.user.account_id };
+    other = { token: b.token, accountId: b.user.account_id };
+    // The gateway regenerates aliases when it sees the search service.
+    await eventually(async () => (await api("GET", "/api/v1/knowledge/documents/stats", { token: owner.token })).status === 200, 20_000, "search aliases");
+
+    const first = await broker.call("search.indexDocuments", { accountId: owner.accountId, sourceId: 11, documents: corpusDocuments.slice(0, 5) });
+    expect(first).toMatchObject({ received: 5, indexed: 5, unchanged: 0 });
+    await broker.call("search.indexDocuments", { accountId: owner.accountId, sourceId: 12, documents: corpusDocuments.slice(5) });
+    // The other account has one document with the same text as one of the owner's.
+    await broker.call("search.indexDocuments", { accountId: other.accountId, sourceId: 21, documents: [{ url: "https://other.example/pw", title: "Other", content: CORPUS[0]!.content }] });
+    await eventually(async () => {
+      const stats = await api("GET", "/api/v1/knowledge/documents/stats", { token: owner.token });
+      return stats.body.index_status === "ready";
+    }, 120_000, "all chunks embedded");
+  }, 180_000);
+  afterAll(() => cluster?.stop());
+
+  describe("indexing (internal actions)", () => {
+    it("documents are keyword-searchable as soon as indexDocuments returns, before any vector exists", async () => {
+      const res = await broker.call<{ queued_for_embedding: number }, object>("search.indexDocuments", {
+        accountId: other.accountId,
+        sourceId: 22,
+        documents: [{ url: "https://other.example/fresh", title: "Fresh", content: "Zymurgy is the study of fermentation in brewing." }],
+      });
+      expect(res.queued_for_embedding).toBe(1);
+      const search = await api("POST", "/api/v1/knowledge/documents/search", { token: other.token, body: { query: "zymurgy", mode: "keyword" } });
+      expect(search.body.results.map((r: { url: string }) => r.url)).toEqual(["https://other.example/fresh"]);
+    });
+
+    it("an unchanged document is not re-chunked or re-embedded; a changed one is", async () => {
+      const again = await broker.call("search.indexDocuments", { accountId: owner.accountId, sourceId: 11, documents: corpusDocuments.slice(0, 2) });
+      expect(again).toMatchObject({ received: 2, indexed: 0, unchanged: 2, queued_for_embedding: 0 });
+      const changed = await broker.call("search.indexDocuments", {
+        accountId: owner.accountId,
+        sourceId: 11,
+        documents: [{ ...corpusDocuments[1]!, content: `${corpusDocuments[1]!.content} Gift cards cannot be refunded.` }],
+      });
+      expect(changed).toMatchObject({ indexed: 1, unchanged: 0 });
+      const res = await api("POST", "/api/v1/knowledge/documents/search", { token: owner.token, body: { query: "gift cards", mode: "keyword" } });
+      expect(res.body.results[0]).toMatchObject({ url: CORPUS[1]!.url });
+    });
+
+    it("chunks long documents at 1000 characters by default, honouring chunkSize and overlap", async () => {
+      const content = Array.from({ length: 60 }, (_, i) => `Sentence number ${i} talks about quasar ${i}.`).join(" ");
+      const res = await broker.call<{ chunks: number }, object>("search.indexDocuments", {
+        accountId: other.accountId, sourceId: 23, documents: [{ url: "https://other.example/long", content }],
+      });
+      expect(res.chunks).toBe(Math.ceil(content.length / 900));
+      const small = await broker.call<{ chunks: number }, object>("search.indexDocuments", {
+        accountId: other.accountId, sourceId: 23, chunkSize: 500, overlap: 0, documents: [{ url: "https://other.example/long", content }],
+      });
+      expect(small.chunks).toBeGreaterThanOrEqual(Math.ceil(content.length / 500));
+    });
+
+    it("counts, stats and pages per source for the loader and the knowledge-sources service", async () => {
+      expect(await broker.call("search.countDocuments", { accountId: owner.accountId, sourceId: 11 })).toBe(5);
+      expect(await broker.call("search.countDocuments", { accountId: other.accountId, sourceId: 11 })).toBe(0);
+      const stats = await broker.call<Record<string, unknown>, object>("search.sourceStats", { accountId: owner.accountId, sourceId: 12 });
+      expect(stats).toEqual({
+        knowledge_source_id: 12,
+        index_name: expect.any(String),
+        document_count: 5,
+        index_size_bytes: expect.any(Number),
+        last_indexed_at: expect.any(String),
+      });
+      const page = await broker.call<{ documents: { url: string }[]; total: number }, object>("search.sourceDocuments", {
+        accountId: owner.accountId, sourceId: 12, limit: 2, offset: 1,
+      });
+      expect(page).toMatchObject({ total: 5, limit: 2, offset: 1 });
+      expect(page.documents).toHaveLength(2);
+    });
+
+    it("internal actions are not reachable through the gateway", async () => {
+      const res = await api("POST", "/api/v1/search/indexDocuments", { token: owner.token, body: { accountId: owner.accountId } });
+      expect(res.status).toBe(404);
+    });
+  });
+
+  describe("POST /knowledge/documents/search", () => {
+    const search = (body: object, token = owner.token) => api("POST", "/api/v1/knowledge/documents/search", { token, body });
+
+    it.each(PARAPHRASE_QUERIES.slice(0, 4))("hybrid (the default) puts the relevant document first for '$query'", async ({ query, relevant }) => {
+      const res = await search({ query });
+      expect(res.status).toBe(200);
+      expect(res.body.mode_used).toBe("hybrid");
+      expect(keyOf(res.body.results[0].url)).toBe(relevant);
+    });
+
+    it.each(PARAPHRASE_QUERIES.slice(4))("semantic puts the relevant document first for '$query'", async ({ query, relevant }) => {
+      const res = await search({ query, mode: "semantic" });
+      expect(res.body.mode_used).toBe("semantic");
+      expect(keyOf(res.body.results[0].url)).toBe(relevant);
+    });
+
+    it.each(KEYWORD_QUERIES)("keyword finds the exact term '$query'", async ({ query, relevant }) => {
+      const res = await search({ query, mode: "keyword" });
+      expect(res.body.mode_used).toBe("keyword");
+      expect(keyOf(res.body.results[0].url)).toBe(relevant);
+    });
+
+    it("returns {results, total, mode_used}; each result has a raw score and normalized_score 0-100 with 100 for the best", async () => {
+      const res = await search({ query: "how long does delivery of my parcel take", limit: 5 });
+      expect(Object.keys(res.body).sort()).toEqual(["mode_used", "results", "total"]);
+      const [top, ...rest] = res.body.results;
+      expect(top).toMatchObject({ id: expect.any(String), title: expect.any(String), url: expect.any(String), content: expect.any(String), score: expect.any(Number), normalized_score: 100 });
+      for (const r of rest) {
+        expect(r.normalized_score).toBeGreaterThanOrEqual(0);
+        expect(r.normalized_score).toBeLessThanOrEqual(100);
+        expect(r.normalized_score).toBeCloseTo((100 * r.score) / top.score, 1);
+      }
+      expect(new Set(res.body.results.map((r: { id: string }) => r.id)).size).toBe(res.body.results.length);
+    });
+
+    it("paginates with limit and offset over one stable ranking; the best of page two is not 100", async () => {
+      const all = await search({ query: "days weeks hour", mode: "keyword", limit: 100 });
+      expect(all.body.total).toBe(all.body.results.length);
+      expect(all.body.total).toBeGreaterThan(3);
+      const page = await search({ query: "days weeks hour", mode: "keyword", limit: 2, offset: 1 });
+      expect(page.body.total).toBe(all.body.total);
+      expect(page.body.results.map((r: { id: string }) => r.id)).toEqual(all.body.results.slice(1, 3).map((r: { id: string }) => r.id));
+      expect(page.body.results[0].normalized_score).toBeLessThan(100);
+    });
+
+    it("filters by source_ids; ids of other accounts or non-numeric ids match nothing", async () => {
+      const res = await search({ query: "days", mode: "keyword", source_ids: [12] });
+      expect(res.body.results.length).toBeGreaterThan(0);
+      expect(res.body.results.every((r: { source_id: number }) => r.source_id === 12)).toBe(true);
+      expect((await search({ query: "days", source_ids: [21] })).body.results).toEqual([]);
+      expect((await search({ query: "days", source_ids: ["abc"] })).body.results).toEqual([]);
+      expect((await search({ query: "days", source_ids: ["12"], mode: "keyword" })).body.results.length).toBe(res.body.results.length);
+    });
+
+    it("never shows another account's chunks", async () => {
+      const res = await search({ query: CORPUS[0]!.content, limit: 100 }, other.token);
+      expect(res.body.results.map((r: { url: string }) => r.url)).not.toContain(CORPUS[0]!.url);
+      expect(res.body.results.every((r: { url: string }) => r.url.startsWith("https://other.example/"))).toBe(true);
+    });
+
+    it("validates: query 1-1000 characters, mode enum, limit 1-100, offset >= 0 (422)", async () => {
+      for (const body of [{ query: "" }, { query: "x".repeat(1001) }, { query: "a", mode: "fuzzy" }, { query: "a", limit: 101 }, { query: "a", limit: 0 }, { query: "a", offset: -1 }, {}]) {
+        const res = await search(body);
+        expect(res.status).toBe(422);
+        expect(res.body.detail[0].loc[0]).toBe("body");
+      }
+    });
+
+    it("needs authentication", async () => {
+      expect((await api("POST", "/api/v1/knowledge/documents/search", { body: { query: "x" } })).status).toBe(401);
+    });
+  });
+
+  describe("POST /knowledge/search (source-level)", () => {
+    it("returns chunk content with title and url metadata and a 0..1 score, filtered by min_score and limit", async () => {
+      const res = await api("POST", "/api/v1/knowledge/search", { token: owner.token, body: { query: "how do green plants make food from light", limit: 3 } });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ query: "how do green plants make food from light", total_results: res.body.results.length });
+      expect(res.body.results.length).toBeLessThanOrEqual(3);
+      expect(res.body.results[0]).toMatchObject({ content: expect.stringContaining("Chlorophyll"), metadata: { title: "Photosynthesis", url: CORPUS[3]!.url }, score: 1 });
+      const strict = await api("POST", "/api/v1/knowledge/search", { token: owner.token, body: { query: "how do green plants make food from light", min_score: 0.99 } });
+      expect(strict.body.results.every((r: { score: number }) => r.score >= 0.99)).toBe(true);
+    });
+
+    it("searches only the caller's sources: another account's source ids match nothing", async () => {
+      const res = await api("POST", "/api/v1/knowledge/search", { token: other.token, body: { query: "refund", knowledge_source_ids: [11, 12] } });
+      expect(res.body).toMatchObject({ results: [], total_results: 0 });
+      const own = await api("POST", "/api/v1/knowledge/search", { token: owner.token, body: { query: "refund", knowledge_source_ids: [11] } });
+      expect(own.body.results.length).toBeGreaterThan(0);
+    });
+
+    it("validates limit <= 50 and min_score 0..1", async () => {
+      for (const body of [{ query: "x", limit: 51 }, { query: "x", min_score: 1.5 }, { query: "x", min_score: -0.1 }]) {
+        expect((await api("POST", "/api/v1/knowledge/search", { token: owner.token, body })).status).toBe(422);
+      }
+    });
+  });
+
+  describe("documents: list, get, stats, delete", () => {
+    it("lists paginated summaries newest first, filtered by source_id, limit 1-200", async () => {
+      const res = await api("GET", "/api/v1/knowledge/documents?limit=3", { token: owner.token });
+      expect(res.status).toBe(200);
+      expect(res.body.pagination).toEqual({ total: CORPUS.length, skip: 0, limit: 3, has_more: true });
+      expect(res.body.data[0]).toEqual({
+        id: expect.any(String), title: expect.any(String), content_preview: expect.any(String), url: expect.any(String),
+        source_id: expect.any(Number), chunk_count: 1, indexed_at: expect.any(String),
+      });
+      const bySource = await api("GET", "/api/v1/knowledge/documents?source_id=12&skip=4", { token: owner.token });
+      expect(bySource.body.pagination).toEqual({ total: 5, skip: 4, limit: 50, has_more: false });
+      expect(bySource.body.data).toHaveLength(1);
+      expect((await api("GET", "/api/v1/knowledge/documents?limit=201", { token: owner.token })).status).toBe(422);
+      expect((await api("GET", "/api/v1/knowledge/documents", { token: other.token })).body.data.every((d: { url: string }) => d.url.startsWith("https://other.example/"))).toBe(true);
+    });
+
+    it("account stats report the total document count and the index status", async () => {
+      const res = await api("GET", "/api/v1/knowledge/documents/stats", { token: owner.token });
+      expect(res.body).toMatchObject({ total_documents: CORPUS.length, index_status: "ready", engine: "embedded", embedding_model: "use-lite-512" });
+    });
+
+    it("gets one document with full content and metadata; 404 when absent, 403 for another account's", async () => {
+      const list = await api("GET", "/api/v1/knowledge/documents?source_id=11", { token: owner.token });
+      const id = list.body.data[0].id;
+      const res = await api("GET", `/api/v1/knowledge/documents/${id}`, { token: owner.token });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ id, content: expect.any(String), content_hash: expect.stringMatching(/^[0-9a-f]{64}$/), metadata: { key: expect.any(String) } });
+      expect((await api("GET", "/api/v1/knowledge/documents/nope", { token: owner.token })).status).toBe(404);
+      expect((await api("GET", `/api/v1/knowledge/documents/${id}`, { token: other.token })).status).toBe(403);
+      expect((await api("DELETE", `/api/v1/knowledge/documents/${id}`, { token: other.token })).status).toBe(403);
+    });
+
+    it("delete is queued: 200 with a job_id, the document answers until the job is done, then 404 and no longer matches", async () => {
+      const vpn = CORPUS.find((d) => d.key === "vpn")!;
+      const found = await api("POST", "/api/v1/knowledge/documents/search", { token: owner.token, body: { query: "WireGuard", mode: "keyword" } });
+      const id = found.body.results[0].id;
+      const del = await api("DELETE", `/api/v1/knowledge/documents/${id}`, { token: owner.token });
+      expect(del.status).toBe(200);
+      expect(del.body).toMatchObject({ job_id: expect.any(String), status: "queued" });
+      await eventually(async () => (await api("GET", `/api/v1/knowledge/documents/${id}`, { token: owner.token })).status === 404, 10_000, "document gone");
+      const after = await api("POST", "/api/v1/knowledge/documents/search", { token: owner.token, body: { query: "WireGuard", mode: "keyword" } });
+      expect(after.body.results.map((r: { url: string }) => r.url)).not.toContain(vpn.url);
+      expect(await broker.call("search.countDocuments", { accountId: owner.accountId, sourceId: 12 })).toBe(4);
+    });
+
+    it("deleteSourceDocuments removes a whole source and nothing else", async () => {
+      const res = await broker.call("search.deleteSourceDocuments", { accountId: other.accountId, sourceId: 23 });
+      expect(res).toMatchObject({ deleted_documents: 1 });
+      expect(await broker.call("search.countDocuments", { accountId: other.accountId, sourceId: 23 })).toBe(0);
+      expect(await broker.call("search.countDocuments", { accountId: other.accountId, sourceId: 21 })).toBe(1);
+    });
+  });
+
+  describe("restart", () => {
+    it("a new search node rebuilds the embedded index from MongoDB and answers the same", async () => {
+      const query = { query: PARAPHRASE_QUERIES[2]!.query, limit: 5 };
+      const before = await api("POST", "/api/v1/knowledge/documents/search", { token: owner.token, body: query });
+      const node = cluster.brokers[cluster.brokers.length - 1]!;
+      const service = node.getLocalService("search")!;
+      await node.destroyService(service);
+      await node.createService(SearchService).waitForServices?.([]);
+      await node.waitForServices(["search"], 20_000);
+      const after = await eventually(async () => {
+        const res = await api("POST", "/api/v1/knowledge/documents/search", { token: owner.token, body: query });
+        return res.status === 200 && res.body;
+      }, 20_000, "search back");
+      expect(after.mode_used).toBe("hybrid");
+      expect(after.results.map((r: { id: string }) => r.id)).toEqual(before.body.results.map((r: { id: string }) => r.id));
+    });
+  });
+});
+
+describe("search without an embedding model (EMBEDDING_PROVIDER=none)", () => {
+  let cluster: Cluster;
+  let api: Api;
+  let token: string;
+
+  beforeAll(async () => {
+    process.env.EMBEDDING_PROVIDER = "none";
+    cluster = await startCluster({ database: "search-none", extraServices: [SearchService], nodes: [["gateway"], ["users", "api-keys"]] });
+    api = apiClient(cluster.baseUrl);
+    const a = await signup(api, "search-none");
+    token = a.token;
+    await eventually(async () => (await api("GET", "/api/v1/knowledge/documents/stats", { token })).status === 200, 20_000, "search aliases");
+    await cluster.brokers[0]!.call("search.indexDocuments", { accountId: a.user.account_id, sourceId: 1, documents: corpusDocuments });
+  }, 60_000);
+  afterAll(async () => {
+    delete process.env.EMBEDDING_PROVIDER;
+    await cluster?.stop();
+  });
+
+  it("falls back to keyword for semantic and hybrid queries and says so in mode_used", async () => {
+    for (const mode of ["semantic", "hybrid"]) {
+      const res = await api("POST", "/api/v1/knowledge/documents/search", { token, body: { query: "WireGuard tunnel", mode } });
+      expect(res.status).toBe(200);
+      expect(res.body.mode_used).toBe("keyword");
+      expect(res.body.results[0].url).toBe(CORPUS.find((d) => d.key === "vpn")!.url);
+    }
+    const stats = await api("GET", "/api/v1/knowledge/documents/stats", { token });
+    expect(stats.body).toMatchObject({ index_status: "ready", embedded_chunks: 0, embedding_model: null });
+  });
+});

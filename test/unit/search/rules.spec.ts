@@ -1,0 +1,76 @@
+import { searchConfig } from "../../../lib/search/config";
+import type { ChunkHit } from "../../../lib/search/port";
+import {
+  candidateDepth,
+  collapseByDocument,
+  documentIdFor,
+  documentResult,
+  documentSummary,
+  indexKey,
+  parseSourceIds,
+  planChunks,
+  sourceSearchResults,
+} from "../../../services/search/rules";
+
+const hit = (documentId: string, score: number, position = 0): ChunkHit => ({
+  id: `${documentId}-${position}`, sourceId: 1, documentId, position, title: "T", url: "u", content: "c", score,
+});
+
+describe("search rules", () => {
+  it("document ids are stable per (account, source, url) and differ across accounts", () => {
+    expect(documentIdFor(1, 2, "https://a")).toBe(documentIdFor(1, 2, "https://a"));
+    expect(documentIdFor(1, 2, "https://a")).not.toBe(documentIdFor(3, 2, "https://a"));
+    expect(documentIdFor(1, 2, "https://a")).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it("the index key changes with content, title or chunking, and chunk ids with their text", () => {
+    const base = { title: "t", url: "u", contentHash: "h", chunkSize: 1000, overlap: 100 };
+    expect(indexKey(base)).toBe(indexKey({ ...base }));
+    expect(indexKey(base)).not.toBe(indexKey({ ...base, chunkSize: 500 }));
+    const a = planChunks({ id: "d", title: "t", content: "one two" }, 1000, 100, "m");
+    const b = planChunks({ id: "d", title: "t", content: "one three" }, 1000, 100, "m");
+    expect(a[0]!.id).not.toBe(b[0]!.id);
+    expect(a[0]!.embedKey).toMatch(/^m:[0-9a-f]{64}$/);
+  });
+
+  it("source ids: integers (or integer strings) pass, anything else matches nothing", () => {
+    expect(parseSourceIds(undefined)).toBeUndefined();
+    expect(parseSourceIds([1, "2", "x", -3, 1.5])).toEqual([1, 2]);
+    expect(parseSourceIds(["abc"])).toEqual([]);
+  });
+
+  it("collapses chunk hits to documents at their best chunk and scores relative to the best", () => {
+    const docs = collapseByDocument([hit("a", 8, 2), hit("b", 6), hit("a", 5, 0), hit("c", 2)]);
+    expect(docs.map((d) => [d.documentId, d.position])).toEqual([["a", 2], ["b", 0], ["c", 0]]);
+    expect(documentResult(docs[1]!, 8)).toMatchObject({ id: "b", score: 6, normalized_score: 75, chunk_index: 0 });
+  });
+
+  it("source-level results score 0..1 relative to the best and apply min_score then limit", () => {
+    const res = sourceSearchResults([hit("a", 4), hit("b", 3), hit("c", 1)], 0.5, 10);
+    expect(res.map((r) => r.score)).toEqual([1, 0.75]);
+    expect(res[0]).toMatchObject({ content: "c", metadata: { title: "T", url: "u" } });
+    expect(sourceSearchResults([hit("a", 4), hit("b", 3)], 0, 1)).toHaveLength(1);
+  });
+
+  it("ranks enough chunk candidates for the page, within 100..250", () => {
+    expect(candidateDepth(0, 20)).toBe(100);
+    expect(candidateDepth(40, 20)).toBe(180);
+    expect(candidateDepth(500, 100)).toBe(250);
+  });
+
+  it("summaries carry a bounded content preview", () => {
+    const s = documentSummary({ _id: "d", title: "t", url: "u", content: "x".repeat(500), source_id: 1, indexed_at: new Date(0), chunk_ids: ["c"] });
+    expect(s.content_preview.length).toBeLessThanOrEqual(201);
+    expect(s).toMatchObject({ id: "d", chunk_count: 1 });
+  });
+
+  it("config: typesense when TYPESENSE_URL is set, embedded otherwise; alpha 0.3 by default; bad values refused", () => {
+    expect(searchConfig({}).engine).toBe("embedded");
+    expect(searchConfig({ TYPESENSE_URL: "http://ts:8108" }).engine).toBe("typesense");
+    expect(searchConfig({ TYPESENSE_URL: "http://ts:8108", SEARCH_ENGINE: "embedded" }).engine).toBe("embedded");
+    expect(searchConfig({}).hybridAlpha).toBe(0.3);
+    expect(() => searchConfig({ HYBRID_ALPHA: "2" })).toThrow(/HYBRID_ALPHA/);
+    expect(() => searchConfig({ EMBEDDING_PROVIDER: "openai" })).toThrow(/EMBEDDING_URL/);
+    expect(searchConfig({ EMBEDDING_PROVIDER: "openai", EMBEDDING_URL: "http://e" }).maxDistance).toBe(2);
+  });
+});

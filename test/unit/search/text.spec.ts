@@ -1,0 +1,51 @@
+import { chunkText, normalizeContent } from "../../../lib/search/chunking";
+import { STOP_WORDS, terms, words } from "../../../lib/search/tokenizer";
+
+describe("tokenizer", () => {
+  it("lower-cases, folds accents and splits on anything that is not a letter or digit", () => {
+    expect(words("Crème Brûlée, v2.0 — ÜBER-cool")).toEqual(["creme", "brulee", "v2", "0", "uber", "cool"]);
+  });
+
+  it("drops stop words and stems what is left (Porter2)", () => {
+    expect(terms("The passwords were reset by the users")).toEqual(["password", "reset", "user"]);
+    expect(STOP_WORDS.has("the")).toBe(true);
+    expect(terms("running runs ran")).toEqual(["run", "run", "ran"]);
+  });
+
+  it("cuts very long tokens so hashes cannot bloat the vocabulary", () => {
+    expect(terms("a".repeat(500))[0]!.length).toBeLessThanOrEqual(40);
+  });
+});
+
+describe("chunking", () => {
+  it("keeps a short text as one chunk and normalises blank space", () => {
+    expect(normalizeContent("a \t b\r\n\r\n\r\n\r\nc")).toBe("a b\n\nc");
+    expect(chunkText("Hello   world.")).toEqual([{ position: 0, text: "Hello world.", start: 0, end: 12 }]);
+  });
+
+  it("splits at most `size` characters, prefers sentence ends, and overlaps consecutive chunks", () => {
+    const text = Array.from({ length: 40 }, (_, i) => `This is sentence ${i} of the text.`).join(" ");
+    const chunks = chunkText(text, 200, 50);
+    expect(chunks.length).toBeGreaterThan(5);
+    for (const c of chunks) {
+      expect(c.text.length).toBeLessThanOrEqual(200);
+      // Chunks end after a sentence and start on a word boundary, never mid-word.
+      expect(c.text).toMatch(/\.$/);
+      expect(c.start === 0 || /\s/.test(text[c.start - 1]!)).toBe(true);
+    }
+    for (let i = 1; i < chunks.length; i++) expect(chunks[i]!.start).toBeLessThan(chunks[i - 1]!.end);
+    expect(chunks.map((c) => c.position)).toEqual(chunks.map((_, i) => i));
+  });
+
+  it("covers the whole text: every word lands in some chunk", () => {
+    const text = Array.from({ length: 500 }, (_, i) => `w${i}`).join(" ");
+    const seen = new Set(chunkText(text, 100, 20).flatMap((c) => c.text.split(" ")));
+    for (let i = 0; i < 500; i++) expect(seen.has(`w${i}`)).toBe(true);
+  });
+
+  it("defaults to 1000-character chunks and caps overlap at half the size", () => {
+    const text = "x ".repeat(3000);
+    expect(chunkText(text).every((c) => c.text.length <= 1000)).toBe(true);
+    expect(chunkText(text, 100, 500).length).toBeLessThan(200);
+  });
+});
