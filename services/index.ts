@@ -7,6 +7,8 @@ import ToolsService from "./tools.service";
 import TraitsService from "./traits.service";
 import TeamsService from "./teams.service";
 import SearchService from "./search.service";
+import KnowledgeService from "./knowledge.service";
+import KnowledgeLoaderService from "./knowledge-loader.service";
 
 /** Every service the image can run, by name; SERVICES picks a subset per process. */
 export const SERVICE_REGISTRY: Record<string, ServiceSchema<any, any, any>> = {
@@ -18,6 +20,8 @@ export const SERVICE_REGISTRY: Record<string, ServiceSchema<any, any, any>> = {
   traits: TraitsService,
   teams: TeamsService,
   search: SearchService,
+  knowledge: KnowledgeService,
+  "knowledge-loader": KnowledgeLoaderService,
 };
 
 /** The schemas named in `names` (all of them when empty); unknown names are a configuration error. */

@@ -1,8 +1,5 @@
 import type { KnowledgeSourceRecord, LoadingStatus } from "./model";
 
-/** The page ceiling of sitemap sources. */
-export const SITEMAP_PAGE_CEILING = 10_000;
-
 type SourceState = Pick<KnowledgeSourceRecord, "loading_status">;
 export type SourceChanges = Partial<Omit<KnowledgeSourceRecord, "_id" | "account_id">>;
 
@@ -38,9 +35,4 @@ export function loadOutcome(result: {
   }
   const status: LoadingStatus = result.documentCount > 0 ? "partial" : "failed";
   return { loading_status: status, loading_error: result.error ?? "The load stopped before reading every page" };
-}
-
-/** The loading_error text of a sitemap that lists more pages than the ceiling. */
-export function ceilingMessage(listed: number, read = SITEMAP_PAGE_CEILING): string {
-  return `Sitemap lists ${listed} pages; read ${read} of ${listed} (page ceiling ${SITEMAP_PAGE_CEILING}), skipped ${listed - read}`;
 }

@@ -13,11 +13,16 @@ export interface Cluster {
   brokers: ServiceBroker[];
   /** The database URL every service of this cluster uses. */
   mongoUrl: string;
+  /** Moleculer namespace, for processes that join the cluster. */
+  namespace: string;
   stop(): Promise<void>;
 }
 
 export interface ClusterOptions {
-  /** Service names per broker; each inner list is one node. Default: gateway alone, every other service on a second node. */
+  /**
+   * Service names per broker; each inner list is one node. Default: gateway alone, the core services on a
+   * second node (search and knowledge loading, which load an embedding model and poll for jobs, only when named).
+   */
   nodes?: string[][];
   /** Extra schemas (e.g. event listeners) started on their own node. */
   extraServices?: ServiceSchema<any, any, any>[];
@@ -26,6 +31,9 @@ export interface ClusterOptions {
   /** No transporter: every service in one broker, as `npm start` runs. */
   embedded?: boolean;
 }
+
+/** Services a test file starts only when it names them. */
+const OPT_IN_SERVICES = ["search", "knowledge", "knowledge-loader"];
 
 function databaseUrl(base: string, database: string): string {
   const url = new URL(base);
@@ -63,7 +71,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const allNames = Object.keys(SERVICE_REGISTRY);
   const nodes = options.embedded
     ? [allNames]
-    : (options.nodes ?? [["gateway"], allNames.filter((n) => n !== "gateway")]);
+    : (options.nodes ?? [["gateway"], allNames.filter((n) => !["gateway", ...OPT_IN_SERVICES].includes(n))]);
   const namespace = `test-${options.database}-${randomBytes(3).toString("hex")}`;
   const brokers: ServiceBroker[] = [];
   let gateway: (ServiceSchema & { server?: Server; aliases?: { action?: string }[] }) | undefined;
@@ -103,13 +111,15 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const serviceNames = nodes.flat().filter((n) => n !== "gateway");
   await brokers[0]!.waitForServices(serviceNames, 20_000);
   if (!gateway?.server) throw new Error("cluster has no gateway");
-  await waitForAliases(gateway, serviceNames);
+  const routed = serviceNames.filter((n) => Object.values(SERVICE_REGISTRY[n]!.actions ?? {}).some((a) => typeof a === "object" && "rest" in a));
+  await waitForAliases(gateway, routed);
   const { port } = gateway.server.address() as AddressInfo;
 
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     brokers,
     mongoUrl,
+    namespace,
     async stop() {
       await Promise.all(brokers.map((b) => b.stop()));
       await closeAllDatabases();

@@ -1,3 +1,9 @@
 // Settings every test process shares; set before any service module reads its configuration.
 process.env.MASTER_API_KEY ??= "test-master-key-0123456789abcdef";
 process.env.LOG_LEVEL ??= "warn";
+// Fixture sites are served on 127.0.0.1; the SSRF guard allows loopback only when told to.
+process.env.ALLOW_LOOPBACK_TARGETS ??= "true";
+// Load windows of a few seconds so tests see continuations.
+process.env.LOAD_WINDOW_SECONDS ??= "3";
+process.env.LOAD_LEASE_SECONDS ??= "3";
+process.env.LOAD_POLL_MS ??= "100";

@@ -1,4 +1,4 @@
-import { ceilingMessage, loadOutcome, loadStarted, preloadDecision } from "../../../services/knowledge/states";
+import { loadOutcome, loadStarted, preloadDecision } from "../../../services/knowledge/states";
 import { derivedLabel, typeFromExtension } from "../../../services/knowledge/rules";
 import { openSecret, sealSecret } from "../../../lib/secrets";
 
@@ -18,8 +18,7 @@ describe("knowledge source states", () => {
   });
 
   it("a sitemap over the ceiling ends partial even when all allowed pages were read", () => {
-    const message = ceilingMessage(12_000);
-    expect(message).toBe("Sitemap lists 12000 pages; read 10000 of 12000 (page ceiling 10000), skipped 2000");
+    const message = "sitemap page ceiling reached: 10000 of 12000 listed pages read, 2000 skipped (ceiling 10000)";
     expect(loadOutcome({ complete: true, documentCount: 10_000, error: message, now }).loading_status).toBe("partial");
   });
 

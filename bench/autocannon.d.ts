@@ -1,0 +1,23 @@
+/** The slice of autocannon's programmatic API the bench uses; the package ships no typings. */
+declare module "autocannon" {
+  interface Options {
+    url: string;
+    connections: number;
+    /** Seconds. */
+    duration: number;
+    headers?: Record<string, string>;
+  }
+  interface Result {
+    /** Per-second samples of completed requests. */
+    requests: { average: number; total: number };
+    errors: number;
+    timeouts: number;
+    non2xx: number;
+  }
+  interface Instance extends Promise<Result> {
+    /** Fires per response; `responseTime` is in milliseconds with sub-millisecond precision. */
+    on(event: "response", listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void): this;
+  }
+  function autocannon(options: Options): Instance;
+  export = autocannon;
+}

@@ -1,0 +1,455 @@
+import dns from "node:dns";
+import http from "node:http";
+import https from "node:https";
+import net from "node:net";
+import type { Readable, Transform } from "node:stream";
+import zlib from "node:zlib";
+import { setTimeout as sleep } from "node:timers/promises";
+
+/** Our robots.txt product token and User-Agent: site owners can address and identify the loader. */
+export const BOT_TOKEN = "AgentPlatformBot";
+export const USER_AGENT = `${BOT_TOKEN}/1.0`;
+
+const MAX_REDIRECTS = 5;
+const DEFAULT_TIMEOUT_MS = 15_000;
+/** Largest body (after decoding) we keep; more is a hostile or useless page. */
+const DEFAULT_MAX_BYTES = 10 * 1024 * 1024;
+/** Retries after the first attempt; with the backoff below a dead host costs at most a few seconds. */
+const DEFAULT_RETRIES = 3;
+const BACKOFF_BASE_MS = 250;
+const BACKOFF_MAX_MS = 8_000;
+/** Longest Retry-After we wait for; a server asking for more is given up on (the error carries its wish). */
+const RETRY_AFTER_CAP_MS = 30_000;
+/** 500 is included: busy CMSs answer 500 under load and succeed on the next try. */
+const RETRYABLE_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+const DEFAULT_MAX_PER_HOST = 4;
+const KEEP_ALIVE_AGENTS = {
+  "http:": new http.Agent({ keepAlive: true, maxSockets: 64 }),
+  "https:": new https.Agent({ keepAlive: true, maxSockets: 64 }),
+};
+
+/** Why a fetch failed, so the loader can tell a skipped page from a broken source and write loading_error. */
+export type FetchErrorKind =
+  | "bad-url"
+  | "blocked-address"
+  | "timeout"
+  | "too-large"
+  | "too-many-redirects"
+  | "http-status"
+  | "bad-content-type"
+  | "decode"
+  | "network";
+
+/** The one error safeFetch throws; `kind` is stable, `message` is fit for loading_error. */
+export class FetchError extends Error {
+  override readonly name = "FetchError";
+  constructor(
+    readonly kind: FetchErrorKind,
+    message: string,
+    readonly url: string,
+    readonly details: { status?: number; retryAfterMs?: number; retryable?: boolean } = {},
+  ) {
+    super(message);
+  }
+  get status(): number | undefined {
+    return this.details.status;
+  }
+}
+
+/** What a successful fetch returns: the final URL after redirects and the decoded body. */
+export interface FetchResponse {
+  url: string;
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+  /** Media type only, lower-cased ("text/html"); "" when the server sent none. */
+  contentType: string;
+}
+
+/** A dns.lookup-shaped resolver; injectable for custom DNS (and for tests that must not reach real addresses). */
+export type Resolver = (hostname: string) => Promise<{ address: string; family: number }[]>;
+
+export interface SafeFetchOptions {
+  headers?: Record<string, string>;
+  /** Accepted media types ("text/html", "text/*"); anything else is a bad-content-type error. A missing header passes. */
+  accept?: string[];
+  timeoutMs?: number;
+  maxBytes?: number;
+  retries?: number;
+  backoffBaseMs?: number;
+  limiter?: HostLimiter;
+  signal?: AbortSignal;
+  resolver?: Resolver;
+}
+
+// ---------------------------------------------------------------- address policy
+
+type AddressClass = "public" | "loopback" | "private" | "forbidden";
+
+function blockList(ipv4: string[], ipv6: string[]): net.BlockList {
+  const list = new net.BlockList();
+  for (const cidr of ipv4) list.addSubnet(cidr.split("/")[0], Number(cidr.split("/")[1]), "ipv4");
+  for (const cidr of ipv6) list.addSubnet(cidr.split("/")[0], Number(cidr.split("/")[1]), "ipv6");
+  return list;
+}
+
+/** Never reachable, whatever the allow-list says: "this host", cloud metadata, multicast and reserved space. */
+const FORBIDDEN = blockList(
+  ["0.0.0.0/8", "169.254.169.254/32", "100.100.100.200/32", "224.0.0.0/4", "240.0.0.0/4"],
+  ["::/128", "fd00:ec2::254/128", "ff00::/8", "2001::/32"],
+);
+const LOOPBACK = blockList(["127.0.0.0/8"], ["::1/128"]);
+/** Not globally routable: private, shared (CGNAT), link-local, documentation and benchmark ranges, ULA. */
+const PRIVATE = blockList(
+  [
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.0.0.0/24",
+    "192.0.2.0/24",
+    "192.168.0.0/16",
+    "198.18.0.0/15",
+    "198.51.100.0/24",
+    "203.0.113.0/24",
+  ],
+  ["fc00::/7", "fe80::/10", "fec0::/10", "2001:db8::/32", "100::/64"],
+);
+
+/** Eight 16-bit groups of a valid IPv6 address (a dotted IPv4 tail included). */
+function ipv6Groups(ip: string): number[] {
+  let text = ip;
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted[1].split(".").map(Number);
+    text = text.slice(0, -dotted[1].length) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.includes("::") ? text.split("::") : [text, undefined];
+  const parse = (s: string | undefined) => (s ? s.split(":").map((g) => parseInt(g, 16)) : []);
+  const left = parse(head);
+  const right = parse(tail);
+  return [...left, ...new Array(8 - left.length - right.length).fill(0), ...right];
+}
+
+/**
+ * The IPv4 address an IPv6 form carries (IPv4-mapped, IPv4-compatible, NAT64, 6to4), so ::ffff:127.0.0.1
+ * or 64:ff9b::a9fe:a9fe are judged as the IPv4 address they reach.
+ */
+function embeddedIpv4(groups: number[]): string | undefined {
+  const quad = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  const zeros = (from: number, to: number) => groups.slice(from, to).every((g) => g === 0);
+  if (zeros(0, 5) && groups[5] === 0xffff) return quad(groups[6], groups[7]);
+  if (zeros(0, 6) && (groups[6] !== 0 || groups[7] > 1)) return quad(groups[6], groups[7]);
+  if (groups[0] === 0x64 && groups[1] === 0xff9b && zeros(2, 6)) return quad(groups[6], groups[7]);
+  if (groups[0] === 0x2002) return quad(groups[1], groups[2]);
+  return undefined;
+}
+
+/** The address as BlockList checks it: no brackets or zone, and the IPv4 address an IPv6 form carries. */
+function normaliseAddress(address: string): string {
+  const ip = address.replace(/^\[|\]$/g, "").replace(/%.*$/, "").toLowerCase();
+  return (net.isIPv6(ip) && embeddedIpv4(ipv6Groups(ip))) || ip;
+}
+
+function family(ip: string): "ipv4" | "ipv6" | undefined {
+  return net.isIPv4(ip) ? "ipv4" : net.isIPv6(ip) ? "ipv6" : undefined;
+}
+
+/** Where an address points: "public", "loopback", "private" (allow-listable) or "forbidden". */
+export function classifyAddress(address: string): AddressClass {
+  const ip = normaliseAddress(address);
+  const type = family(ip);
+  if (!type || FORBIDDEN.check(ip, type)) return "forbidden";
+  if (LOOPBACK.check(ip, type)) return "loopback";
+  if (PRIVATE.check(ip, type)) return "private";
+  return "public";
+}
+
+let allowListCache: { source: string; list: net.BlockList } | undefined;
+
+/** ALLOWED_PRIVATE_CIDRS parsed once per distinct value; a bad entry is a configuration error, not a silent no-op. */
+function allowedPrivate(source: string): net.BlockList {
+  if (allowListCache?.source === source) return allowListCache.list;
+  const list = new net.BlockList();
+  for (const entry of source.split(",").map((s) => s.trim()).filter(Boolean)) {
+    const [ip, bits] = entry.split("/");
+    const type = family(ip);
+    const width = type === "ipv4" ? 32 : 128;
+    const prefix = bits === undefined ? width : Number(bits);
+    if (!type || !Number.isInteger(prefix) || prefix < 0 || prefix > width) {
+      throw new Error(`ALLOWED_PRIVATE_CIDRS: "${entry}" is not a CIDR`);
+    }
+    list.addSubnet(ip, prefix, type);
+  }
+  allowListCache = { source, list };
+  return list;
+}
+
+/**
+ * Whether the loader may connect to this address. Read from the environment at call time so tests and
+ * operators can change it without a restart: ALLOW_LOOPBACK_TARGETS=true opens loopback, ALLOWED_PRIVATE_CIDRS
+ * opens listed private ranges; forbidden addresses stay closed.
+ */
+export function isAddressAllowed(address: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  const kind = classifyAddress(address);
+  if (kind === "public") return true;
+  if (kind === "loopback") return env.ALLOW_LOOPBACK_TARGETS === "true";
+  if (kind === "private") {
+    const ip = normaliseAddress(address);
+    return allowedPrivate(env.ALLOWED_PRIVATE_CIDRS ?? "").check(ip, family(ip)!);
+  }
+  return false;
+}
+
+const defaultResolver: Resolver = (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true });
+
+/**
+ * A lookup for http.request that resolves, refuses the whole name if any address is blocked, and hands the
+ * checked addresses to the socket: the address connected to is the one checked, so DNS rebinding cannot
+ * slip in between check and connect.
+ */
+function guardedLookup(url: string, resolver: Resolver): net.LookupFunction {
+  return ((hostname: string, options: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
+    resolver(hostname).then(
+      (addresses) => {
+        const family = options.family === 4 || options.family === 6 ? options.family : undefined;
+        const usable = addresses.filter((a) => !family || a.family === family);
+        const blocked = usable.find((a) => !isAddressAllowed(a.address));
+        if (blocked) return callback(blockedError(url, blocked.address));
+        if (usable.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }));
+        if (options.all) return callback(null, usable);
+        callback(null, usable[0].address, usable[0].family);
+      },
+      (err) => callback(err),
+    );
+  }) as net.LookupFunction;
+}
+
+function blockedError(url: string, address: string): FetchError {
+  return new FetchError("blocked-address", `refused to fetch ${url}: ${address} is a ${classifyAddress(address)} address`, url);
+}
+
+// ---------------------------------------------------------------- per-host politeness
+
+/** Caps concurrent requests per host (host:port) so one source cannot hammer a site, whatever its batch size. */
+export class HostLimiter {
+  private readonly active = new Map<string, number>();
+  private readonly waiting = new Map<string, (() => void)[]>();
+
+  constructor(readonly maxPerHost = DEFAULT_MAX_PER_HOST) {}
+
+  /** Waits for a slot on `host`; call the returned function exactly once to free it. */
+  async acquire(host: string): Promise<() => void> {
+    if ((this.active.get(host) ?? 0) >= this.maxPerHost) {
+      await new Promise<void>((resolve) => {
+        const queue = this.waiting.get(host) ?? [];
+        queue.push(resolve);
+        this.waiting.set(host, queue);
+      });
+    } else {
+      this.active.set(host, (this.active.get(host) ?? 0) + 1);
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.waiting.get(host)?.shift();
+      if (next) return next(); // the slot passes straight to the next waiter
+      const count = (this.active.get(host) ?? 1) - 1;
+      if (count === 0) this.active.delete(host), this.waiting.delete(host);
+      else this.active.set(host, count);
+    };
+  }
+}
+
+// ---------------------------------------------------------------- fetching
+
+type HopResult = { redirect: string } | { response: FetchResponse };
+
+function mediaType(header: string | undefined): string {
+  return (header ?? "").split(";")[0].trim().toLowerCase();
+}
+
+function accepted(type: string, accept: string[] | undefined): boolean {
+  if (!accept || type === "") return true;
+  return accept.some((a) => a === type || (a.endsWith("/*") && type.startsWith(a.slice(0, -1))));
+}
+
+/** Retry-After as milliseconds (delta-seconds or an HTTP date), undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+function decoderFor(encoding: string | undefined): Transform | undefined {
+  switch ((encoding ?? "identity").trim().toLowerCase()) {
+    case "gzip":
+    case "x-gzip":
+    case "deflate":
+      return zlib.createUnzip();
+    case "br":
+      return zlib.createBrotliDecompress();
+    default:
+      return undefined;
+  }
+}
+
+/** Reads a response body, decoding it and aborting as soon as the decoded size passes maxBytes (zip bombs included). */
+function readBody(res: http.IncomingMessage, url: string, maxBytes: number): Promise<Buffer> {
+  const declared = Number(res.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    res.destroy();
+    return Promise.reject(new FetchError("too-large", `${url} is ${declared} bytes, over the ${maxBytes}-byte limit`, url));
+  }
+  const encoding = res.headers["content-encoding"];
+  const decoder = decoderFor(encoding);
+  if (!decoder && encoding && !/^\s*identity\s*$/i.test(encoding)) {
+    res.destroy();
+    return Promise.reject(new FetchError("decode", `${url} uses unsupported content-encoding ${encoding}`, url));
+  }
+  const stream: Readable = decoder ? res.pipe(decoder) : res;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const fail = (err: FetchError) => {
+      res.destroy();
+      decoder?.destroy();
+      reject(err);
+    };
+    stream.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) return fail(new FetchError("too-large", `${url} is over the ${maxBytes}-byte limit`, url));
+      chunks.push(chunk);
+    });
+    stream.on("end", () => resolve(Buffer.concat(chunks)));
+    stream.on("error", (err: Error) =>
+      fail(err instanceof FetchError ? err : new FetchError("decode", `${url}: cannot decode ${encoding} body (${err.message})`, url)),
+    );
+    res.on("error", (err) => fail(err instanceof FetchError ? err : new FetchError("network", `${url}: ${err.message}`, url, { retryable: true })));
+  });
+}
+
+/** One request to one URL (no redirect following, no retry), with the address guard and the time limit. */
+function requestOnce(target: URL, opts: SafeFetchOptions): Promise<HopResult> {
+  const url = target.href;
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
+  const hostname = target.hostname.replace(/^\[|\]$/g, "");
+  // IP literals never reach the lookup function, so they are checked here.
+  if (net.isIP(hostname) && !isAddressAllowed(hostname)) return Promise.reject(blockedError(url, hostname));
+  if (opts.signal?.aborted) return Promise.reject(new FetchError("timeout", `${url}: fetch cancelled`, url));
+  const client = target.protocol === "https:" ? https : http;
+  return new Promise<HopResult>((resolve, reject) => {
+    let settled = false;
+    const finish = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      opts.signal?.removeEventListener("abort", onAbort);
+      fn();
+    };
+    const fail = (err: FetchError) => finish(() => (req.destroy(), reject(err)));
+    const timer = setTimeout(() => fail(new FetchError("timeout", `${url} did not answer within ${timeoutMs} ms`, url, { retryable: true })), timeoutMs);
+    const onAbort = () => fail(new FetchError("timeout", `${url}: fetch cancelled`, url));
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    const req = client.request(target, {
+      method: "GET",
+      agent: KEEP_ALIVE_AGENTS[target.protocol as "http:" | "https:"],
+      lookup: guardedLookup(url, opts.resolver ?? defaultResolver),
+      headers: { "user-agent": USER_AGENT, "accept-encoding": "gzip, deflate, br", accept: opts.accept?.join(", ") || "*/*", ...opts.headers },
+    });
+    req.on("error", (err: Error & { code?: string }) =>
+      fail(err instanceof FetchError ? err : new FetchError("network", `${url}: ${err.code ?? err.message}`, url, { retryable: true })),
+    );
+    req.on("response", (res) => {
+      // A kept-alive socket may predate a policy change: the peer is checked on every response too.
+      const peer = res.socket.remoteAddress;
+      if (peer && !isAddressAllowed(peer)) return fail(blockedError(url, peer));
+      const status = res.statusCode ?? 0;
+      const location = res.headers.location;
+      if (REDIRECT_STATUSES.has(status) && location) {
+        res.resume();
+        return finish(() => resolve({ redirect: new URL(location, target).href }));
+      }
+      if (status < 200 || status > 299) {
+        res.resume();
+        const retryAfterMs = parseRetryAfter(res.headers["retry-after"] as string | undefined);
+        return fail(new FetchError("http-status", `${url} answered HTTP ${status}`, url, { status, retryAfterMs, retryable: RETRYABLE_STATUSES.has(status) }));
+      }
+      const contentType = mediaType(res.headers["content-type"]);
+      if (!accepted(contentType, opts.accept)) {
+        res.destroy();
+        return fail(new FetchError("bad-content-type", `${url} is ${contentType}, expected ${opts.accept!.join(" or ")}`, url));
+      }
+      readBody(res, url, maxBytes).then(
+        (body) => finish(() => resolve({ response: { url, status, headers: res.headers, body, contentType } })),
+        (err: FetchError) => fail(err),
+      );
+    });
+    req.end();
+  });
+}
+
+/** Full-jitter exponential backoff, or the server's Retry-After when it gave one. */
+function retryDelay(err: FetchError, attempt: number, baseMs: number): number {
+  if (err.details.retryAfterMs !== undefined) return err.details.retryAfterMs;
+  return Math.random() * Math.min(BACKOFF_MAX_MS, baseMs * 2 ** attempt);
+}
+
+/** One hop with retries; the host slot is held per attempt, not while backing off, so other pages proceed. */
+async function requestWithRetries(target: URL, opts: SafeFetchOptions): Promise<HopResult> {
+  const retries = opts.retries ?? DEFAULT_RETRIES;
+  for (let attempt = 0; ; attempt++) {
+    const release = opts.limiter ? await opts.limiter.acquire(target.host) : undefined;
+    try {
+      return await requestOnce(target, opts);
+    } catch (err) {
+      if (!(err instanceof FetchError) || !err.details.retryable || attempt >= retries || opts.signal?.aborted) throw err;
+      if ((err.details.retryAfterMs ?? 0) > RETRY_AFTER_CAP_MS) throw err;
+      release?.();
+      await sleep(retryDelay(err, attempt, opts.backoffBaseMs ?? BACKOFF_BASE_MS), undefined, { signal: opts.signal }).catch(() => {
+        throw err;
+      });
+    } finally {
+      release?.();
+    }
+  }
+}
+
+/**
+ * GET a URL for the knowledge loader: only http(s), every hop's address checked after DNS resolution, at most
+ * 5 redirects, bounded time and size, decoded body, retries on 408/429/5xx and network errors.
+ * Throws FetchError; non-2xx answers are errors too.
+ */
+export async function safeFetch(url: string, opts: SafeFetchOptions = {}): Promise<FetchResponse> {
+  let current = url;
+  let hopOpts = opts;
+  let origin: string | undefined;
+  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+    let target: URL;
+    try {
+      target = new URL(current);
+    } catch {
+      throw new FetchError("bad-url", `not a URL: ${current}`, current);
+    }
+    if (target.protocol !== "http:" && target.protocol !== "https:") {
+      throw new FetchError("bad-url", `only http and https URLs can be fetched: ${current}`, current);
+    }
+    if (origin !== undefined && target.origin !== origin) hopOpts = withoutCredentials(hopOpts);
+    origin = target.origin;
+    const result = await requestWithRetries(target, hopOpts);
+    if ("response" in result) return result.response;
+    current = result.redirect;
+  }
+  throw new FetchError("too-many-redirects", `${url}: more than ${MAX_REDIRECTS} redirects`, url);
+}
+
+/** Credentials stay with the origin they were meant for: once a redirect leaves it, Authorization and Cookie are dropped. */
+function withoutCredentials(opts: SafeFetchOptions): SafeFetchOptions {
+  if (!opts.headers) return opts;
+  const headers = Object.fromEntries(Object.entries(opts.headers).filter(([k]) => !/^(authorization|cookie)$/i.test(k)));
+  return { ...opts, headers };
+}

@@ -1,0 +1,133 @@
+import type { Connection, Model } from "mongoose";
+import type { ServiceSchema } from "moleculer";
+import { MongoMixin } from "../lib/mongo.mixin";
+import { claimJob, pendingJobs, releaseJob, renewLease } from "./knowledge/jobs";
+import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
+import { runDeleteSource, runLoadWindow, type PageDoc, type RunnerDeps } from "./knowledge-loader/runner";
+import { sourceReader } from "./knowledge-loader/pages";
+
+/** Reads a positive number from the environment, with a default. */
+function envNumber(name: string, fallback: number): number {
+  const value = Number(process.env[name]);
+  return Number.isFinite(value) && value > 0 ? value : fallback;
+}
+
+const settings = {
+  /** One load job's time budget per window (the interface's 600 s); tests use a few seconds. */
+  windowSeconds: envNumber("LOAD_WINDOW_SECONDS", 600),
+  /** Windows a load may use before it ends partial. */
+  maxWindows: envNumber("LOAD_MAX_WINDOWS", 24),
+  /** A loader that stops renewing its lease for this long is presumed dead and its job is taken over. */
+  leaseSeconds: envNumber("LOAD_LEASE_SECONDS", 30),
+  /** How often an idle loader looks for work. */
+  pollMs: envNumber("LOAD_POLL_MS", 500),
+  /** Pages fetched per batch (each batch is one index call and one progress save). */
+  batchSize: envNumber("LOAD_BATCH_SIZE", 25),
+};
+
+interface Vars {
+  db: Connection;
+  models: { sources: Model<KnowledgeSourceRecord>; jobs: Model<LoadJobRecord> };
+  running: boolean;
+  loop?: Promise<void>;
+  current: LoadJobRecord | null;
+}
+interface Methods {
+  work(): Promise<void>;
+  runJob(job: LoadJobRecord): Promise<void>;
+}
+
+/**
+ * Knowledge loaders: each replica claims one job at a time from load_jobs (a lease it renews), runs a
+ * window of it, and re-queues the rest. Scale replicas on the pending-job count (metric
+ * knowledge_loader.jobs.pending, or KEDA's MongoDB scaler on the same query).
+ */
+const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
+  name: "knowledge-loader",
+  mixins: [MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db) }))],
+  settings,
+  dependencies: ["search"],
+
+  actions: {
+    /** Pending load and deletion jobs across all accounts (operators, autoscalers). */
+    pending: {
+      visibility: "public",
+      handler() {
+        return pendingJobs(this.models.jobs);
+      },
+    },
+  },
+
+  methods: {
+    async work() {
+      while (this.running) {
+        const job = await claimJob(this.models.jobs, this.broker.nodeID, settings.leaseSeconds * 1000, ["load", "delete-source"]).catch((err) => {
+          this.logger.warn("Claiming a job failed", err);
+          return null;
+        });
+        this.broker.metrics.set("knowledge_loader.jobs.pending", await pendingJobs(this.models.jobs).catch(() => 0));
+        if (!job) {
+          await new Promise((r) => setTimeout(r, settings.pollMs));
+          continue;
+        }
+        await this.runJob(job).catch((err) => this.logger.error(`Job ${job._id} failed`, err));
+      }
+    },
+
+    async runJob(job) {
+      const owner = this.broker.nodeID;
+      const leaseMs = settings.leaseSeconds * 1000;
+      let holdsLease = true;
+      this.current = job;
+      const heartbeat = setInterval(() => {
+        renewLease(this.models.jobs, job, owner, leaseMs)
+          .then((held) => (holdsLease &&= held))
+          .catch((err) => this.logger.warn("Lease renewal failed", err));
+      }, leaseMs / 3);
+      const call = <T>(action: string, params: object) => this.broker.call<T, object>(action, params);
+      const deps: RunnerDeps = {
+        sources: this.models.sources,
+        jobs: this.models.jobs,
+        reader: sourceReader,
+        index: async (accountId, sourceId, documents: PageDoc[]) => void (await call("search.indexDocuments", { accountId, sourceId, documents })),
+        count: (accountId, sourceId) => call<number>("search.countDocuments", { accountId, sourceId }),
+        deleteSourceDocuments: async (accountId, sourceId) => void (await call("search.deleteSourceDocuments", { accountId, sourceId })),
+        owner,
+        windowMs: settings.windowSeconds * 1000,
+        maxWindows: settings.maxWindows,
+        batchSize: settings.batchSize,
+        holdsLease: () => holdsLease && this.running,
+      };
+      try {
+        if (job.kind === "delete-source") await runDeleteSource(deps, job);
+        else {
+          const result = await runLoadWindow(deps, job);
+          this.logger.info(`Load job ${job._id} window ${job.window}: ${result}`);
+        }
+      } finally {
+        clearInterval(heartbeat);
+        this.current = null;
+      }
+    },
+  },
+
+  created() {
+    this.broker.metrics.register({ type: "gauge", name: "knowledge_loader.jobs.pending", description: "Load and deletion jobs waiting for a loader" });
+  },
+
+  started() {
+    this.running = true;
+    this.current = null;
+    this.loop = this.work();
+  },
+
+  async stopped() {
+    this.running = false;
+    const job = this.current;
+    // Hand an unfinished job back at once instead of making another loader wait for the lease to expire.
+    if (job) await releaseJob(this.models.jobs, job, this.broker.nodeID).catch(() => undefined);
+    await this.loop;
+  },
+};
+
+export default KnowledgeLoaderService;

@@ -1,0 +1,162 @@
+import { createHash } from "node:crypto";
+import { FetchError } from "../../../lib/safe-fetch";
+import { decodeText } from "./decode";
+import { extractHtml } from "./html";
+import { fetchRobots, isAllowed, type Robots } from "./robots";
+import type { Fetcher, PageFailure, ReaderDocument } from "./types";
+import { canonicalUrl, looksNonHtml } from "./url";
+
+/** Same ceiling as sitemap sources, so a site costs the same whichever way it is found. */
+const DEFAULT_MAX_PAGES = 10_000;
+const DEFAULT_MAX_DEPTH = 10;
+/** URLs waiting at once; link-heavy sites (calendars, faceted search) would otherwise grow the state without end. */
+const DEFAULT_MAX_QUEUED = 50_000;
+/** Fetches per page kept: duplicates, redirects and 404s cost fetches too, but a site of endless variants must end. */
+const FETCHES_PER_PAGE = 3;
+/** Failures kept in the state: enough to explain a partial load, bounded for persistence. */
+const MAX_FAILURES_KEPT = 20;
+const HTML_MEDIA_TYPES = ["text/html", "application/xhtml+xml"];
+
+/** How far a discovery crawl may go. */
+export interface CrawlLimits {
+  maxPages: number;
+  maxDepth: number;
+  maxQueued: number;
+  maxFetches: number;
+}
+
+/**
+ * Everything a crawl knows, as plain JSON: the loader persists it at the end of a window and the next window
+ * continues from it. Keys of `seen`, `emitted` and `hashes` are sets stored as objects.
+ */
+export interface CrawlState {
+  startUrl: string;
+  /** host[:port] being crawled; adopted from the first page when the start URL redirects (http -> https, www). */
+  host: string;
+  limits: CrawlLimits;
+  queue: { url: string; depth: number }[];
+  /** Canonical URLs ever queued or fetched: never queued twice. */
+  seen: Record<string, 1>;
+  /** Canonical URLs of pages yielded (after <link rel=canonical>): never yielded twice. */
+  emitted: Record<string, 1>;
+  /** Content hashes of pages yielded: the same text under two URLs is one page. */
+  hashes: Record<string, 1>;
+  robots?: Robots;
+  /** Why the crawl could not start or stopped early (robots.txt unreachable). */
+  stopReason?: string;
+  pagesRead: number;
+  fetched: number;
+  skipped: number;
+  failed: number;
+  failures: PageFailure[];
+}
+
+/** A page the crawl yields, at its canonical URL. */
+export interface CrawledPage extends ReaderDocument {
+  depth: number;
+}
+
+/** A fresh crawl of the site at startUrl. */
+export function createCrawlState(startUrl: string, limits: Partial<CrawlLimits> = {}): CrawlState {
+  const start = canonicalUrl(startUrl);
+  if (!start) throw new FetchError("bad-url", `not a web URL: ${startUrl}`, startUrl);
+  const maxPages = limits.maxPages ?? DEFAULT_MAX_PAGES;
+  return {
+    startUrl: start,
+    host: new URL(start).host,
+    limits: { maxPages, maxDepth: DEFAULT_MAX_DEPTH, maxQueued: DEFAULT_MAX_QUEUED, maxFetches: maxPages * FETCHES_PER_PAGE, ...limits },
+    queue: [{ url: start, depth: 0 }],
+    seen: { [start]: 1 },
+    emitted: {},
+    hashes: {},
+    pagesRead: 0,
+    fetched: 0,
+    skipped: 0,
+    failed: 0,
+    failures: [],
+  };
+}
+
+/** Whether the crawl has nothing left to do (queue empty, page or fetch limit reached, or stopped). */
+export function crawlFinished(state: CrawlState): boolean {
+  const { maxPages, maxFetches } = state.limits;
+  return state.stopReason !== undefined || state.queue.length === 0 || state.pagesRead >= maxPages || state.fetched >= maxFetches;
+}
+
+function enqueue(state: CrawlState, link: string, depth: number): void {
+  const url = canonicalUrl(link);
+  if (!url || state.seen[url] || state.queue.length >= state.limits.maxQueued) return;
+  if (new URL(url).host !== state.host || looksNonHtml(url)) return;
+  if (state.robots && !isAllowed(state.robots, url)) return;
+  state.seen[url] = 1;
+  state.queue.push({ url, depth });
+}
+
+function recordFailure(state: CrawlState, url: string, err: unknown): PageFailure {
+  const failure = { url, error: err instanceof Error ? err.message : String(err) };
+  state.failed++;
+  if (state.failures.length < MAX_FAILURES_KEPT) state.failures.push(failure);
+  return failure;
+}
+
+/** Turns one fetched page into a yielded page (or a skip), and queues its links. */
+function processPage(state: CrawlState, item: { url: string; depth: number }, finalUrl: string, html: string): CrawledPage | undefined {
+  const final = canonicalUrl(finalUrl)!;
+  if (state.pagesRead === 0 && item.url === state.startUrl) state.host = new URL(final).host;
+  // Redirected off-site, or to a path robots.txt closes: the redirect is not an invitation.
+  if (new URL(final).host !== state.host || (state.robots && !isAllowed(state.robots, final))) return void state.skipped++;
+  state.seen[final] = 1;
+  const page = extractHtml(html, final);
+  if (!page.nofollow && item.depth < state.limits.maxDepth) for (const link of page.links) enqueue(state, link, item.depth + 1);
+
+  const declared = page.canonical ? canonicalUrl(page.canonical) : undefined;
+  const key = declared && new URL(declared).host === state.host ? declared : final;
+  const hash = createHash("sha1").update(page.content).digest("base64url").slice(0, 16);
+  if (page.noindex || state.emitted[key] || state.hashes[hash] || page.content === "") return void state.skipped++;
+  // The canonical target counts as seen: fetching it later would only find this page again.
+  state.seen[key] = 1;
+  state.emitted[key] = 1;
+  state.hashes[hash] = 1;
+  state.pagesRead++;
+  return { url: key, title: page.title, content: page.content, depth: item.depth };
+}
+
+/**
+ * Fetches up to `batchSize` queued pages at once (the fetcher's host limiter keeps that polite) and processes
+ * them in queue order, so the result does not depend on which answer came first. The state is consistent
+ * when it resolves: index the pages, persist the state, and the next call (or the next window) goes on.
+ */
+export async function crawlBatch(
+  state: CrawlState,
+  fetch: Fetcher,
+  batchSize = 8,
+): Promise<{ pages: CrawledPage[]; failures: PageFailure[]; done: boolean }> {
+  if (!state.robots && !state.stopReason) {
+    const robots = await fetchRobots(state.startUrl, fetch);
+    state.robots = { rules: robots.rules, sitemaps: robots.sitemaps };
+    if (robots.unreachable) state.stopReason = robots.unreachable;
+    else if (!isAllowed(state.robots, state.startUrl)) state.stopReason = `robots.txt disallows ${state.startUrl}`;
+  }
+  if (crawlFinished(state)) return { pages: [], failures: [], done: true };
+
+  const take = Math.min(batchSize, state.limits.maxPages - state.pagesRead, state.limits.maxFetches - state.fetched);
+  const items = state.queue.splice(0, take);
+  state.fetched += items.length;
+  const results = await Promise.allSettled(items.map((item) => fetch(item.url, { accept: HTML_MEDIA_TYPES })));
+  const pages: CrawledPage[] = [];
+  const failures: PageFailure[] = [];
+  results.forEach((result, i) => {
+    const item = items[i];
+    if (result.status === "rejected") {
+      const err = result.reason;
+      // Not HTML after all (a download behind an extension-less link): skipped, not failed.
+      if (err instanceof FetchError && (err.kind === "bad-content-type" || err.status === 404 || err.status === 410)) state.skipped++;
+      else failures.push(recordFailure(state, item.url, err));
+      return;
+    }
+    const res = result.value;
+    const page = processPage(state, item, res.url, decodeText(res.body, res.headers["content-type"] as string | undefined, true));
+    if (page) pages.push(page);
+  });
+  return { pages, failures, done: crawlFinished(state) };
+}

@@ -1,0 +1,139 @@
+import type { Model } from "mongoose";
+import type { KnowledgeSourceRecord, LoadJobRecord } from "../knowledge/model";
+import { continueJob, finishJob, saveProgress } from "../knowledge/jobs";
+import { loadOutcome, loadStarted, type SourceChanges } from "../knowledge/states";
+
+/** One document ready for the index: a page, file or wiki page of the source. */
+export interface PageDoc {
+  url: string;
+  title: string;
+  content: string;
+  metadata?: Record<string, unknown>;
+}
+
+/** Where a load stands; plain JSON, saved on the job after every batch so another loader can resume it. */
+export type LoadProgress = Record<string, unknown> & { kind: string };
+
+/** Reads a source in resumable steps; one implementation per family of data types. */
+export interface PageReader {
+  /** First window only: what to read (page list, crawl frontier, wiki cursor). Throws when listing fails. */
+  plan(source: KnowledgeSourceRecord): Promise<LoadProgress>;
+  /** Reads up to `max` further pages, advancing `progress` in place; failed pages are reported, not thrown. */
+  next(progress: LoadProgress, source: KnowledgeSourceRecord, max: number): Promise<{ docs: PageDoc[]; failures: string[] }>;
+  /** Pages read and known, whether nothing is left, and a note for loading_error (e.g. the sitemap ceiling). */
+  counts(progress: LoadProgress): { done: number; total: number | null; finished: boolean; note: string | null };
+}
+
+export interface RunnerDeps {
+  sources: Model<KnowledgeSourceRecord>;
+  jobs: Model<LoadJobRecord>;
+  reader: PageReader;
+  /** Sends documents to the search service (chunked, embedded and indexed there). */
+  index(accountId: number, sourceId: number, docs: PageDoc[]): Promise<void>;
+  /** Documents the index holds for the source: the truth for document_count. */
+  count(accountId: number, sourceId: number): Promise<number>;
+  deleteSourceDocuments(accountId: number, sourceId: number): Promise<void>;
+  owner: string;
+  windowMs: number;
+  maxWindows: number;
+  batchSize: number;
+  /** False once the lease was lost (another loader took the job over): stop without writing. */
+  holdsLease(): boolean;
+}
+
+export type LoadResult = "finished" | "continued" | "lost";
+
+/** Failed pages kept in progress for the final loading_error. */
+interface FailureTally {
+  failed?: number;
+  last_failure?: string | null;
+}
+
+function describeFailures(progress: FailureTally): string | null {
+  if (!progress.failed) return null;
+  return `${progress.failed} page(s) could not be read; last: ${progress.last_failure ?? "unknown error"}`;
+}
+
+async function updateSource(deps: RunnerDeps, job: LoadJobRecord, changes: SourceChanges) {
+  await deps.sources.updateOne({ _id: job.knowledge_source_id, account_id: job.account_id }, { $set: changes });
+}
+
+/**
+ * Runs one window of a load job: plans on the first window, reads pages in batches until the budget is
+ * spent or nothing is left, saves progress after every batch, then finishes the source (loaded, partial,
+ * failed) or re-queues the job as its own continuation. document_count is re-read from the index.
+ */
+export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promise<LoadResult> {
+  const source = await deps.sources.findOne({ _id: job.knowledge_source_id, account_id: job.account_id }).lean<KnowledgeSourceRecord>();
+  if (!source || source.deleting) {
+    await finishJob(deps.jobs, job, deps.owner, { status: "done", error: "source deleted" });
+    return "finished";
+  }
+  const deadline = Date.now() + deps.windowMs;
+  const fresh = !job.progress;
+  await updateSource(deps, job, loadStarted(fresh && job.window === 1));
+
+  let progress: LoadProgress & FailureTally;
+  try {
+    progress = (job.progress as LoadProgress) ?? (await deps.reader.plan(source));
+    if (fresh && !(await saveProgress(deps.jobs, job, deps.owner, progress))) return "lost";
+  } catch (err) {
+    return finish(deps, job, { complete: false, error: `Could not list the source: ${(err as Error).message}` });
+  }
+
+  try {
+    while (Date.now() < deadline && !deps.reader.counts(progress).finished) {
+      if (!deps.holdsLease()) return "lost";
+      const { docs, failures } = await deps.reader.next(progress, source, deps.batchSize);
+      if (docs.length) await deps.index(source.account_id, source._id, docs);
+      if (failures.length) {
+        progress.failed = (progress.failed ?? 0) + failures.length;
+        progress.last_failure = failures[failures.length - 1];
+      }
+      if (!(await saveProgress(deps.jobs, job, deps.owner, progress))) return "lost";
+      const { done, total } = deps.reader.counts(progress);
+      await updateSource(deps, job, { loading_urls_done: done, loading_urls_total: total, ...(docs.length ? { last_indexed_at: new Date() } : {}) });
+    }
+  } catch (err) {
+    // The index or the database failed mid-window: keep what was indexed, say why it stopped.
+    return finish(deps, job, { complete: false, error: `Load interrupted: ${(err as Error).message}` });
+  }
+
+  const counts = deps.reader.counts(progress);
+  if (counts.finished) {
+    const error = [counts.note, describeFailures(progress)].filter(Boolean).join("; ") || null;
+    return finish(deps, job, { complete: true, error, emptyIsFailure: progress.kind === "crawl" });
+  }
+  if (job.window >= deps.maxWindows) {
+    return finish(deps, job, {
+      complete: false,
+      error: `Ran out of load windows (${deps.maxWindows} of ${Math.round(deps.windowMs / 1000)} s) after ${counts.done} pages`,
+    });
+  }
+  const documentCount = await deps.count(source.account_id, source._id);
+  await updateSource(deps, job, { document_count: documentCount });
+  return (await continueJob(deps.jobs, job, deps.owner, progress)) ? "continued" : "lost";
+}
+
+/** Ends a load: document_count from the index, then the interface's final state. */
+async function finish(
+  deps: RunnerDeps,
+  job: LoadJobRecord,
+  result: { complete: boolean; error: string | null; emptyIsFailure?: boolean },
+): Promise<LoadResult> {
+  const documentCount = await deps.count(job.account_id, job.knowledge_source_id);
+  const error = result.complete && result.emptyIsFailure && documentCount === 0 ? "The crawl indexed no documents" : result.error;
+  const outcome = loadOutcome({ complete: result.complete, documentCount, error });
+  await updateSource(deps, job, { ...outcome, document_count: documentCount });
+  await finishJob(deps.jobs, job, deps.owner, { status: outcome.loading_status === "failed" ? "failed" : "done", error: outcome.loading_error ?? null });
+  return "finished";
+}
+
+/** Deletes a source: cancels its loads, removes its documents from the index, then the record. */
+export async function runDeleteSource(deps: RunnerDeps, job: LoadJobRecord): Promise<void> {
+  const scope = { account_id: job.account_id, knowledge_source_id: job.knowledge_source_id };
+  await deps.jobs.updateMany({ ...scope, kind: "load", status: "pending" }, { $set: { status: "failed", error: "source deleted" } });
+  await deps.deleteSourceDocuments(job.account_id, job.knowledge_source_id);
+  await deps.sources.deleteOne({ _id: job.knowledge_source_id, account_id: job.account_id });
+  await finishJob(deps.jobs, job, deps.owner, { status: "done" });
+}

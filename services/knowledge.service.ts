@@ -1,0 +1,169 @@
+import type { Connection, Model } from "mongoose";
+import type { ServiceSchema } from "moleculer";
+import type { Ctx } from "../lib/meta";
+import { MongoMixin } from "../lib/mongo.mixin";
+import { paginationParams, sortParams, toPage, toSort } from "../lib/pagination";
+import { respondCreated } from "../lib/responses";
+import { sealSecret } from "../lib/secrets";
+import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { DATA_TYPES, LOADING_STATUSES, knowledgeSourceModel, loadJobModel, type DataType, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
+import { enqueueJob } from "./knowledge/jobs";
+import { deletionResponse, derivedLabel, preloadResponse, preloadSkipped } from "./knowledge/rules";
+import { preloadDecision } from "./knowledge/states";
+import { resolveSourceType } from "./knowledge-loader/resolve";
+
+const SORT_FIELDS = ["updated_at", "created_at", "name"] as const;
+const idParam = { knowledge_source_id: { type: "number", integer: true, positive: true, convert: true } } as const;
+const urlList = { type: "array", min: 1, max: 1000, items: { type: "url", max: 4096 } } as const;
+
+const sourceFields = {
+  name: { type: "string", max: 255, trim: true, optional: true, nullable: true },
+  description: { type: "string", max: 10_000, optional: true, nullable: true },
+  data_type: { type: "enum", values: [...DATA_TYPES], optional: true },
+  paths: urlList,
+  // Write-only credential for sources behind auth (a wiki's API token).
+  auth_token: { type: "string", min: 1, max: 4096, optional: true },
+} as const;
+
+type SourceParams = { name?: string | null; description?: string | null; data_type?: DataType; paths?: string[]; auth_token?: string };
+
+interface Methods extends TenancyMethods {
+  findSource(ctx: Ctx<unknown>, id: number): Promise<KnowledgeSourceRecord & { toJSON(): object }>;
+  queueLoad(source: KnowledgeSourceRecord, force: boolean): Promise<{ job: LoadJobRecord; created: boolean }>;
+}
+interface Vars {
+  db: Connection;
+  models: { sources: Model<KnowledgeSourceRecord>; jobs: Model<LoadJobRecord> };
+}
+
+/**
+ * Knowledge sources: CRUD, queued loading (preload) and deletion, and per-source index views. The work
+ * itself runs in knowledge-loader replicas, which claim jobs from the load_jobs collection.
+ */
+const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
+  name: "knowledge",
+  mixins: [MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db) })), TenancyMixin],
+  settings: { rest: "/" },
+
+  actions: {
+    list: {
+      rest: "GET /knowledge",
+      params: {
+        status: { type: "enum", values: [...LOADING_STATUSES], optional: true },
+        ...sortParams(SORT_FIELDS),
+        ...paginationParams({ max: 200, def: 50 }),
+      },
+      async handler(ctx: Ctx<{ status?: string; sort_by: string; sort_order: "asc" | "desc"; skip: number; limit: number }>) {
+        const { status, skip, limit, sort_by, sort_order } = ctx.params;
+        const filter = status ? { loading_status: status } : {};
+        const sort = toSort(sort_by === "name" ? "sort_name" : sort_by, sort_order);
+        const { rows, total } = await this.listOwned(ctx, this.models.sources, filter, { skip, limit, sort });
+        return toPage(rows.map((s) => s.toJSON()), total, skip, limit);
+      },
+    },
+
+    create: {
+      rest: "POST /knowledge",
+      params: { ...sourceFields, auto_load: { type: "boolean", convert: true, default: true, optional: true } },
+      async handler(ctx: Ctx<SourceParams & { paths: string[]; auto_load: boolean }>) {
+        const { paths, auto_load } = ctx.params;
+        const label = derivedLabel(paths);
+        const name = ctx.params.name?.trim() || label;
+        const fields = {
+          name,
+          description: ctx.params.description?.trim() || label,
+          data_type: await resolveSourceType(ctx.params.data_type ?? "auto", paths),
+          paths,
+          credentials: ctx.params.auth_token ? sealSecret(ctx.params.auth_token) : null,
+        };
+        const source = await this.createIdentified(ctx, this.models.sources, fields, { name, label: "Knowledge source" });
+        if (auto_load) await this.queueLoad(source, false);
+        return respondCreated(ctx, `/api/v1/knowledge/${source._id}`, source.toJSON());
+      },
+    },
+
+    get: {
+      rest: "GET /knowledge/:knowledge_source_id",
+      params: idParam,
+      async handler(ctx: Ctx<{ knowledge_source_id: number }>) {
+        return (await this.findSource(ctx, ctx.params.knowledge_source_id)).toJSON();
+      },
+    },
+
+    update: {
+      rest: ["PUT /knowledge/:knowledge_source_id", "PATCH /knowledge/:knowledge_source_id"],
+      params: { ...idParam, ...sourceFields, paths: { ...urlList, optional: true } },
+      async handler(ctx: Ctx<SourceParams & { knowledge_source_id: number }>) {
+        const source = await this.findOwned(ctx, this.models.sources, ctx.params.knowledge_source_id, "Knowledge source");
+        const { name, description, paths, data_type, auth_token } = ctx.params;
+        if (paths) source.paths = paths;
+        if (name?.trim()) source.name = name.trim();
+        if (description !== undefined) source.description = description?.trim() || derivedLabel(source.paths);
+        if (data_type) source.data_type = await resolveSourceType(data_type, source.paths);
+        if (auth_token) source.credentials = sealSecret(auth_token);
+        await source.save();
+        return source.toJSON();
+      },
+    },
+
+    remove: {
+      rest: "DELETE /knowledge/:knowledge_source_id",
+      params: idParam,
+      async handler(ctx: Ctx<{ knowledge_source_id: number }>) {
+        const source = await this.findOwned(ctx, this.models.sources, ctx.params.knowledge_source_id, "Knowledge source");
+        await this.models.sources.updateOne({ _id: source._id, account_id: source.account_id }, { deleting: true }, { timestamps: false });
+        const { job } = await enqueueJob(this.models.jobs, { kind: "delete-source", account_id: source.account_id, knowledge_source_id: source._id });
+        return deletionResponse(job._id, "Knowledge source");
+      },
+    },
+
+    preload: {
+      rest: "POST /knowledge/:knowledge_source_id/preload",
+      params: { ...idParam, force: { type: "boolean", convert: true, default: true, optional: true } },
+      async handler(ctx: Ctx<{ knowledge_source_id: number; force: boolean }>) {
+        const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
+        if (preloadDecision(source, ctx.params.force) === "already-loaded") return preloadSkipped();
+        const { job, created } = await this.queueLoad(source, ctx.params.force);
+        const note = created
+          ? "Loading runs in the background; poll GET /api/v1/knowledge/{id} about every 2 seconds"
+          : "A load of this source is already queued or running; this is its event";
+        return preloadResponse(job._id, note);
+      },
+    },
+
+    stats: {
+      rest: "GET /knowledge/:knowledge_source_id/stats",
+      params: idParam,
+      async handler(ctx: Ctx<{ knowledge_source_id: number }>) {
+        const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
+        return ctx.call("search.sourceStats", { accountId: source.account_id, sourceId: source._id });
+      },
+    },
+
+    documents: {
+      rest: "GET /knowledge/:knowledge_source_id/documents",
+      params: {
+        ...idParam,
+        limit: { type: "number", integer: true, min: 1, max: 200, default: 50, convert: true, optional: true },
+        offset: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true },
+      },
+      async handler(ctx: Ctx<{ knowledge_source_id: number; limit: number; offset: number }>) {
+        const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
+        const { limit, offset } = ctx.params;
+        return ctx.call("search.sourceDocuments", { accountId: source.account_id, sourceId: source._id, limit, offset });
+      },
+    },
+  },
+
+  methods: {
+    findSource(ctx, id) {
+      return this.findOwned(ctx, this.models.sources, id, "Knowledge source");
+    },
+
+    queueLoad(source, force) {
+      return enqueueJob(this.models.jobs, { kind: "load", account_id: source.account_id, knowledge_source_id: source._id, force });
+    },
+  },
+};
+
+export default KnowledgeService;
