@@ -21,8 +21,9 @@ import {
 } from "./config";
 import { teamModel, type TeamRecord } from "./model";
 
-/** Concurrent pushes of one team race on unique identifiers; the loser re-plans against the winner's state. */
-const PUSH_ATTEMPTS = 4;
+/** Concurrent pushes of one team race on unique identifiers; the loser backs off and re-plans against the winner's state. */
+const PUSH_ATTEMPTS = 8;
+const PUSH_BACKOFF_MS = 25;
 
 type Identified = { _id: number; account_id: number; identifier: string; name: string };
 
@@ -153,6 +154,8 @@ export async function pushDocument(db: Connection, accountId: number, raw: unkno
       return await apply(db, accountId, doc, state);
     } catch (err) {
       if (!isDuplicateKeyError(err) || attempt >= PUSH_ATTEMPTS) throw err;
+      // Jittered backoff so racing pushes stop colliding with each other's in-flight writes.
+      await new Promise((r) => setTimeout(r, PUSH_BACKOFF_MS * attempt * (0.5 + Math.random())));
     }
   }
 }
