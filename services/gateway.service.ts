@@ -3,7 +3,7 @@ import type { Context, ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { loadConfig } from "../lib/config";
 import { ERRORS } from "../lib/errors";
-import { verifyToken } from "../lib/auth/jwt";
+import { cachedVerifier } from "../lib/auth/jwt";
 import { isMasterKey } from "../lib/auth/api-keys";
 import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
 import { healthReport } from "../lib/health";
@@ -26,6 +26,7 @@ function setSecurityHeaders(res: ServerResponse) {
 
 
 const config = loadConfig();
+const verifyAccessToken = cachedVerifier(config.jwt);
 
 /**
  * HTTP entry point: maps /api/v1 paths to actions (each action's `rest`), authenticates every request
@@ -54,8 +55,9 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
       : undefined,
     optimizeOrder: true,
     log4XXResponses: false,
-    logRequest: "debug",
-    logResponse: "debug",
+    // Per-request log lines only when debugging: building them costs CPU on every call.
+    logRequest: config.logLevel === "debug" ? "debug" : null,
+    logResponse: config.logLevel === "debug" ? "debug" : null,
     routes: [
       {
         path: "/",
@@ -118,7 +120,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
       if (authorization) {
         const [scheme, token] = authorization.split(" ");
         if (scheme?.toLowerCase() !== "bearer" || !token) throw ERRORS.unauthorized("Invalid authorization header");
-        const claims = await verifyToken(config.jwt, token);
+        const claims = await verifyAccessToken(token);
         if (!claims) throw ERRORS.unauthorized("Invalid or expired token");
         identity = { accountId: claims.accountId, userId: claims.userId, authType: "jwt" };
       } else if (typeof apiKey === "string" && apiKey) {

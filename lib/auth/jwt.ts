@@ -53,3 +53,35 @@ export async function verifyToken(settings: JwtSettings, token: string, purpose 
     throw err;
   }
 }
+
+/** Verified tokens kept in memory at most this long, and at most this many. */
+const CACHE_TTL_MS = 60_000;
+const CACHE_MAX_ENTRIES = 10_000;
+
+/**
+ * A verifier that remembers tokens it has verified (until their expiry, at most a minute): the gateway sees
+ * the same token on every request of a session, and an HMAC check per request is most of its CPU per call.
+ * Only successful verifications are kept, keyed by the exact token string.
+ */
+export function cachedVerifier(settings: JwtSettings): (token: string) => Promise<AccessClaims | null> {
+  const cache = new Map<string, { claims: AccessClaims; until: number }>();
+  return async (token) => {
+    const now = Date.now();
+    const hit = cache.get(token);
+    if (hit && hit.until > now) return hit.claims;
+    if (hit) cache.delete(token);
+    const claims = await verifyToken(settings, token);
+    if (claims) {
+      if (cache.size >= CACHE_MAX_ENTRIES) cache.delete(cache.keys().next().value!);
+      const exp = decodeExpiry(token);
+      cache.set(token, { claims, until: Math.min(now + CACHE_TTL_MS, exp) });
+    }
+    return claims;
+  };
+}
+
+/** The exp claim (ms) of a token that has already been verified. */
+function decodeExpiry(token: string): number {
+  const payload = JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString("utf8")) as { exp?: number };
+  return (payload.exp ?? 0) * 1000;
+}

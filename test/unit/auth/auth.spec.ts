@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto";
-import { signToken, verifyToken } from "../../../lib/auth/jwt";
+import { cachedVerifier, signToken, verifyToken } from "../../../lib/auth/jwt";
 import { hashPassword, verifyPassword } from "../../../lib/auth/passwords";
 import { generateApiKey, hashApiKey, isMasterKey } from "../../../lib/auth/api-keys";
 import { keyRejection, shouldTouch } from "../../../services/api-keys/rules";
@@ -76,5 +76,17 @@ describe("API keys", () => {
     expect(shouldTouch(null, now)).toBe(true);
     expect(shouldTouch(new Date(now.getTime() - 30_000), now)).toBe(false);
     expect(shouldTouch(new Date(now.getTime() - 61_000), now)).toBe(true);
+  });
+});
+
+describe("cached verifier", () => {
+  it("answers like verifyToken, remembering only valid tokens", async () => {
+    const verify = cachedVerifier(settings);
+    const token = await signToken(settings, { userId: 5, accountId: 6 });
+    expect(await verify(token)).toEqual({ userId: 5, accountId: 6 });
+    expect(await verify(token)).toEqual({ userId: 5, accountId: 6 });
+    expect(await verify(token.slice(0, -2) + "xx")).toBeNull();
+    const expired = await signToken(settings, { userId: 1, accountId: 1 }, "access", -10);
+    expect(await verify(expired)).toBeNull();
   });
 });
