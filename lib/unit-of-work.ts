@@ -29,7 +29,7 @@ export class UnitOfWork {
   async update<T extends AnyRecord>(model: Model<T>, before: T, changes: Partial<T>): Promise<T> {
     if (!Object.keys(changes).length) return before;
     const after = await model
-      .findOneAndUpdate({ _id: before._id, account_id: before.account_id } as never, { $set: changes }, { new: true, runValidators: true })
+      .findOneAndUpdate({ _id: before._id, account_id: before.account_id } as never, { $set: changes }, { returnDocument: "after", runValidators: true })
       .lean<T>();
     this.undos.push({ model, id: before._id, accountId: before.account_id, before: before as unknown as Record<string, unknown> });
     return after ?? before;

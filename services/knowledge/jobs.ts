@@ -35,7 +35,7 @@ export async function claimJob(jobs: Model<LoadJobRecord>, owner: string, leaseM
         $or: [{ status: "pending" }, { status: "running", lease_expires_at: { $lt: now } }],
       },
       { $set: { status: "running", lease_owner: owner, lease_expires_at: new Date(now.getTime() + leaseMs) }, $inc: { attempts: 1 } },
-      { sort: { queued_at: 1 }, new: true },
+      { sort: { queued_at: 1 }, returnDocument: "after" },
     )
     .lean<LoadJobRecord>();
 }
