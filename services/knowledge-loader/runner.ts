@@ -22,6 +22,8 @@ export interface PageReader {
   next(progress: LoadProgress, source: KnowledgeSourceRecord, max: number): Promise<{ docs: PageDoc[]; failures: string[] }>;
   /** Pages read and known, whether nothing is left, and a note for loading_error (e.g. the sitemap ceiling). */
   counts(progress: LoadProgress): { done: number; total: number | null; finished: boolean; note: string | null };
+  /** Drops what the load stored beside its progress, once it has ended. */
+  release(progress: LoadProgress): Promise<void>;
 }
 
 export interface RunnerDeps {
@@ -78,7 +80,7 @@ export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promi
     progress = (job.progress as LoadProgress) ?? (await deps.reader.plan(source));
     if (fresh && !(await saveProgress(deps.jobs, job, deps.owner, progress))) return "lost";
   } catch (err) {
-    return finish(deps, job, { complete: false, error: `Could not list the source: ${(err as Error).message}` });
+    return finish(deps, job, null, { complete: false, error: `Could not list the source: ${(err as Error).message}` });
   }
 
   try {
@@ -96,16 +98,16 @@ export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promi
     }
   } catch (err) {
     // The index or the database failed mid-window: keep what was indexed, say why it stopped.
-    return finish(deps, job, { complete: false, error: `Load interrupted: ${(err as Error).message}` });
+    return finish(deps, job, progress, { complete: false, error: `Load interrupted: ${(err as Error).message}` });
   }
 
   const counts = deps.reader.counts(progress);
   if (counts.finished) {
     const error = [counts.note, describeFailures(progress)].filter(Boolean).join("; ") || null;
-    return finish(deps, job, { complete: true, error, emptyIsFailure: progress.kind === "crawl" });
+    return finish(deps, job, progress, { complete: true, error, emptyIsFailure: progress.kind === "crawl" });
   }
   if (job.window >= deps.maxWindows) {
-    return finish(deps, job, {
+    return finish(deps, job, progress, {
       complete: false,
       error: `Ran out of load windows (${deps.maxWindows} of ${Math.round(deps.windowMs / 1000)} s) after ${counts.done} pages`,
     });
@@ -119,6 +121,7 @@ export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promi
 async function finish(
   deps: RunnerDeps,
   job: LoadJobRecord,
+  progress: LoadProgress | null,
   result: { complete: boolean; error: string | null; emptyIsFailure?: boolean },
 ): Promise<LoadResult> {
   const documentCount = await deps.count(job.account_id, job.knowledge_source_id);
@@ -126,6 +129,7 @@ async function finish(
   const outcome = loadOutcome({ complete: result.complete, documentCount, error });
   await updateSource(deps, job, { ...outcome, document_count: documentCount });
   await finishJob(deps.jobs, job, deps.owner, { status: outcome.loading_status === "failed" ? "failed" : "done", error: outcome.loading_error ?? null });
+  if (progress) await deps.reader.release(progress);
   return "finished";
 }
 

@@ -7,3 +7,4 @@ process.env.ALLOW_LOOPBACK_TARGETS ??= "true";
 process.env.LOAD_WINDOW_SECONDS ??= "3";
 process.env.LOAD_LEASE_SECONDS ??= "3";
 process.env.LOAD_POLL_MS ??= "100";
+process.env.LOAD_MAX_WINDOWS ??= "200";
