@@ -3,8 +3,8 @@ import type { ServiceSchema } from "moleculer";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { claimJob, pendingJobs, releaseJob, renewLease } from "./knowledge/jobs";
 import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
-import { runDeleteSource, runLoadWindow, type PageDoc, type RunnerDeps } from "./knowledge-loader/runner";
-import { sourceReader } from "./knowledge-loader/pages";
+import { runDeleteSource, runLoadWindow, type PageDoc, type PageReader, type RunnerDeps } from "./knowledge-loader/runner";
+import { createSourceReader, urlListModel } from "./knowledge-loader/pages";
 
 /** Reads a positive number from the environment, with a default. */
 function envNumber(name: string, fallback: number): number {
@@ -22,12 +22,13 @@ const settings = {
   /** How often an idle loader looks for work. */
   pollMs: envNumber("LOAD_POLL_MS", 500),
   /** Pages fetched per batch (each batch is one index call and one progress save). */
-  batchSize: envNumber("LOAD_BATCH_SIZE", 25),
+  batchSize: envNumber("LOAD_BATCH_SIZE", 50),
 };
 
 interface Vars {
   db: Connection;
-  models: { sources: Model<KnowledgeSourceRecord>; jobs: Model<LoadJobRecord> };
+  models: { sources: Model<KnowledgeSourceRecord>; jobs: Model<LoadJobRecord>; urlLists: ReturnType<typeof urlListModel> };
+  reader: PageReader;
   running: boolean;
   loop?: Promise<void>;
   current: LoadJobRecord | null;
@@ -44,7 +45,7 @@ interface Methods {
  */
 const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
   name: "knowledge-loader",
-  mixins: [MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db) }))],
+  mixins: [MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db), urlLists: urlListModel(db) }))],
   settings,
   dependencies: ["search"],
 
@@ -88,7 +89,7 @@ const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
       const deps: RunnerDeps = {
         sources: this.models.sources,
         jobs: this.models.jobs,
-        reader: sourceReader,
+        reader: this.reader,
         index: async (accountId, sourceId, documents: PageDoc[]) => void (await call("search.indexDocuments", { accountId, sourceId, documents })),
         count: (accountId, sourceId) => call<number>("search.countDocuments", { accountId, sourceId }),
         deleteSourceDocuments: async (accountId, sourceId) => void (await call("search.deleteSourceDocuments", { accountId, sourceId })),
@@ -116,6 +117,7 @@ const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
   },
 
   started() {
+    this.reader = createSourceReader(this.models.urlLists);
     this.running = true;
     this.current = null;
     this.loop = this.work();

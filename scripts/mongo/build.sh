@@ -74,6 +74,17 @@ if cmp -s "$group_go" "$group_go.orig"; then
   exit 1
 fi
 
+# The SQLite backend narrows a query in SQL only when the filter is exactly {_id: <string or ObjectId>}; every
+# other query reads and decodes the whole collection. Our ids are integers and our filters add account_id, so
+# let any filter with an integer or string _id equality use the _id column (handlers re-apply the full filter).
+collection_go="$WORK_DIR/FerretDB/internal/backends/sqlite/collection.go"
+cp "$collection_go" "$collection_go.orig"
+perl -0pi -e 's/if params\.Filter\.Len\(\) == 1 \{\n(\s*)v, _ := params\.Filter\.Get\("_id"\)\n(\s*)switch v\.\(type\) \{\n(\s*)case string, types\.ObjectID:/if params.Filter.Len() >= 1 {\n$1v, _ := params.Filter.Get("_id")\n$2switch v.(type) {\n$3case string, types.ObjectID, int32, int64:/' "$collection_go"
+if cmp -s "$collection_go" "$collection_go.orig"; then
+  echo "local mongo: FerretDB _id pushdown patch did not apply ($collection_go)" >&2
+  exit 1
+fi
+
 # FerretDB's resource tracker panics from a finalizer when any iterator is garbage-collected unclosed, which
 # takes the whole server down on a leak in a code path we do not control; our build makes tracking a no-op.
 cp "$SRC_DIR/patches/resource.go" "$WORK_DIR/FerretDB/internal/util/resource/resource.go"
