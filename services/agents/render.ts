@@ -7,8 +7,10 @@ import { publicPublication } from "./rules";
 
 type Ref = { id: number; identifier: string; name: string };
 
-async function byId<T extends { _id: number }>(rows: Promise<T[]>): Promise<Map<number, T>> {
-  return new Map((await rows).map((r) => [r._id, r]));
+async function byId<T extends { _id: number }>(ids: number[], load: () => Promise<T[]>): Promise<Map<number, T>> {
+  // Most agents have no knowledge sources (or tools): skip the round trip.
+  if (!ids.length) return new Map();
+  return new Map((await load()).map((r) => [r._id, r]));
 }
 
 /**
@@ -18,14 +20,13 @@ async function byId<T extends { _id: number }>(rows: Promise<T[]>): Promise<Map<
 export async function renderAgents(db: Connection, accountId: number, agents: AgentRecord[]) {
   const ids = (pick: (a: AgentRecord) => number[]) => [...new Set(agents.flatMap(pick))];
   const scope = (list: number[]) => ({ _id: { $in: list }, account_id: accountId });
+  const [traitIds, toolIds, sourceIds] = [ids((a) => a.trait_ids), ids((a) => a.tool_ids), ids((a) => a.knowledge_source_ids)];
   const [traits, tools, sources] = await Promise.all([
-    byId(traitModel(db).find(scope(ids((a) => a.trait_ids)))
-      .lean<{ _id: number; identifier: string; name: string; category: string }[]>()),
-    byId(toolModel(db).find(scope(ids((a) => a.tool_ids)))
-      .lean<{ _id: number; identifier: string; name: string; tool_type: string }[]>()),
-    byId(db.collection(KNOWLEDGE_SOURCES_COLLECTION)
-      .find(scope(ids((a) => a.knowledge_source_ids)) as never, { projection: { identifier: 1, name: 1 } })
-      .toArray() as unknown as Promise<{ _id: number; identifier: string; name: string }[]>),
+    byId(traitIds, () => traitModel(db).find(scope(traitIds)).lean<{ _id: number; identifier: string; name: string; category: string }[]>()),
+    byId(toolIds, () => toolModel(db).find(scope(toolIds)).lean<{ _id: number; identifier: string; name: string; tool_type: string }[]>()),
+    byId(sourceIds, () =>
+      db.collection(KNOWLEDGE_SOURCES_COLLECTION).find(scope(sourceIds) as never, { projection: { identifier: 1, name: 1 } })
+        .toArray() as unknown as Promise<{ _id: number; identifier: string; name: string }[]>),
   ]);
   const refs = <T extends { _id: number; identifier: string; name: string }>(list: number[], found: Map<number, T>, extra: (r: T) => object) =>
     list.flatMap((id) => {

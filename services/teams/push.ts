@@ -3,7 +3,7 @@ import { DOMAINS_COLLECTION } from "../../lib/collections";
 import { ERRORS, isDuplicateKeyError, type FieldProblem } from "../../lib/errors";
 import { nextId, slugify } from "../../lib/ids";
 import { UnitOfWork } from "../../lib/unit-of-work";
-import { hashPassword } from "../../lib/auth/passwords";
+import { hashPassword, verifyPassword } from "../../lib/auth/passwords";
 import { agentModel, type AgentRecord } from "../agents/model";
 import { toolModel, type ToolRecord } from "../tools/model";
 import { traitModel, type TraitRecord } from "../traits/model";
@@ -63,6 +63,15 @@ async function newIdentity(db: Connection, model: Model<any>, accountId: number,
   return { _id: await nextId(db, model.collection.collectionName), account_id: accountId, identifier: slugify(name) };
 }
 
+/** The hash to store for a pushed publication password: the current one when it already matches (a salted
+ * re-hash would rewrite the agent on every identical push), a new one otherwise. */
+async function publicationPasswordHash(existing: AgentRecord | null, password: string | undefined): Promise<string | undefined> {
+  if (!password) return undefined;
+  const current = existing?.publication?.password_hash;
+  if (current && (await verifyPassword(password, current))) return current;
+  return hashPassword(password);
+}
+
 /** Validates the whole document and every reference before anything is written; 400 lists all problems. */
 function validate(raw: unknown, state: Awaited<ReturnType<typeof loadState>>): TeamDocument {
   const structural = documentProblems(raw);
@@ -111,10 +120,9 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
     const agentIds: number[] = [];
     for (const config of doc.agents ?? []) {
       const existing = matchByName(state.agents, config.name, state.team?.agent_ids);
-      const password = config.publication?.password;
       const fields = mergedAgentFields(existing, config, {
         traitIds: config.traits ? [...new Set(config.traits.map(traitId))] : undefined,
-        passwordHash: password ? await hashPassword(password) : undefined,
+        passwordHash: await publicationPasswordHash(existing, config.publication?.password),
       });
       fields.tool_ids = [...new Set([...(existing?.tool_ids ?? []), ...toolIds])];
       fields.sort_name = config.name.toLowerCase();
