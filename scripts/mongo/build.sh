@@ -85,6 +85,17 @@ if cmp -s "$collection_go" "$collection_go.orig"; then
   exit 1
 fi
 
+# Lookups, updates and deletes by _id compare the expression _ferretdb_sjson->'$._id', but the unique _id index is
+# built on _ferretdb_sjson->"_id"; SQLite uses an index only for the identical expression, so every one of
+# them scanned the table. Spell the column the way the index does.
+metadata_go="$WORK_DIR/FerretDB/internal/backends/sqlite/metadata/metadata.go"
+cp "$metadata_go" "$metadata_go.orig"
+perl -pi -e 's/IDColumn = DefaultColumn \+ "->\x27\$\._id\x27"/IDColumn = DefaultColumn + `->"_id"`/' "$metadata_go"
+if cmp -s "$metadata_go" "$metadata_go.orig"; then
+  echo "local mongo: FerretDB _id column patch did not apply ($metadata_go)" >&2
+  exit 1
+fi
+
 # FerretDB's resource tracker panics from a finalizer when any iterator is garbage-collected unclosed, which
 # takes the whole server down on a leak in a code path we do not control; our build makes tracking a no-op.
 cp "$SRC_DIR/patches/resource.go" "$WORK_DIR/FerretDB/internal/util/resource/resource.go"
