@@ -5,10 +5,11 @@ import path from "node:path";
 import { startLocalMongo } from "../lib/local-mongo";
 import { freePort, startMongo, startNats, type RunningServer } from "../test/harness/servers";
 import { apiClient, signup, type Api } from "../test/harness/http";
-import { waitForOk } from "./processes";
+import { runBench, type Lifecycle } from "./lifecycle";
+import { startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
 import { machine, writeResults } from "./report";
 import { startBenchSite, type BenchSite } from "./knowledge/site";
-import { cpuSnapshot, machineTicks, startChild, stopAllChildren, type Child } from "./knowledge/procs";
+import { cpuSnapshot, machineTicks } from "./knowledge/procs";
 
 /**
  * Knowledge-loading bench (the knowledge-loading issue's target): pages per second per loader replica for a
@@ -107,11 +108,11 @@ interface Platform {
   baseUrl: string;
   api: Api;
   token: string;
-  main: Child;
-  loaders: Child[];
-  children: Child[];
+  main: BenchProcess;
+  loaders: BenchProcess[];
+  children: BenchProcess[];
   /** Starts one more loader and resolves once its health probe answers. */
-  addLoader(): Promise<Child>;
+  addLoader(): Promise<BenchProcess>;
   /** Which child process is which, for CPU accounting. */
   names: Map<number, string>;
 }
@@ -148,15 +149,15 @@ async function startPlatform(
     ...opts.extraEnv,
   };
   const names = new Map<number, string>();
-  const children: Child[] = [];
-  const main = startChild(`${scenario} api`, SERVER_SCRIPT, { ...env, PORT: String(port), HEALTH_PORT: "0", SERVICES: "gateway,users,api-keys,knowledge,search" });
+  const children: BenchProcess[] = [];
+  const main = startNode(`${scenario} api`, SERVER_SCRIPT, { ...env, PORT: String(port), HEALTH_PORT: "0", SERVICES: "gateway,users,api-keys,knowledge,search" });
   children.push(main);
   names.set(main.pid, "api (gateway, knowledge, search)");
-  const loaders: Child[] = [];
+  const loaders: BenchProcess[] = [];
   const addLoader = async () => {
     const healthPort = await freePort();
     const n = loaders.length + 1;
-    const loader = startChild(`${scenario} loader ${n}`, SERVER_SCRIPT, {
+    const loader = startNode(`${scenario} loader ${n}`, SERVER_SCRIPT, {
       ...env,
       HEALTH_PORT: String(healthPort),
       SERVICES: "knowledge-loader",
@@ -179,7 +180,7 @@ async function startPlatform(
 }
 
 /** Signs up a fresh account, retrying while the gateway has not yet discovered the users service. */
-async function signupWhenReady(api: Api, procs: Child[]): Promise<string> {
+async function signupWhenReady(api: Api, procs: BenchProcess[]): Promise<string> {
   const deadline = Date.now() + STARTUP_TIMEOUT_MS;
   for (;;) {
     try {
@@ -581,33 +582,13 @@ async function startDatabase(): Promise<RunningServer & { kind: string }> {
   };
 }
 
-const infrastructure: RunningServer[] = [];
-let site: BenchSite | undefined;
-let stopping: Promise<number> | undefined;
-
-/** Stops the platform processes, the site, NATS and the database, and exits; later calls keep the first exit code. */
-async function shutdown(code: number, reason?: string): Promise<never> {
-  stopping ??= (async () => {
-    if (reason) console.error(reason);
-    await stopAllChildren();
-    await site?.stop().catch(() => undefined);
-    for (const server of infrastructure.reverse()) await server.stop().catch(() => undefined);
-    return code;
-  })();
-  process.exit(await stopping);
-}
-
-async function main() {
-  process.once("SIGINT", () => void shutdown(130, "interrupted"));
-  process.once("SIGTERM", () => void shutdown(143, "terminated"));
+async function main({ own, startWatchdog }: Lifecycle) {
   const host = machine();
-  const nats = await startNats();
-  infrastructure.push(nats);
-  const mongo = await startDatabase();
-  infrastructure.push(mongo);
-  site = await startBenchSite();
+  const nats = own(await startNats());
+  const mongo = own(await startDatabase());
+  const site = own(await startBenchSite());
   console.error(`NATS ${nats.url}; MongoDB (${mongo.kind}) ${mongo.url}; site ${site.baseUrl}; budget ${Math.round(RUN_BUDGET_MS / 1000)} s`);
-  const watchdog = setTimeout(() => void shutdown(1, `bench exceeded ${RUN_BUDGET_MS / 1000} s, stopped`), RUN_BUDGET_MS);
+  const disarmWatchdog = startWatchdog(RUN_BUDGET_MS);
   const infra = { nats: nats.url, mongo: mongo.url };
 
   // A scenario that fails is reported as such and the others still run: a partial table says more than none.
@@ -619,22 +600,22 @@ async function main() {
       const message = err instanceof Error ? err.message : String(err);
       console.error(`${scenario} FAILED: ${message}`);
       errors.push({ scenario, loaders, error: message.split("\n")[0]! });
-      await stopAllChildren();
+      await stopAll();
       return undefined;
     }
   };
   const throughputs: ThroughputResult[] = [];
   if (SCENARIOS.has("throughput")) {
     for (const loaders of LOADER_COUNTS) {
-      const result = await attempt(`throughput-${loaders}`, loaders, () => throughput(infra, site!, loaders));
+      const result = await attempt(`throughput-${loaders}`, loaders, () => throughput(infra, site, loaders));
       if (result) throughputs.push(result);
     }
   }
-  const resumed = SCENARIOS.has("resume") ? await attempt("resume", 1, () => resume(infra, site!)) : undefined;
+  const resumed = SCENARIOS.has("resume") ? await attempt("resume", 1, () => resume(infra, site)) : undefined;
   const measured = throughputs.find((t) => t.indexedDocuments > 0);
   const chunksPerPage = measured ? measured.chunks / measured.indexedDocuments : DEFAULT_CHUNKS_PER_PAGE;
-  const embedded = SCENARIOS.has("embedding") ? await attempt("embedding", 1, () => embedding(infra, site!, chunksPerPage)) : undefined;
-  clearTimeout(watchdog);
+  const embedded = SCENARIOS.has("embedding") ? await attempt("embedding", 1, () => embedding(infra, site, chunksPerPage)) : undefined;
+  disarmWatchdog();
 
   const rows = throughputRows(throughputs);
   if (resumed) {
@@ -733,7 +714,4 @@ async function main() {
   if (failed.length) throw new Error(`incomplete scenarios: ${failed.join(", ")}`);
 }
 
-main().then(
-  () => shutdown(0),
-  (err: unknown) => shutdown(1, err instanceof Error ? (err.stack ?? err.message) : String(err)),
-);
+runBench(main);

@@ -9,10 +9,15 @@ const PROBE_TIMEOUT_MS = 2_000;
 /** A Node child process the bench started. */
 export interface BenchProcess {
   name: string;
+  pid: number;
   /** Rejects with the process's output tail once it exits, so waits fail fast instead of timing out. */
   exited: Promise<never>;
   /** True once the process has exited. */
   readonly done: boolean;
+  /** Sends a signal to this process only. */
+  kill(signal: NodeJS.Signals): void;
+  /** SIGTERM, then SIGKILL after a grace period; resolves once it has exited. */
+  stop(): Promise<void>;
 }
 
 const running = new Set<ChildProcess>();
@@ -20,6 +25,7 @@ const running = new Set<ChildProcess>();
 /** Runs `node script` with env overrides on the same Node as the bench; its output is kept for errors. */
 export function startNode(name: string, script: string, env: Record<string, string>): BenchProcess {
   const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  if (child.pid === undefined) throw new Error(`${name} did not start`);
   running.add(child);
   let tail = "";
   const keep = (chunk: string) => void (tail = (tail + chunk).slice(-OUTPUT_TAIL_CHARS));
@@ -36,7 +42,16 @@ export function startNode(name: string, script: string, env: Record<string, stri
     child.once("close", (code, signal) => fail(signal ? `killed by ${signal}` : `exited with code ${code}`));
   });
   exited.catch(() => {}); // an exit is only an error while someone waits on it
-  return { name, exited, get done() { return done; } };
+  return {
+    name,
+    pid: child.pid,
+    exited,
+    get done() {
+      return done;
+    },
+    kill: (signal) => void child.kill(signal),
+    stop: () => stop(child),
+  };
 }
 
 function stop(child: ChildProcess): Promise<void> {

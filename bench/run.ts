@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
-import { freePort, startMongo, startNats, type RunningServer } from "../test/harness/servers";
+import { freePort, startMongo, startNats } from "../test/harness/servers";
 import { apiClient, signup } from "../test/harness/http";
 import { CEILING_PATH } from "./ceiling";
+import { runBench, type Lifecycle } from "./lifecycle";
 import { measure } from "./load";
 import { startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
 import { compareToCeiling, machine, markdownTable, targetVerdict, TARGET, writeResults } from "./report";
@@ -121,37 +122,16 @@ async function runScenario(scenario: Scenario) {
   }
 }
 
-const infrastructure: RunningServer[] = [];
-let stopping: Promise<number> | undefined;
-
-/**
- * Stops the platform processes, then NATS and mongo, and exits. Later calls (a failing wait noticing a
- * stopped child, a second signal) wait for the first cleanup and keep its exit code.
- */
-async function shutdown(code: number, reason?: string): Promise<never> {
-  stopping ??= (async () => {
-    if (reason) console.error(reason);
-    await stopAll();
-    for (const server of infrastructure.reverse()) await server.stop();
-    return code;
-  })();
-  process.exit(await stopping);
-}
-
-async function main() {
-  process.once("SIGINT", () => void shutdown(130, "interrupted"));
-  process.once("SIGTERM", () => void shutdown(143, "terminated"));
+async function main({ own, startWatchdog }: Lifecycle) {
   const host = machine();
-  const nats = await startNats();
-  infrastructure.push(nats);
-  const mongo = await startMongo();
-  infrastructure.push(mongo);
+  const nats = own(await startNats());
+  const mongo = own(await startMongo());
   console.error(`NATS ${nats.url}; MongoDB (${mongo.kind}) ${mongo.url}`);
-  const watchdog = setTimeout(() => void shutdown(1, `bench exceeded ${RUN_BUDGET_MS / 1000} s, stopped`), RUN_BUDGET_MS);
+  const disarmWatchdog = startWatchdog(RUN_BUDGET_MS);
 
   const measured = [];
   for (const scenario of scenarios(nats.url, mongo.url)) measured.push(...(await runScenario(scenario)));
-  clearTimeout(watchdog);
+  disarmWatchdog();
 
   const rows = compareToCeiling(measured);
   console.log(
@@ -173,7 +153,4 @@ async function main() {
   console.log(`results written to ${path.relative(ROOT, RESULTS_FILE)}`);
 }
 
-main().then(
-  () => shutdown(0),
-  (err: unknown) => shutdown(1, err instanceof Error ? (err.stack ?? err.message) : String(err)),
-);
+runBench(main);

@@ -3,12 +3,14 @@ import { mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import mongoose from "mongoose";
-import { freePort, startMongo, startNats, type RunningServer } from "../test/harness/servers";
+import { freePort, startMongo, startNats } from "../test/harness/servers";
 import { apiClient, signup } from "../test/harness/http";
-import { startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
+import { runBench, type Lifecycle } from "./lifecycle";
+import type { Measurement } from "./load";
+import { startNode, waitForOk, type BenchProcess } from "./processes";
 import { machine, writeResults } from "./report";
 import { AGENTS_PER_TEAM, CHANGED_AGENT_INDEX, teamDocument, TOOLS_PER_TEAM, TRAITS_PER_TEAM } from "./teams/document";
-import { loadPaths, push, runJobs, summarize, type LoadResult, type PushedTeam, type Stats } from "./teams/measure";
+import { loadPaths, push, runJobs, summarize, type PushedTeam, type Stats } from "./teams/measure";
 
 /**
  * Agents/teams benchmark: push throughput for a 20-agent team document, and GET /api/v1/agents/{id}
@@ -72,7 +74,7 @@ interface PushRow extends Stats {
   latenciesMs: number[];
 }
 
-interface GetRow extends LoadResult {
+interface GetRow extends Measurement {
   /** What the database held during the run. */
   database: string;
   /** Whether the agents in rotation are the database's oldest or newest. */
@@ -234,52 +236,31 @@ function getTable(rows: GetRow[]): string {
   ].join("\n");
 }
 
-const infrastructure: RunningServer[] = [];
-/** Set when the bench writes into a server it did not start (MONGO_URL): its database is dropped at the end. */
-let externalDatabase: string | undefined;
-let stopping: Promise<number> | undefined;
-
 /** Drops the bench's database on a server that outlives the bench; best effort, bounded in time. */
-async function dropExternalDatabase(): Promise<void> {
-  if (!externalDatabase) return;
-  const conn = mongoose.createConnection(externalDatabase, { serverSelectionTimeoutMS: 5_000 });
+async function dropDatabase(url: string): Promise<void> {
+  const conn = mongoose.createConnection(url, { serverSelectionTimeoutMS: 5_000 });
   try {
     await conn.asPromise();
     await conn.dropDatabase();
   } catch (err) {
-    console.error(`could not drop ${externalDatabase}: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`could not drop ${url}: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
     await conn.close().catch(() => {});
   }
 }
 
-/** Stops the platform processes, then NATS and mongo, and exits; later calls keep the first exit code. */
-async function shutdown(code: number, reason?: string): Promise<never> {
-  stopping ??= (async () => {
-    if (reason) console.error(reason);
-    await stopAll();
-    await dropExternalDatabase();
-    for (const server of infrastructure.reverse()) await server.stop();
-    return code;
-  })();
-  process.exit(await stopping);
-}
-
-async function main() {
-  process.once("SIGINT", () => void shutdown(130, "interrupted"));
-  process.once("SIGTERM", () => void shutdown(143, "terminated"));
+async function main({ own, startWatchdog }: Lifecycle) {
   const host = machine();
-  const nats = await startNats();
-  infrastructure.push(nats);
-  const mongo = await startMongo();
-  infrastructure.push(mongo);
-  const watchdog = setTimeout(() => void shutdown(1, `bench exceeded ${RUN_BUDGET_MS / 1000} s, stopped`), RUN_BUDGET_MS);
+  const nats = own(await startNats());
+  const mongo = own(await startMongo());
+  const disarmWatchdog = startWatchdog(RUN_BUDGET_MS);
 
   const run = randomBytes(3).toString("hex");
   const database = `bench_teams_${run}`;
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  if (mongo.kind === "MONGO_URL") externalDatabase = databaseUrl(mongo.url, database);
+  // A server the bench did not start (MONGO_URL) outlives it: its database is dropped at the end.
+  if (mongo.kind === "MONGO_URL") own({ stop: () => dropDatabase(databaseUrl(mongo.url, database)) });
   const shared = {
     NODE_ENV: "production",
     JWT_SECRET: randomBytes(32).toString("hex"),
@@ -314,7 +295,7 @@ async function main() {
   getRows.push(...(await guard(getAgentLoad(baseUrl, small, "oldest", CONNECTIONS))));
   // The database's newest agents, at one connection only: on the local server each read scans the agents collection.
   getRows.push(...(await guard(getAgentLoad(baseUrl, large, "newest", [1]))));
-  clearTimeout(watchdog);
+  disarmWatchdog();
   const loadAfter = Number(os.loadavg()[0]!.toFixed(2));
 
   const docBytes = Buffer.byteLength(JSON.stringify(teamDocument("a0")));
@@ -347,7 +328,4 @@ async function main() {
   console.log(`\nresults written to ${path.relative(ROOT, RESULTS_FILE)}`);
 }
 
-main().then(
-  () => shutdown(0),
-  (err: unknown) => shutdown(1, err instanceof Error ? (err.stack ?? err.message) : String(err)),
-);
+runBench(main);

@@ -1,7 +1,5 @@
-import autocannon from "autocannon";
+import { measureLoad, percentile, type LoadOptions, type Measurement } from "../load";
 
-/** Latencies are reported to this many decimals of a millisecond (as bench/load.ts does). */
-const LATENCY_DECIMALS = 2;
 const PUSH_TIMEOUT_MS = 60_000;
 
 /** Throughput and latency of a set of timed operations. */
@@ -13,12 +11,7 @@ export interface Stats {
   maxMs: number;
 }
 
-/** Nearest-rank percentile of ascending-sorted values (bench/load.ts's definition). */
-export function percentile(sorted: Float64Array, p: number): number {
-  const value = sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
-  return Number(value.toFixed(LATENCY_DECIMALS));
-}
-
+/** Count, throughput over `wallMs` and latency percentiles of timed operations. */
 export function summarize(latenciesMs: number[], wallMs: number): Stats {
   const sorted = Float64Array.from(latenciesMs).sort();
   return {
@@ -26,7 +19,7 @@ export function summarize(latenciesMs: number[], wallMs: number): Stats {
     perSecond: Number(((sorted.length * 1000) / wallMs).toFixed(2)),
     p50Ms: percentile(sorted, 50),
     p99Ms: percentile(sorted, 99),
-    maxMs: Number((sorted[sorted.length - 1] ?? NaN).toFixed(LATENCY_DECIMALS)),
+    maxMs: percentile(sorted, 100),
   };
 }
 
@@ -68,48 +61,19 @@ export async function runJobs(jobs: (() => Promise<number>)[], concurrency: numb
   return { latencies, wallMs: performance.now() - started };
 }
 
-/** One autocannon run over a rotating set of paths. */
-export interface LoadResult {
-  connections: number;
-  requestsPerSecond: number;
-  p50Ms: number;
-  p99Ms: number;
-  totalRequests: number;
-}
-
-type Options = Parameters<typeof autocannon>[0];
-
 /**
  * Loads `paths` on `baseUrl` in turn (each connection cycles through them) for `warmupSeconds`
- * (discarded), then measures for `durationSeconds`. Percentiles come from every response time, not
- * autocannon's whole-millisecond histogram; any error or non-2xx answer fails the run, as in bench/load.ts.
+ * (discarded), then measures for `durationSeconds`, as bench/load.ts's measureLoad does.
  */
-export async function loadPaths(
+export function loadPaths(
   baseUrl: string,
   paths: string[],
   headers: Record<string, string>,
   connections: number,
   warmupSeconds: number,
   durationSeconds: number,
-): Promise<LoadResult> {
+): Promise<Measurement> {
   // `requests` is autocannon API that bench/autocannon.d.ts does not declare.
-  const options = (duration: number) =>
-    ({ url: baseUrl, headers, connections, duration, requests: paths.map((path) => ({ method: "GET", path })) }) as Options;
-  await autocannon(options(warmupSeconds));
-  const latencies: number[] = [];
-  const run = autocannon(options(durationSeconds));
-  run.on("response", (_client, _status, _bytes, responseTime) => void latencies.push(responseTime));
-  const result = await run;
-  const failures = result.errors + result.timeouts + result.non2xx;
-  if (failures) {
-    throw new Error(`${paths.join(", ")} at ${connections} connections: ${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx`);
-  }
-  const sorted = Float64Array.from(latencies).sort();
-  return {
-    connections,
-    requestsPerSecond: result.requests.average,
-    p50Ms: percentile(sorted, 50),
-    p99Ms: percentile(sorted, 99),
-    totalRequests: result.requests.total,
-  };
+  const options = { url: baseUrl, headers, connections, requests: paths.map((path) => ({ method: "GET", path })) } as LoadOptions;
+  return measureLoad(options, paths.join(", "), warmupSeconds, durationSeconds);
 }
