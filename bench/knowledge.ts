@@ -3,13 +3,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { startLocalMongo } from "../lib/local-mongo";
-import { freePort, startMongo, startNats, type RunningServer } from "../test/harness/servers";
+import { databaseUrl, freePort, startMongo, startNats, type RunningServer } from "../test/harness/servers";
 import { apiClient, signup, type Api } from "../test/harness/http";
 import { runBench, type Lifecycle } from "./lifecycle";
 import { startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
 import { machine, writeResults } from "./report";
 import { startBenchSite, type BenchSite } from "./knowledge/site";
 import { cpuSnapshot, machineTicks } from "./knowledge/procs";
+import { positiveIntEnv } from "./env";
 
 /**
  * Knowledge-loading bench (the knowledge-loading issue's target): pages per second per loader replica for a
@@ -28,14 +29,6 @@ import { cpuSnapshot, machineTicks } from "./knowledge/procs";
 const ROOT = path.resolve(__dirname, "..", "..");
 const SERVER_SCRIPT = path.join(ROOT, "dist", "server.js");
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "knowledge.json");
-
-function positiveIntEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (!raw) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
 
 function listEnv(name: string, fallback: string[]): string[] {
   const raw = process.env[name];
@@ -115,12 +108,6 @@ interface Platform {
   addLoader(): Promise<BenchProcess>;
   /** Which child process is which, for CPU accounting. */
   names: Map<number, string>;
-}
-
-function databaseUrl(base: string, database: string): string {
-  const url = new URL(base);
-  url.pathname = `/${database}`;
-  return url.toString();
 }
 
 /** Starts the API process (gateway, users, api-keys, knowledge, search) and `loaders` loader processes, signs up. */

@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
-import { freePort, startMongo, startNats } from "../test/harness/servers";
+import { databaseUrl, freePort, startMongo, startNats } from "../test/harness/servers";
 import { apiClient, signup } from "../test/harness/http";
 import { CEILING_PATH } from "./ceiling";
 import { runBench, type Lifecycle } from "./lifecycle";
 import { measure } from "./load";
 import { startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
 import { compareToCeiling, machine, markdownTable, targetVerdict, TARGET, writeResults } from "./report";
+import { positiveIntEnv } from "./env";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const SERVER_SCRIPT = path.join(ROOT, "dist", "server.js");
@@ -37,20 +38,6 @@ interface Scenario {
   processes: ProcessSpec[];
   path: string;
   authenticated: boolean;
-}
-
-function positiveIntEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (!raw) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
-
-function databaseUrl(base: string, database: string): string {
-  const url = new URL(base);
-  url.pathname = `/${database}`;
-  return url.toString();
 }
 
 function scenarios(natsUrl: string, mongoUrl: string): Scenario[] {

@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import mongoose from "mongoose";
-import { freePort, startMongo, startNats } from "../test/harness/servers";
+import { databaseUrl, freePort, startMongo, startNats } from "../test/harness/servers";
 import { apiClient, signup } from "../test/harness/http";
 import { runBench, type Lifecycle } from "./lifecycle";
 import type { Measurement } from "./load";
@@ -11,6 +11,7 @@ import { startNode, waitForOk, type BenchProcess } from "./processes";
 import { machine, writeResults } from "./report";
 import { AGENTS_PER_TEAM, CHANGED_AGENT_INDEX, teamDocument, TOOLS_PER_TEAM, TRAITS_PER_TEAM } from "./teams/document";
 import { loadPaths, push, runJobs, summarize, type PushedTeam, type Stats } from "./teams/measure";
+import { positiveIntEnv } from "./env";
 
 /**
  * Agents/teams benchmark: push throughput for a 20-agent team document, and GET /api/v1/agents/{id}
@@ -45,20 +46,6 @@ const PUSH_COUNT = 4 + DISTINCT_TEAMS + Math.ceil(DISTINCT_TEAMS / PUSH_CONCURRE
 const RUN_BUDGET_MS = STARTUP_TIMEOUT_MS + PUSH_COUNT * 3_000 + (2 * CONNECTIONS.length + 1) * (WARMUP_SECONDS + DURATION_SECONDS) * 1000 + 120_000;
 const CHILD_LOG_LEVEL = "warn";
 const PASSWORD = "correct-horse-battery-staple";
-
-function positiveIntEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (!raw) return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
-
-function databaseUrl(base: string, database: string): string {
-  const url = new URL(base);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
 
 /** One measured push scenario. */
 interface PushRow extends Stats {

@@ -6,6 +6,7 @@ import mongoose from "mongoose";
 import { brokerOptions } from "../../moleculer.config";
 import { closeAllDatabases } from "../../lib/db";
 import { SERVICE_REGISTRY } from "../../services";
+import { databaseUrl } from "./servers";
 
 export interface Cluster {
   /** Base URL of the gateway, e.g. http://127.0.0.1:PORT */
@@ -34,12 +35,6 @@ export interface ClusterOptions {
 
 /** Services a test file starts only when it names them. */
 const OPT_IN_SERVICES = ["search", "knowledge", "knowledge-loader"];
-
-function databaseUrl(base: string, database: string): string {
-  const url = new URL(base);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
 
 /** Waits until the gateway has generated a REST alias for an action of every named service. */
 async function waitForAliases(gateway: { aliases?: { action?: string }[] }, services: string[], timeoutMs = 15_000) {

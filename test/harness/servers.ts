@@ -11,6 +11,13 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/** The URL of one database on a MongoDB server URL (each test file and bench run gets its own). */
+export function databaseUrl(base: string, database: string): string {
+  const url = new URL(base);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
 /** A free TCP port on loopback (bound and released; the race is acceptable for a test harness). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
