@@ -72,12 +72,24 @@ async function publicationPasswordHash(existing: AgentRecord | null, password: s
   return hashPassword(password);
 }
 
+/** Problems found by a check that may trip over a malformed document; none when it does. */
+function safely(check: () => FieldProblem[]): FieldProblem[] {
+  try {
+    return check();
+  } catch {
+    return [];
+  }
+}
+
 /** Validates the whole document and every reference before anything is written; 400 lists all problems. */
 function validate(raw: unknown, state: Awaited<ReturnType<typeof loadState>>): TeamDocument {
-  const structural = documentProblems(raw);
-  if (structural.length) throw ERRORS.invalidDocument("Invalid team configuration", structural);
+  // References are checked on the document as written (so locations point into it), and alongside the
+  // structural problems, so one answer lists everything; parts too malformed to follow are skipped.
+  const written: FieldProblem[] = [...documentProblems(raw), ...safely(() => referenceProblems(raw as TeamDocument, state))];
+  if (written.length) throw ERRORS.invalidDocument("Invalid team configuration", written);
   const doc = effectiveDocument(raw as TeamDocument);
-  const problems: FieldProblem[] = [...documentProblems(doc), ...referenceProblems(doc, state)];
+  // Overrides can set values the agent schema refuses (e.g. a temperature of 5).
+  const problems: FieldProblem[] = documentProblems(doc);
   (doc.agents ?? []).forEach((agent, i) => {
     const existing = matchByName(state.agents, agent.name, state.team?.agent_ids);
     const wantsPassword = (agent.publication?.access_level ?? existing?.publication?.access_level) === "password_protected";

@@ -72,6 +72,21 @@ describe("agents, tools and traits over NATS", () => {
       expect(categories.status).toBe(200);
       expect(categories.body).toEqual(expect.arrayContaining([{ name: "communication", description: expect.any(String), trait_count: 1 }]));
     });
+
+    it("reads, updates and deletes a trait by id; another account's trait is 403 and never listed", async () => {
+      const trait = (await post("/traits", { name: "Private trait", tags: ["x"] })).body;
+      expect((await put(`/traits/${trait.id}`, { description: "changed" })).body).toMatchObject({ name: "Private trait", description: "changed" });
+      expect((await get(`/traits/${trait.id}`, other)).status).toBe(403);
+      expect((await put(`/traits/${trait.id}`, { name: "x" }, other)).status).toBe(403);
+      expect((await del(`/traits/${trait.id}`, other)).status).toBe(403);
+      expect((await get("/traits", other)).body.data.map((t: { id: number }) => t.id)).not.toContain(trait.id);
+      const otherCategories = (await get("/traits/categories", other)).body;
+      expect(otherCategories.every((c: { trait_count: number; name: string }) => c.name !== "communication" || c.trait_count === 0)).toBe(true);
+      // Associations resolve only inside the caller's account.
+      expect((await post("/agents", { name: "Borrower", traits: [trait.id] }, other)).status).toBe(422);
+      expect((await del(`/traits/${trait.id}`)).status).toBe(204);
+      expect((await get(`/traits/${trait.id}`)).status).toBe(404);
+    });
   });
 
   describe("agents", () => {
