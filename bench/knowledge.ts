@@ -130,6 +130,8 @@ async function startPlatform(
     // The embedded engine (no Typesense on this machine): chunks in MongoDB plus the in-process index.
     TYPESENSE_URL: "",
     SEARCH_ENGINE: "embedded",
+    // Throwaway databases: no snapshots left behind in the work tree.
+    SEARCH_SNAPSHOTS: "off",
     METRICS_PORT: "0",
     // BENCH_CPU_PROF=<dir>: every platform process writes a V8 CPU profile there when it stops (for investigating a miss).
     ...(process.env.BENCH_CPU_PROF ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --cpu-prof --cpu-prof-dir=${path.resolve(process.env.BENCH_CPU_PROF)}`.trim() } : {}),

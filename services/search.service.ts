@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
+import path from "node:path";
 import type { Connection } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { ERRORS } from "../lib/errors";
+import { ERRORS, isDuplicateKeyError } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams, toPage } from "../lib/pagination";
@@ -12,6 +13,8 @@ import { LocalEmbeddingProvider, RemoteEmbeddingProvider, type EmbeddingProvider
 import { SEARCH_MODES, type SearchIndex, type SearchMode } from "../lib/search/port";
 import { TypesenseEngine } from "../lib/search/typesense-engine";
 import { EmbedStage } from "./search/embed-stage";
+import { DELETION_QUEUE_MARKER, IndexGenerations } from "./search/generations";
+import { SnapshotKeeper, type RestoreReport } from "./search/snapshots";
 import { searchModels, type DocumentRecord, type SearchModels } from "./search/model";
 import {
   candidateDepth,
@@ -51,6 +54,7 @@ interface Methods extends TenancyMethods {
   queryVector(text: string): Promise<Float32Array | null>;
   rank(accountId: number, text: string, mode: SearchMode, sourceIds: number[] | undefined, depth: number): ReturnType<SearchIndex["search"]>;
   runDeletion(doc: DocumentRecord): Promise<void>;
+  resumeDeletions(): Promise<void>;
   lastIndexedAt(accountId: number, sourceId?: number): Promise<Date | null>;
 }
 interface Vars {
@@ -61,6 +65,10 @@ interface Vars {
   provider?: EmbeddingProvider;
   stage?: EmbedStage;
   deps: StoreDeps;
+  generations: IndexGenerations;
+  snapshots?: SnapshotKeeper;
+  /** How the embedded index came back at the last start (tests and logs). */
+  restoreReport?: RestoreReport;
   queryCache: Map<string, Float32Array>;
   deletions: Set<Promise<void>>;
 }
@@ -143,6 +151,12 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const doc = await this.ownedDocument(ctx, ctx.params.document_id);
         if (doc.deletion_job_id) return deletionResponse(doc.deletion_job_id);
         const jobId = randomUUID();
+        // Queue first: a deletion is resumed at start from the queue, which is read by _id only.
+        await this.models.deletions.updateOne(
+          { _id: doc._id },
+          { $setOnInsert: { account_id: doc.account_id, job_id: jobId, created_at: new Date() } },
+          { upsert: true },
+        );
         await this.models.documents.updateOne({ _id: doc._id, account_id: doc.account_id }, { $set: { deletion_job_id: jobId } });
         void this.runDeletion(doc);
         return deletionResponse(jobId);
@@ -301,10 +315,35 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     runDeletion(doc) {
       const job = removeDocument(this.deps, doc)
+        .then(() => this.models.deletions.deleteOne({ _id: doc._id }))
+        .then(() => undefined)
         .catch((err) => this.logger.error(`Deleting document ${doc._id} failed; retried at next start`, err))
         .finally(() => this.deletions.delete(job));
       this.deletions.add(job);
       return job;
+    },
+
+    /** Deletions queued before a restart are finished now (the queue replaced a scan of search_documents). */
+    async resumeDeletions() {
+      const { state, deletions, documents } = this.models;
+      if (!(await state.findById(DELETION_QUEUE_MARKER).lean())) {
+        // Deletions queued by a version without the queue: found once by the old scan.
+        const marked = await documents.find({ deletion_job_id: { $ne: null } }, { account_id: 1, deletion_job_id: 1 }).lean<DocumentRecord[]>();
+        for (const d of marked) {
+          await deletions.updateOne({ _id: d._id }, { $setOnInsert: { account_id: d.account_id, job_id: d.deletion_job_id!, created_at: new Date() } }, { upsert: true });
+        }
+        try {
+          await state.create({ _id: DELETION_QUEUE_MARKER });
+        } catch (err) {
+          if (!isDuplicateKeyError(err)) throw err;
+        }
+      }
+      for (const queued of await deletions.find({}).lean()) {
+        const doc = await documents.findById(queued._id).lean<DocumentRecord>();
+        // A document loaded again after its DELETE (deletion_job_id cleared) stays, as before the queue.
+        if (doc?.deletion_job_id) void this.runDeletion(doc);
+        else await deletions.deleteOne({ _id: queued._id });
+      }
     },
 
     async lastIndexedAt(accountId, sourceId) {
@@ -327,28 +366,52 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     const embedded = this.config.engine === "embedded" ? new EmbeddedEngine({ dimensions }) : undefined;
     this.index = embedded ?? new TypesenseEngine({ ...typesense, dimensions });
     await this.index.start();
-    this.deps = { models: this.models, index: this.index, provider: this.provider, logger: this.logger };
-    if (embedded) {
+    this.generations = new IndexGenerations(this.models.state);
+    this.deps = { models: this.models, index: this.index, provider: this.provider, generations: this.generations, logger: this.logger };
+    if (embedded && this.config.snapshots.enabled) {
+      const { dir, settleMs, maxDelayMs } = this.config.snapshots;
+      this.snapshots = new SnapshotKeeper({
+        engine: embedded,
+        generations: this.generations,
+        dir: path.join(dir, this.db.name.replace(/[^\w.-]/g, "_")),
+        settleMs,
+        maxDelayMs,
+        logger: this.logger,
+      });
+      const r = (this.restoreReport = await this.snapshots.restore(this.deps));
+      this.logger.info(
+        `Embedded search index in ${r.ms} ms: ${r.fromSnapshot.length} accounts (${r.chunksFromSnapshots} chunks) from snapshots, ` +
+          `${r.rebuilt.length} accounts (${r.chunksFromMongo} chunks) rebuilt from MongoDB${r.firstStart ? " (first start with snapshots)" : ""}`,
+      );
+      for (const [account, reason] of Object.entries(r.reasons)) this.logger.info(`Search index of account ${account} rebuilt: ${reason}`);
+    } else if (embedded) {
       const started = Date.now();
       const n = await rebuildEmbedded(this.deps, embedded);
-      this.logger.info(`Embedded search index rebuilt from MongoDB: ${n} chunks in ${Date.now() - started} ms`);
+      this.logger.info(`Embedded search index rebuilt from MongoDB: ${n.chunks} chunks in ${Date.now() - started} ms`);
     }
     if (this.provider) {
-      this.stage = new EmbedStage({ provider: this.provider, models: this.models, index: this.index, logger: this.logger, batchSize: embedding.batchSize });
+      this.stage = new EmbedStage({
+        provider: this.provider,
+        models: this.models,
+        index: this.index,
+        logger: this.logger,
+        batchSize: embedding.batchSize,
+        generations: this.generations,
+      });
       this.deps.stage = this.stage;
       await this.stage.recover();
       if (this.provider instanceof LocalEmbeddingProvider) {
         this.provider.warmUp().catch((err) => this.logger.warn("Embedding model failed to load", err));
       }
     }
-    // Deletions queued before a restart are finished now.
-    const queued = await this.models.documents.find({ deletion_job_id: { $ne: null } }).lean<DocumentRecord[]>();
-    for (const doc of queued) void this.runDeletion(doc);
+    await this.resumeDeletions();
   },
 
   async stopped() {
     await this.stage?.stop();
     await Promise.all([...(this.deletions ?? [])]);
+    // The last snapshots, so the next start loads instead of rebuilding.
+    await this.snapshots?.flush();
     await this.provider?.close();
     await this.index?.stop();
   },

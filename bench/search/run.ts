@@ -1,27 +1,34 @@
 /**
  * Embedded search engine benchmark: 100,000 chunks (BENCH_CHUNKS) of 1000 characters with 512-d vectors.
  * Prints index rate, p50/p99 latency per mode at 1 and 8 concurrent clients, memory, HNSW recall@10
- * against exact search, and restart time (rebuild from MongoDB; BENCH_RESTART=0 skips it).
+ * against exact search, and restart: from a snapshot and cold (rebuild from MongoDB), each in a new
+ * process, as the search service does it at start (BENCH_RESTART=0 skips both, BENCH_COLD=0 the cold one).
  *
  *   npm run bench:search            (BENCH_CHUNKS=20000 for a quick run)
  */
 import { performance } from "node:perf_hooks";
+import { fork } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import fs from "node:fs";
+import mongoose from "mongoose";
 import { EmbeddedEngine } from "../../lib/search/embedded-engine";
 import type { IndexedChunk, IndexQuery, SearchMode } from "../../lib/search/port";
-import mongoose from "mongoose";
 import { startLocalMongo } from "../../lib/local-mongo";
-import { vectorToBuffer } from "../../lib/search/vectors";
+import { normalize, vectorToBuffer } from "../../lib/search/vectors";
+import { accountStateId, IndexGenerations, SNAPSHOT_MARKER } from "../../services/search/generations";
 import { searchModels } from "../../services/search/model";
-import { rebuildEmbedded } from "../../services/search/store";
+import { SnapshotKeeper } from "../../services/search/snapshots";
 import { syntheticCorpus } from "./synthetic";
 
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 100_000);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 300);
+/** Queries whose top results are compared before and after a restart, and used for recall. */
+const CHECKED = Math.min(QUERIES, 100);
 const ACCOUNT = 1;
 const DIMENSIONS = 512;
+const EPOCH = "bench";
+const noop = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, fatal() {} };
 
 function percentile(sorted: number[], p: number) {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
@@ -30,15 +37,17 @@ function percentile(sorted: number[], p: number) {
 function memoryMb() {
   global.gc?.();
   const m = process.memoryUsage();
-  return { rss: Math.round(m.rss / 2 ** 20), heap: Math.round(m.heapUsed / 2 ** 20), external: Math.round((m.external + m.arrayBuffers) / 2 ** 20) };
+  return { rss: Math.round(m.rss / 2 ** 20), heap: Math.round(m.heapUsed / 2 ** 20), external: Math.round(m.external / 2 ** 20) };
 }
+type Memory = ReturnType<typeof memoryMb>;
+const showMemory = (m: Memory) => `${m.rss} / ${m.heap} / ${m.external} MB`;
 
 function chunkOf(corpus: ReturnType<typeof syntheticCorpus>, i: number): IndexedChunk {
   const c = corpus.chunk(i);
   return {
     id: `c${i}`,
     accountId: ACCOUNT,
-    sourceId: 1 + (i % 10),
+    sourceId: 1 + (Math.floor(i / 4) % 10),
     documentId: `d${Math.floor(i / 4)}`,
     position: i % 4,
     title: c.title,
@@ -47,6 +56,14 @@ function chunkOf(corpus: ReturnType<typeof syntheticCorpus>, i: number): Indexed
     vector: c.vector,
     indexedAt: Date.now(),
   };
+}
+
+function queriesOf(mode: SearchMode, n = QUERIES): IndexQuery[] {
+  const corpus = syntheticCorpus();
+  return Array.from({ length: n }, (_, i) => {
+    const q = corpus.query(i);
+    return { accountId: ACCOUNT, text: q.text, mode, vector: q.vector, depth: 100, alpha: 0.3, maxDistance: 2 };
+  });
 }
 
 async function latency(engine: EmbeddedEngine, queries: IndexQuery[], clients: number) {
@@ -70,37 +87,101 @@ async function latency(engine: EmbeddedEngine, queries: IndexQuery[], clients: n
   return { p50: percentile(times, 0.5), p99: percentile(times, 0.99), qps: queries.length / elapsed };
 }
 
-async function restartFromMongo(chunks: number) {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-search-"));
-  const local = await startLocalMongo({ dataDir });
-  const db = await mongoose.createConnection(`${local.url}/bench`).asPromise();
-  try {
-    const models = searchModels(db);
-    const corpus = syntheticCorpus();
-    const t0 = performance.now();
-    for (let i = 0; i < chunks; i += 1000) {
-      const docs = [];
-      for (let j = i; j < Math.min(chunks, i + 1000); j++) {
-        const c = chunkOf(corpus, j);
-        docs.push({
-          _id: c.id, account_id: c.accountId, source_id: c.sourceId, document_id: c.documentId, position: c.position,
-          title: c.title, url: c.url, content: c.content, embed_key: c.id, vector: vectorToBuffer(c.vector!), indexed_at: new Date(),
-        });
-      }
-      await models.chunks.collection.insertMany(docs as never[], { ordered: false });
+/** Top-10 ids and scores of the checked queries in every mode: what a restart must reproduce. */
+async function fingerprint(engine: EmbeddedEngine): Promise<string[]> {
+  const out: string[] = [];
+  for (const mode of ["keyword", "semantic", "hybrid"] as const) {
+    for (const q of queriesOf(mode, CHECKED)) {
+      const r = await engine.search(q);
+      out.push(r.hits.slice(0, 10).map((h) => `${h.id}:${h.score}:${h.content.length}`).join(" "));
     }
-    const writeSeconds = (performance.now() - t0) / 1000;
-    const engine = new EmbeddedEngine({ dimensions: DIMENSIONS });
-    const t1 = performance.now();
-    const noop = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, fatal() {} };
-    const n = await rebuildEmbedded({ models, index: engine, logger: noop as never }, engine);
-    const restartSeconds = (performance.now() - t1) / 1000;
-    return { n, writeSeconds, restartSeconds };
-  } finally {
-    await db.close();
-    await local.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
   }
+  return out;
+}
+
+/** Exact top 10 of the checked queries by a Float32 scan over the corpus (regenerated, not kept). */
+function exactTruth(): Set<number>[] {
+  const corpus = syntheticCorpus();
+  const queries = queriesOf("semantic", CHECKED).map((q) => normalize(q.vector!));
+  const best = queries.map(() => [] as { slot: number; d: number }[]);
+  for (let i = 0; i < CHUNKS; i++) {
+    const v = normalize(corpus.chunk(i).vector);
+    queries.forEach((q, n) => {
+      let dot = 0;
+      for (let j = 0; j < DIMENSIONS; j++) dot += q[j]! * v[j]!;
+      const list = best[n]!;
+      const d = 1 - dot;
+      if (list.length < 10 || d < list[9]!.d) {
+        list.push({ slot: i, d });
+        list.sort((a, b) => a.d - b.d);
+        if (list.length > 10) list.pop();
+      }
+    });
+  }
+  return best.map((list) => new Set(list.map((x) => x.slot)));
+}
+
+interface ChildReport {
+  restoreMs: number;
+  wallMs: number;
+  fromSnapshot: number;
+  rebuilt: number;
+  reason?: string;
+  baseline: Memory;
+  memory: Memory;
+  hybrid: { p50: number; p99: number; qps: number };
+  keyword: { p50: number; p99: number; qps: number };
+  same?: boolean;
+}
+
+/** A restart in a new process: the search service's start path (SnapshotKeeper.restore) against MongoDB. */
+async function child(kind: string, mongoUrl: string, snapshotDir: string, referenceFile: string) {
+  const spawned = Number(process.env.BENCH_SPAWNED_AT);
+  const baseline = memoryMb();
+  const db = await mongoose.createConnection(mongoUrl).asPromise();
+  const models = searchModels(db);
+  const engine = new EmbeddedEngine({ dimensions: DIMENSIONS });
+  const generations = new IndexGenerations(models.state);
+  const keeper = new SnapshotKeeper({ engine, generations, dir: snapshotDir, settleMs: 3_600_000, maxDelayMs: 3_600_000, logger: noop });
+  const t0 = performance.now();
+  const report = await keeper.restore({ models, index: engine, generations, logger: noop as never });
+  const restoreMs = performance.now() - t0;
+  const wallMs = Date.now() - spawned;
+  const memory = memoryMb();
+  await latency(engine, queriesOf("hybrid").slice(0, 30), 1);
+  const hybrid = await latency(engine, queriesOf("hybrid"), 1);
+  const keyword = await latency(engine, queriesOf("keyword"), 1);
+  const reference = JSON.parse(fs.readFileSync(referenceFile, "utf8")) as string[];
+  const mine = await fingerprint(engine);
+  const out: ChildReport = {
+    restoreMs,
+    wallMs,
+    fromSnapshot: report.fromSnapshot.length,
+    rebuilt: report.rebuilt.length,
+    reason: report.reasons[ACCOUNT],
+    baseline,
+    memory,
+    hybrid,
+    keyword,
+    // A cold rebuild builds another HNSW graph (insertion order and levels differ), so only a snapshot restart must match.
+    same: kind === "snapshot" ? JSON.stringify(mine) === JSON.stringify(reference) : undefined,
+  };
+  await engine.stop();
+  await db.close();
+  process.send!(out);
+}
+
+function runChild(kind: "snapshot" | "cold", mongoUrl: string, snapshotDir: string, referenceFile: string): Promise<ChildReport> {
+  return new Promise((resolve, reject) => {
+    const p = fork(__filename, ["child", kind, mongoUrl, snapshotDir, referenceFile], {
+      execArgv: ["--expose-gc"],
+      env: { ...process.env, BENCH_SPAWNED_AT: String(Date.now()) },
+    });
+    let report: ChildReport | undefined;
+    p.on("message", (m) => (report = m as ChildReport));
+    p.on("error", reject);
+    p.on("exit", (code) => (report ? resolve(report) : reject(new Error(`${kind} restart exited with ${code}`))));
+  });
 }
 
 async function main() {
@@ -111,45 +192,38 @@ async function main() {
 
   // Index: keyword + vectors (the HNSW graph takes over at 5,000 vectors).
   const t0 = performance.now();
-  let keywordMs = 0;
   for (let i = 0; i < CHUNKS; i += 1000) {
     const batch: IndexedChunk[] = [];
     for (let j = i; j < Math.min(CHUNKS, i + 1000); j++) batch.push(chunkOf(corpus, j));
-    const k0 = performance.now();
     await engine.upsertChunks(batch);
-    keywordMs += performance.now() - k0;
     if (i % 20_000 === 0 && i) console.log(`  indexed ${i} (${Math.round(i / ((performance.now() - t0) / 1000))}/s)`);
   }
   const indexSeconds = (performance.now() - t0) / 1000;
-  const mem = memoryMb();
-
-  const queries = Array.from({ length: QUERIES }, (_, i) => corpus.query(i));
-  const make = (mode: SearchMode): IndexQuery[] =>
-    queries.map((q) => ({ accountId: ACCOUNT, text: q.text, mode, vector: q.vector, depth: 100, alpha: 0.3, maxDistance: 2 }));
+  const memIndexed = memoryMb();
 
   // Warm up (JIT), then measure.
-  for (const mode of ["keyword", "semantic", "hybrid"] as const) await latency(engine, make(mode).slice(0, 30), 1);
+  for (const mode of ["keyword", "semantic", "hybrid"] as const) await latency(engine, queriesOf(mode).slice(0, 30), 1);
   const rows: string[][] = [];
   for (const mode of ["keyword", "semantic", "hybrid"] as const) {
     for (const clients of [1, 8]) {
-      const r = await latency(engine, make(mode), clients);
+      const r = await latency(engine, queriesOf(mode), clients);
       rows.push([mode, String(clients), r.p50.toFixed(2), r.p99.toFixed(2), r.qps.toFixed(0)]);
     }
   }
 
-  // Recall@10 of the HNSW graph against an exact scan, and keyword result sizes.
+  // Recall@10 of the HNSW graph and of the int8 scan (the path of selective source filters) against exact search.
   const vectors = engine.vectorIndexOf(ACCOUNT)!;
-  let overlap = 0;
-  let exactMs = 0;
-  for (const q of queries) {
-    const approx = vectors.search(q.vector, 10);
-    const e0 = performance.now();
-    const exact = vectors.exact(q.vector, 10);
-    exactMs += performance.now() - e0;
-    const truth = new Set(exact.slots);
-    overlap += approx.slots.filter((s) => truth.has(s)).length;
-  }
-  const recall = overlap / (10 * queries.length);
+  const truth = exactTruth();
+  let graphHits = 0;
+  let scanHits = 0;
+  let scanMs = 0;
+  queriesOf("semantic", CHECKED).forEach((q, n) => {
+    graphHits += vectors.search(q.vector!, 10).slots.filter((s) => truth[n]!.has(s)).length;
+    const s0 = performance.now();
+    const scan = vectors.exact(q.vector!, 10);
+    scanMs += performance.now() - s0;
+    scanHits += scan.slots.filter((s) => truth[n]!.has(s)).length;
+  });
 
   console.log("\n| mode | clients | p50 ms | p99 ms | queries/s |\n|---|---|---|---|---|");
   for (const r of rows) console.log(`| ${r.join(" | ")} |`);
@@ -157,20 +231,74 @@ async function main() {
   console.log(`| chunks | ${CHUNKS} |`);
   console.log(`| index rate (keyword + HNSW, in memory) | ${Math.round(CHUNKS / indexSeconds)} chunks/s (${indexSeconds.toFixed(1)} s) |`);
   console.log(`| HNSW graph in use | ${vectors.usesGraph} (M 16, efConstruction 100, ef 128) |`);
-  console.log(`| recall@10, HNSW vs exact | ${recall.toFixed(3)} |`);
-  console.log(`| exact scan (for comparison) | ${(exactMs / queries.length).toFixed(1)} ms/query |`);
-  console.log(`| memory after indexing (RSS / JS heap / typed arrays+native) | ${mem.rss} / ${mem.heap} / ${mem.external} MB (process at start ${base.rss} MB RSS) |`);
+  console.log(`| recall@10, HNSW vs exact | ${(graphHits / (10 * CHECKED)).toFixed(3)} |`);
+  console.log(`| recall@10, int8 scan vs exact (filtered path) | ${(scanHits / (10 * CHECKED)).toFixed(3)}, ${(scanMs / CHECKED).toFixed(1)} ms/query over all ${CHUNKS} |`);
+  console.log(`| memory after indexing, before any snapshot (RSS / JS heap / external) | ${showMemory(memIndexed)} (process at start ${base.rss} MB RSS) |`);
 
-  if (process.env.BENCH_RESTART !== "0") {
+  if (process.env.BENCH_RESTART === "0") return;
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), "bench-search-"));
+  const local = await startLocalMongo({ dataDir: path.join(work, "mongo") });
+  const mongoUrl = `${local.url}/bench`;
+  const db = await mongoose.createConnection(mongoUrl).asPromise();
+  try {
+    // MongoDB holds what the service would have written: the chunks, and the account's generation.
+    const models = searchModels(db);
+    const w0 = performance.now();
+    for (let i = 0; i < CHUNKS; i += 1000) {
+      const docs = [];
+      for (let j = i; j < Math.min(CHUNKS, i + 1000); j++) {
+        const c = chunkOf(corpus, j);
+        docs.push({
+          _id: c.id, account_id: c.accountId, source_id: c.sourceId, document_id: c.documentId, position: c.position,
+          title: c.title, url: c.url, content: c.content, embed_key: c.id, vector: vectorToBuffer(c.vector!), indexed_at: new Date(),
+        });
+      }
+      await models.chunks.collection.insertMany(docs as never[], { ordered: false });
+    }
+    const writeSeconds = (performance.now() - w0) / 1000;
+    await models.state.create({ _id: SNAPSHOT_MARKER, epoch: EPOCH });
+    await models.state.create({ _id: accountStateId(ACCOUNT), account_id: ACCOUNT, generation: 1 });
+
+    const snapshotDir = path.join(work, "snapshots");
+    const s0 = performance.now();
+    const written = await engine.writeSnapshot(ACCOUNT, path.join(snapshotDir, String(ACCOUNT)), { epoch: EPOCH, generation: 1 });
+    const snapshotSeconds = (performance.now() - s0) / 1000;
+    const memSnapshotted = memoryMb();
+    const afterSnapshot = await latency(engine, queriesOf("hybrid"), 1);
+    const referenceFile = path.join(work, "reference.json");
+    fs.writeFileSync(referenceFile, JSON.stringify(await fingerprint(engine)));
     await engine.stop();
-    const r = await restartFromMongo(CHUNKS);
-    console.log(`| MongoDB write of ${r.n} chunks with vectors (local FerretDB) | ${r.writeSeconds.toFixed(1)} s |`);
-    console.log(`| restart: rebuild from MongoDB (local FerretDB) | ${r.restartSeconds.toFixed(1)} s |`);
-    console.log(`| memory after restart (RSS) | ${memoryMb().rss} MB |`);
+
+    const warm = await runChild("snapshot", mongoUrl, snapshotDir, referenceFile);
+    const cold = process.env.BENCH_COLD === "0" ? undefined : await runChild("cold", mongoUrl, path.join(work, "no-snapshots"), referenceFile);
+
+    console.log(`| snapshot write (graph + postings + chunk table + text, fsync'd) | ${snapshotSeconds.toFixed(1)} s, ${(written.bytes / 2 ** 20).toFixed(0)} MB on disk |`);
+    console.log(`| memory after the snapshot (text now read from it) | ${showMemory(memSnapshotted)}; hybrid p50 / p99 ${afterSnapshot.p50.toFixed(2)} / ${afterSnapshot.p99.toFixed(2)} ms |`);
+    console.log(`| MongoDB write of ${CHUNKS} chunks with vectors (local FerretDB) | ${writeSeconds.toFixed(1)} s |`);
+    console.log(`| **restart from snapshot** (new process; generation check in MongoDB, checksums, load) | **${(warm.restoreMs / 1000).toFixed(1)} s** (process spawn to ready ${(warm.wallMs / 1000).toFixed(1)} s); ${warm.fromSnapshot} from snapshot, ${warm.rebuilt} rebuilt |`);
+    console.log(`| results after restart identical (top 10 ids, scores, text of ${3 * CHECKED} queries) | ${warm.same ? "yes" : "NO"} |`);
+    console.log(`| **memory after restart from snapshot** (RSS / JS heap / external) | **${showMemory(warm.memory)}** (process before loading ${warm.baseline.rss} MB RSS) |`);
+    console.log(`| after restart: hybrid p50 / p99, keyword p50 / p99 (1 client) | ${warm.hybrid.p50.toFixed(2)} / ${warm.hybrid.p99.toFixed(2)} ms, ${warm.keyword.p50.toFixed(2)} / ${warm.keyword.p99.toFixed(2)} ms |`);
+    if (cold) {
+      console.log(`| restart without a snapshot: rebuild from MongoDB (local FerretDB) | ${(cold.restoreMs / 1000).toFixed(1)} s (${cold.reason ?? "rebuilt"}) |`);
+      console.log(`| memory after the cold rebuild, before its first snapshot | ${showMemory(cold.memory)} |`);
+    }
+  } finally {
+    await db.close();
+    await local.stop();
+    fs.rmSync(work, { recursive: true, force: true });
   }
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+if (process.argv[2] === "child") {
+  const [, , , kind, mongoUrl, snapshotDir, referenceFile] = process.argv;
+  child(kind!, mongoUrl!, snapshotDir!, referenceFile!).catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+} else {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,3 +1,4 @@
+import path from "node:path";
 import { DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE } from "./chunking";
 import { LOCAL_MODEL_NAME } from "./embeddings";
 import { DEFAULT_HYBRID_ALPHA } from "./fusion";
@@ -51,6 +52,14 @@ export function searchConfig(env: NodeJS.ProcessEnv = process.env) {
     maxDistance: 1 - minSimilarity,
     chunkSize: numberEnv(env, "SEARCH_CHUNK_SIZE", DEFAULT_CHUNK_SIZE, 100, 20_000),
     chunkOverlap: numberEnv(env, "SEARCH_CHUNK_OVERLAP", DEFAULT_CHUNK_OVERLAP, 0, 10_000),
+    /** Snapshots of the embedded index (see docs/search.md); MongoDB stays the source of truth. */
+    snapshots: {
+      enabled: oneOf(env, "SEARCH_SNAPSHOTS", ["on", "off"] as const, "on") === "on",
+      /** Root directory; each database gets a sub-directory, each account one below it. */
+      dir: path.resolve(env.SEARCH_SNAPSHOT_DIR || path.join(env.DATA_DIR || "data", "search")),
+      settleMs: numberEnv(env, "SEARCH_SNAPSHOT_SETTLE_MS", 5_000, 0, 3_600_000),
+      maxDelayMs: numberEnv(env, "SEARCH_SNAPSHOT_MAX_DELAY_MS", 60_000, 0, 86_400_000),
+    },
   };
 }
 

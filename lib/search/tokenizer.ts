@@ -50,3 +50,17 @@ export function terms(text: string): string[] {
   }
   return out;
 }
+
+/** Text whose terms change whenever tokenising does (folding, stop words, stemming, the token length cap). */
+const ANALYZER_PROBE =
+  "Running runners ran; the QUICK brown foxes jumped over lazy dogs' kennels. Café naïve résumé Ångström " +
+  "connection connected connecting generalizations arguing argued 12345 v2.0 e-mail it's they're " +
+  `${"x".repeat(45)} ${"ab".repeat(30)} Straße ﬁnancial`;
+
+/**
+ * A fingerprint of the analyzer: snapshots of keyword postings are only valid under the analyzer that wrote
+ * them, so a change here makes every snapshot rebuild from MongoDB instead of answering with stale terms.
+ */
+export function analyzerFingerprint(): string {
+  return JSON.stringify([[...STOP_WORDS].sort().join(" "), terms(ANALYZER_PROBE)]);
+}

@@ -1,4 +1,5 @@
 import { HierarchicalNSW } from "hnswlib-node";
+import type { SnapshotWriter } from "./snapshot-file";
 
 /** Below this many vectors in a partition an exact scan is as fast as a graph search, and exact. */
 export const FLAT_SEARCH_CUTOFF = 5_000;
@@ -38,25 +39,57 @@ export function bufferToVector(stored: Uint8Array | { buffer: Uint8Array }): Flo
   return new Float32Array(copy.buffer);
 }
 
+/** Rows per page of vector storage (pages are allocated as rows are used, never copied to grow). */
+const PAGE_BITS = 10;
+const PAGE_ROWS = 1 << PAGE_BITS;
+const PAGE_MASK = PAGE_ROWS - 1;
+
+/** What a snapshot holds besides the vectors themselves (see VectorIndex.writeSections and restore). */
+export interface VectorLayout {
+  /** Slots that have a vector, ascending (as the caller numbers them now). */
+  slots: Int32Array;
+  /** The row (and graph label) of each of those vectors. */
+  rows: Int32Array;
+  /** Rows ever used (the graph's labels are below it). */
+  rowCount: number;
+  /** Free rows, in the order they are reused (last first). */
+  free: Int32Array;
+}
+
 /**
  * Vectors of one partition by slot: an exact scan while the partition is small or a filter is selective,
  * an HNSW graph (hnswlib, inner product on unit vectors = cosine) once it is large. Distances are cosine
  * distances, as Typesense reports vector_distance.
+ *
+ * Vectors live in rows, which are the graph's labels: a removed vector's row is marked deleted in the graph
+ * and the next new vector takes it over (hnswlib updates the element in place and repairs its links), so
+ * neither the graph nor the copies grow with churn, only with the most vectors ever held at once; and slots
+ * (the partition's numbering) can be renumbered without touching the graph.
+ *
+ * Memory: below the flat cutoff the unit vectors are kept as Float32 (exact scans). Once the graph exists it
+ * holds the only full-precision copy; the index keeps an int8 copy (a quarter of the size, one scale per
+ * vector) for the scans a selective source filter needs, which hnswlib cannot serve well (its filtered
+ * search walks most of the graph when few labels pass) nor cheaply (getPoint costs tens of microseconds).
+ * Int8 distances are within about 0.0015 of the exact ones.
  */
 export class VectorIndex {
-  private data: Float32Array;
-  private present: Uint8Array;
+  /** Row of each slot, -1 without a vector. */
+  private rowOf = new Int32Array(PAGE_ROWS).fill(-1);
+  /** Slot of each row, -1 when free. */
+  private slotOfRow = new Int32Array(PAGE_ROWS).fill(-1);
+  private rowCount = 0;
+  private free: number[] = [];
   private count = 0;
+  private flat: Float32Array[] | undefined = [];
+  private quantized: Int8Array[] = [];
+  private scales = new Float32Array(PAGE_ROWS);
   private graph?: HierarchicalNSW;
   private graphCapacity = 0;
 
   constructor(
     readonly dimensions: number,
     private readonly options: { flatCutoff?: number; efSearch?: number; efConstruction?: number; m?: number } = {},
-  ) {
-    this.data = new Float32Array(1024 * dimensions);
-    this.present = new Uint8Array(1024);
-  }
+  ) {}
 
   get size(): number {
     return this.count;
@@ -66,26 +99,55 @@ export class VectorIndex {
     return this.graph !== undefined;
   }
 
-  /** Bytes of vector data (the graph holds a second copy once built) plus graph links. */
+  /** Bytes of vector data: Float32 copies (flat) or the graph (vectors and links) plus the int8 copies. */
   get sizeBytes(): number {
-    const vectors = this.count * this.dimensions * 4;
-    return vectors + (this.graph ? vectors + this.count * (this.options.m ?? HNSW_M) * 2 * 4 : 0);
+    const d = this.dimensions;
+    if (!this.graph) return this.rowCount * d * 4;
+    return this.rowCount * (d * 4 + (this.options.m ?? HNSW_M) * 2 * 4 + 8) + this.rowCount * (d + 4);
   }
 
   has(slot: number): boolean {
-    return slot < this.present.length && this.present[slot] === 1;
+    return slot < this.rowOf.length && this.rowOf[slot]! >= 0;
   }
 
   private ensureSlot(slot: number) {
-    if (slot < this.present.length) return;
-    let n = this.present.length;
+    if (slot < this.rowOf.length) return;
+    let n = this.rowOf.length;
     while (n <= slot) n *= 2;
-    const present = new Uint8Array(n);
-    present.set(this.present);
-    this.present = present;
-    const data = new Float32Array(n * this.dimensions);
-    data.set(this.data);
-    this.data = data;
+    const rowOf = new Int32Array(n).fill(-1);
+    rowOf.set(this.rowOf);
+    this.rowOf = rowOf;
+  }
+
+  private ensureRow(row: number) {
+    if (row >= this.slotOfRow.length) {
+      let n = this.slotOfRow.length;
+      while (n <= row) n *= 2;
+      const slotOfRow = new Int32Array(n).fill(-1);
+      slotOfRow.set(this.slotOfRow);
+      this.slotOfRow = slotOfRow;
+      const scales = new Float32Array(n);
+      scales.set(this.scales);
+      this.scales = scales;
+    }
+    const page = row >> PAGE_BITS;
+    const pages: (Float32Array | Int8Array)[] = this.flat ?? this.quantized;
+    while (pages.length <= page) pages.push(this.flat ? new Float32Array(PAGE_ROWS * this.dimensions) : new Int8Array(PAGE_ROWS * this.dimensions));
+  }
+
+  private writeFlat(row: number, unit: Float32Array) {
+    this.flat![row >> PAGE_BITS]!.set(unit, (row & PAGE_MASK) * this.dimensions);
+  }
+
+  private writeQuantized(row: number, unit: ArrayLike<number>) {
+    const d = this.dimensions;
+    let max = 0;
+    for (let i = 0; i < d; i++) max = Math.max(max, Math.abs(unit[i]!));
+    const scale = max / 127;
+    const page = this.quantized[row >> PAGE_BITS]!;
+    const base = (row & PAGE_MASK) * d;
+    for (let i = 0; i < d; i++) page[base + i] = scale ? Math.round(unit[i]! / scale) : 0;
+    this.scales[row] = scale;
   }
 
   /** Stores a unit vector for a slot (replacing any previous one). */
@@ -93,96 +155,286 @@ export class VectorIndex {
     if (vector.length !== this.dimensions) throw new RangeError(`vector has ${vector.length} dimensions, index has ${this.dimensions}`);
     this.ensureSlot(slot);
     const unit = normalize(vector);
-    this.data.set(unit, slot * this.dimensions);
-    if (!this.present[slot]) this.count++;
-    this.present[slot] = 1;
-    if (this.graph) this.addToGraph(slot, unit);
-    else if (this.count > (this.options.flatCutoff ?? FLAT_SEARCH_CUTOFF)) this.buildGraph();
+    let row = this.rowOf[slot]!;
+    if (row < 0) {
+      row = this.free.pop() ?? this.rowCount++;
+      this.ensureRow(row);
+      this.rowOf[slot] = row;
+      this.slotOfRow[row] = slot;
+      this.count++;
+    }
+    if (this.graph) {
+      this.writeQuantized(row, unit);
+      this.addToGraph(row, unit);
+    } else this.writeFlat(row, unit);
+    if (!this.graph && this.count > (this.options.flatCutoff ?? FLAT_SEARCH_CUTOFF)) this.buildGraph();
   }
 
   remove(slot: number) {
     if (!this.has(slot)) return;
-    this.present[slot] = 0;
+    const row = this.rowOf[slot]!;
+    this.rowOf[slot] = -1;
+    this.slotOfRow[row] = -1;
+    this.free.push(row);
     this.count--;
-    if (this.graph) this.graph.markDelete(slot);
+    this.graph?.markDelete(row);
   }
 
+  private newGraph(capacity: number): HierarchicalNSW {
+    const graph = new HierarchicalNSW("ip", this.dimensions);
+    graph.initIndex(capacity, this.options.m ?? HNSW_M, this.options.efConstruction ?? HNSW_EF_CONSTRUCTION, 100, false);
+    return graph;
+  }
+
+  /** Moves the flat vectors into a new graph and keeps int8 copies instead of the Float32 ones. */
   private buildGraph() {
-    this.graph = new HierarchicalNSW("ip", this.dimensions);
-    this.graphCapacity = Math.max(1024, this.present.length);
-    this.graph.initIndex(this.graphCapacity, this.options.m ?? HNSW_M, this.options.efConstruction ?? HNSW_EF_CONSTRUCTION, 100, true);
-    for (let slot = 0; slot < this.present.length; slot++) {
-      if (this.present[slot]) this.addToGraph(slot, this.data.subarray(slot * this.dimensions, (slot + 1) * this.dimensions));
+    const flat = this.flat!;
+    this.graphCapacity = Math.max(PAGE_ROWS, 2 * this.rowCount);
+    this.graph = this.newGraph(this.graphCapacity);
+    this.flat = undefined;
+    this.quantized = [];
+    const d = this.dimensions;
+    for (let row = 0; row < this.rowCount; row++) {
+      this.ensureRow(row);
+      if (this.slotOfRow[row]! < 0) continue;
+      const unit = flat[row >> PAGE_BITS]!.subarray((row & PAGE_MASK) * d, ((row & PAGE_MASK) + 1) * d);
+      this.writeQuantized(row, unit);
+      this.addToGraph(row, unit);
     }
   }
 
-  private addToGraph(slot: number, unit: Float32Array) {
+  /** Adds a row's vector to the graph, or updates it in place (a reused row is a deleted element). */
+  private addToGraph(row: number, unit: Float32Array) {
     const graph = this.graph!;
-    if (slot >= this.graphCapacity || graph.getCurrentCount() >= this.graphCapacity) {
-      this.graphCapacity = Math.max(this.graphCapacity * 2, slot + 1);
+    if (graph.getCurrentCount() >= this.graphCapacity) {
+      this.graphCapacity *= 2;
       graph.resizeIndex(this.graphCapacity);
     }
-    graph.addPoint(Array.from(unit), slot, false);
+    graph.addPoint(Array.from(unit), row, false);
   }
 
-  /** Exact nearest neighbours among present slots `accept` allows. */
-  exact(query: Float32Array, k: number, accept?: (slot: number) => boolean): VectorMatches {
-    const q = normalize(query);
+  /** Cosine distances from a unit query to the given slots (exact when flat, int8 with the graph). */
+  private distances(q: Float32Array, slots: ArrayLike<number>): Float64Array {
     const d = this.dimensions;
-    const found: { slot: number; distance: number }[] = [];
-    let worst = Number.POSITIVE_INFINITY;
-    for (let slot = 0; slot < this.present.length; slot++) {
-      if (!this.present[slot] || (accept && !accept(slot))) continue;
-      let dot = 0;
-      const base = slot * d;
-      for (let i = 0; i < d; i++) dot += q[i]! * this.data[base + i]!;
-      const distance = 1 - dot;
-      if (found.length < k) {
-        found.push({ slot, distance });
-        if (found.length === k) {
-          found.sort((a, b) => a.distance - b.distance || a.slot - b.slot);
-          worst = found[k - 1]!.distance;
+    const out = new Float64Array(slots.length);
+    if (this.flat) {
+      for (let n = 0; n < slots.length; n++) {
+        const row = this.rowOf[slots[n]!]!;
+        const page = this.flat[row >> PAGE_BITS]!;
+        const base = (row & PAGE_MASK) * d;
+        let dot = 0;
+        for (let i = 0; i < d; i++) dot += q[i]! * page[base + i]!;
+        out[n] = 1 - dot;
+      }
+      return out;
+    }
+    const d4 = d - (d % 4);
+    for (let n = 0; n < slots.length; n++) {
+      const row = this.rowOf[slots[n]!]!;
+      const page = this.quantized[row >> PAGE_BITS]!;
+      const base = (row & PAGE_MASK) * d;
+      let a0 = 0;
+      let a1 = 0;
+      let a2 = 0;
+      let a3 = 0;
+      let i = 0;
+      for (; i < d4; i += 4) {
+        a0 += q[i]! * page[base + i]!;
+        a1 += q[i + 1]! * page[base + i + 1]!;
+        a2 += q[i + 2]! * page[base + i + 2]!;
+        a3 += q[i + 3]! * page[base + i + 3]!;
+      }
+      for (; i < d; i++) a0 += q[i]! * page[base + i]!;
+      out[n] = 1 - (a0 + a1 + a2 + a3) * this.scales[row]!;
+    }
+    return out;
+  }
+
+  /** The k nearest of the given slots by a scan (ties: lower slot first). */
+  private scan(query: Float32Array, k: number, slots: number[]): VectorMatches {
+    const dist = this.distances(normalize(query), slots);
+    // Max-heap of candidate positions by (distance, slot): the root is the worst of the best k so far.
+    const heap: number[] = [];
+    const worse = (a: number, b: number) => dist[a]! > dist[b]! || (dist[a] === dist[b] && slots[a]! > slots[b]!);
+    const down = (i: number) => {
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < heap.length && worse(heap[l]!, heap[m]!)) m = l;
+        if (r < heap.length && worse(heap[r]!, heap[m]!)) m = r;
+        if (m === i) return;
+        [heap[i], heap[m]] = [heap[m]!, heap[i]!];
+        i = m;
+      }
+    };
+    for (let n = 0; n < slots.length; n++) {
+      if (heap.length < k) {
+        heap.push(n);
+        for (let i = heap.length - 1; i > 0; ) {
+          const p = (i - 1) >> 1;
+          if (!worse(heap[i]!, heap[p]!)) break;
+          [heap[i], heap[p]] = [heap[p]!, heap[i]!];
+          i = p;
         }
-      } else if (distance < worst) {
-        found[k - 1] = { slot, distance };
-        found.sort((a, b) => a.distance - b.distance || a.slot - b.slot);
-        worst = found[k - 1]!.distance;
+      } else if (k > 0 && worse(heap[0]!, n)) {
+        heap[0] = n;
+        down(0);
       }
     }
-    found.sort((a, b) => a.distance - b.distance || a.slot - b.slot);
-    return { slots: found.map((f) => f.slot), distances: found.map((f) => f.distance) };
+    heap.sort((a, b) => dist[a]! - dist[b]! || slots[a]! - slots[b]!);
+    return { slots: heap.map((i) => slots[i]!), distances: heap.map((i) => dist[i]!) };
+  }
+
+  /** Slots with a vector that `accept` allows, ascending; stops (returning undefined) once more than `limit` pass. */
+  private allowed(accept: ((slot: number) => boolean) | undefined, limit = Number.POSITIVE_INFINITY): number[] | undefined {
+    const out: number[] = [];
+    for (let slot = 0; slot < this.rowOf.length; slot++) {
+      if (this.rowOf[slot]! < 0 || (accept && !accept(slot))) continue;
+      if (out.length >= limit) return undefined;
+      out.push(slot);
+    }
+    return out;
+  }
+
+  /** Nearest neighbours among slots `accept` allows by a full scan (exact below the graph cutoff, int8 above). */
+  exact(query: Float32Array, k: number, accept?: (slot: number) => boolean): VectorMatches {
+    return this.scan(query, k, this.allowed(accept)!);
   }
 
   /**
    * The k nearest slots within maxDistance. Uses the graph when there is one and the filter (if any)
-   * leaves more than the flat cutoff; otherwise scans exactly.
+   * leaves more than the flat cutoff; otherwise scans.
    */
   search(query: Float32Array, k: number, maxDistance = 2, accept?: (slot: number) => boolean): VectorMatches {
     if (!this.count || k < 1) return { slots: [], distances: [] };
     let result: VectorMatches;
     const cutoff = this.options.flatCutoff ?? FLAT_SEARCH_CUTOFF;
-    let useGraph = this.graph !== undefined;
-    if (useGraph && accept) {
-      let allowed = 0;
-      for (let slot = 0; slot < this.present.length && allowed <= cutoff; slot++) if (this.present[slot] && accept(slot)) allowed++;
-      useGraph = allowed > cutoff;
-    }
-    if (useGraph) {
+    const candidates = !this.graph || accept ? this.allowed(accept, this.graph ? cutoff : Number.POSITIVE_INFINITY) : undefined;
+    if (candidates) {
+      result = this.scan(query, k, candidates);
+    } else {
       const graph = this.graph!;
       const want = Math.min(k, this.count);
       graph.setEf(Math.max(want, this.options.efSearch ?? HNSW_EF_SEARCH));
-      const res = graph.searchKnn(Array.from(normalize(query)), want, accept ? (label) => this.has(label) && accept(label) : undefined);
-      result = { slots: res.neighbors, distances: res.distances };
-    } else {
-      result = this.exact(query, k, accept);
+      const slotOfRow = this.slotOfRow;
+      const filter = accept ? (label: number) => slotOfRow[label]! >= 0 && accept(slotOfRow[label]!) : undefined;
+      const res = graph.searchKnn(Array.from(normalize(query)), want, filter);
+      result = { slots: res.neighbors.map((row) => slotOfRow[row]!), distances: res.distances };
     }
     let n = 0;
     while (n < result.slots.length && result.distances[n]! <= maxDistance) n++;
     return { slots: result.slots.slice(0, n), distances: result.distances.slice(0, n) };
   }
 
-  /** Raw unit vector of a slot (a view; do not keep it across writes). */
+  /** A slot's unit vector (a copy; dequantised once the graph holds the full-precision one). */
   vectorOf(slot: number): Float32Array | undefined {
-    return this.has(slot) ? this.data.subarray(slot * this.dimensions, (slot + 1) * this.dimensions) : undefined;
+    if (!this.has(slot)) return undefined;
+    const d = this.dimensions;
+    const row = this.rowOf[slot]!;
+    const base = (row & PAGE_MASK) * d;
+    if (this.flat) return this.flat[row >> PAGE_BITS]!.slice(base, base + d);
+    const page = this.quantized[row >> PAGE_BITS]!;
+    const out = new Float32Array(d);
+    for (let i = 0; i < d; i++) out[i] = page[base + i]! * this.scales[row]!;
+    return out;
+  }
+
+  /**
+   * Writes the vectors to a snapshot: `vectors.slots` (ascending, numbered by `slotNumber`), `vectors.rows`,
+   * `vectors.free`, then `vectors.flat` (Float32) or `vectors.int8` and `vectors.scales`, in slot order.
+   * The graph goes to its own file (writeGraph). Returns the layout's counts for the header.
+   */
+  async writeSections(writer: SnapshotWriter): Promise<{ vectors: number; rowCount: number }> {
+    const slots = Int32Array.from(this.allowed(undefined)!);
+    const rows = Int32Array.from(slots, (slot) => this.rowOf[slot]!);
+    const d = this.dimensions;
+    await writer.section("vectors.slots", slots);
+    await writer.section("vectors.rows", rows);
+    await writer.section("vectors.free", Int32Array.from(this.free));
+    const flat = this.flat;
+    writer.begin(flat ? "vectors.flat" : "vectors.int8");
+    for (const row of rows) {
+      const base = (row & PAGE_MASK) * d;
+      const page = flat ? flat[row >> PAGE_BITS]! : this.quantized[row >> PAGE_BITS]!;
+      const vector = page.subarray(base, base + d);
+      await writer.write(new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength));
+    }
+    writer.end();
+    if (!flat) await writer.section("vectors.scales", Float32Array.from(rows, (row) => this.scales[row]!));
+    return { vectors: slots.length, rowCount: this.rowCount };
+  }
+
+  /** Writes the graph with hnswlib (in its thread pool); no vector may change until it resolves. */
+  async writeGraph(file: string) {
+    if (!this.graph) throw new Error("no graph to write");
+    await this.graph.writeIndex(file);
+  }
+
+  /**
+   * Fills an empty index from snapshot sections. `readVectors` hands over the vectors in `layout.slots`
+   * order, in pieces (so a large int8 section goes straight into pages); with `graphFile` the graph is read
+   * too. Slots may have been renumbered since the snapshot was written (rows and the graph are not).
+   */
+  async restore(
+    layout: VectorLayout,
+    kind: "flat" | "quantized",
+    scales: Float32Array | undefined,
+    readVectors: (unitBytes: number, each: (bytes: Uint8Array, at: number) => void) => void,
+    graphFile: string | undefined,
+  ) {
+    if (this.count || this.rowCount || this.graph) throw new Error("restore needs an empty vector index");
+    const { slots, rows, rowCount, free } = layout;
+    const d = this.dimensions;
+    if (rows.length !== slots.length) throw new RangeError("vector rows disagree with their slots");
+    if (kind === "quantized") {
+      if (!graphFile || !scales || scales.length !== slots.length) throw new RangeError("an int8 vector section needs its scales and a graph");
+      this.flat = undefined;
+    }
+    if (rowCount) this.ensureRow(rowCount - 1);
+    this.rowCount = rowCount;
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i]!;
+      const row = rows[i]!;
+      if (slot < 0 || (i && slot <= slots[i - 1]!)) throw new RangeError("vector slots are not ascending");
+      if (!(row >= 0 && row < rowCount) || this.slotOfRow[row] !== -1) throw new RangeError(`vector row ${row} is out of range or taken twice`);
+      this.ensureSlot(slot);
+      this.rowOf[slot] = row;
+      this.slotOfRow[row] = slot;
+      if (scales) this.scales[row] = scales[i]!;
+    }
+    for (const row of free) {
+      if (!(row >= 0 && row < rowCount) || this.slotOfRow[row] !== -1) throw new RangeError(`free row ${row} is out of range or in use`);
+    }
+    if (free.length + slots.length !== rowCount) throw new RangeError("rows are neither in use nor free");
+    this.free = Array.from(free);
+    const bytesPerVector = kind === "flat" ? d * 4 : d;
+    let seen = 0;
+    readVectors(bytesPerVector, (bytes, at) => {
+      if (at % bytesPerVector || bytes.length % bytesPerVector) throw new RangeError("vector section is misaligned");
+      const first = at / bytesPerVector;
+      const n = bytes.length / bytesPerVector;
+      if (first + n > rows.length) throw new RangeError("vector section has more vectors than slots");
+      for (let i = 0; i < n; i++) {
+        const row = rows[first + i]!;
+        const base = (row & PAGE_MASK) * d;
+        if (kind === "flat") {
+          const copy = new Uint8Array(bytes.buffer, bytes.byteOffset + i * bytesPerVector, bytesPerVector).slice();
+          this.flat![row >> PAGE_BITS]!.set(new Float32Array(copy.buffer), base);
+        } else {
+          this.quantized[row >> PAGE_BITS]!.set(new Int8Array(bytes.buffer, bytes.byteOffset + i * bytesPerVector, bytesPerVector), base);
+        }
+      }
+      seen += n;
+    });
+    if (seen !== rows.length) throw new RangeError("vector section has fewer vectors than slots");
+    this.count = slots.length;
+    if (graphFile) {
+      const graph = new HierarchicalNSW("ip", d);
+      await graph.readIndex(graphFile, false);
+      if (graph.getCurrentCount() > rowCount) throw new RangeError(`graph has ${graph.getCurrentCount()} elements for ${rowCount} rows`);
+      this.graph = graph;
+      this.graphCapacity = graph.getMaxElements();
+    }
   }
 }

@@ -3,6 +3,7 @@ import type { EmbeddingProvider } from "../../lib/search/embeddings";
 import type { SearchIndex } from "../../lib/search/port";
 import { bufferToVector, vectorToBuffer } from "../../lib/search/vectors";
 import { isDuplicateKeyError } from "../../lib/errors";
+import type { IndexGenerations } from "./generations";
 import type { SearchModels } from "./model";
 import { embedText } from "./rules";
 
@@ -39,6 +40,7 @@ export class EmbedStage {
       index: SearchIndex;
       logger: Logger;
       batchSize: number;
+      generations?: IndexGenerations;
     },
   ) {}
 
@@ -130,18 +132,23 @@ export class EmbedStage {
       );
     }
     const byAccount = new Map<number, { id: string; vector: Float32Array }[]>();
-    await Promise.all(
-      batch.map(async (job) => {
-        const vector = vectors.get(job.embedKey)!;
-        const res = await models.chunks.updateOne({ _id: job.chunkId }, { $set: { vector: vectorToBuffer(vector) } });
-        if (res.matchedCount) {
-          const list = byAccount.get(job.accountId) ?? [];
-          list.push({ id: job.chunkId, vector });
-          byAccount.set(job.accountId, list);
-        }
-      }),
-    );
-    for (const [accountId, list] of byAccount) await index.setVectors(accountId, list);
+    const writeVectors = async () => {
+      await Promise.all(
+        batch.map(async (job) => {
+          const vector = vectors.get(job.embedKey)!;
+          const res = await models.chunks.updateOne({ _id: job.chunkId }, { $set: { vector: vectorToBuffer(vector) } });
+          if (res.matchedCount) {
+            const list = byAccount.get(job.accountId) ?? [];
+            list.push({ id: job.chunkId, vector });
+            byAccount.set(job.accountId, list);
+          }
+        }),
+      );
+      for (const [accountId, list] of byAccount) await index.setVectors(accountId, list);
+    };
+    const accounts = [...new Set(batch.map((j) => j.accountId))];
+    // Resumable: the batch stays in the durable queue until it is done, so a failure is redone.
+    await (this.deps.generations ? this.deps.generations.write(accounts, writeVectors, { resumable: true }) : writeVectors());
     await Promise.all(batch.map((job) => models.pending.deleteOne({ _id: job.chunkId })));
   }
 

@@ -55,6 +55,31 @@ export interface PendingRecord {
   created_at: Date;
 }
 
+/**
+ * Index bookkeeping, one small document each, read by _id (or all at once: there is one per account):
+ * `account:<id>` holds the account's write generation, incremented before every batch of chunk writes,
+ * which a snapshot of the embedded index must match to be loaded; `snapshots` holds the epoch of this
+ * database's snapshots (a recreated database gets a new one); `deletion-queue` records that queued document
+ * deletions are all in search_deletions (so start never scans search_documents for them).
+ */
+export interface IndexStateRecord {
+  _id: string;
+  account_id?: number;
+  generation?: number;
+  epoch?: string;
+  created_at?: Date;
+  updated_at?: Date;
+}
+
+/** A queued document deletion (the durable form of DELETE /knowledge/documents/:id), removed when done. */
+export interface DeletionRecord {
+  /** The document id. */
+  _id: string;
+  account_id: number;
+  job_id: string;
+  created_at: Date;
+}
+
 const documentSchema = new Schema<DocumentRecord>(
   {
     _id: { type: String, required: true },
@@ -107,11 +132,33 @@ const pendingSchema = new Schema<PendingRecord>(
   { versionKey: false },
 );
 
+const stateSchema = new Schema<IndexStateRecord>(
+  {
+    _id: { type: String, required: true },
+    account_id: { type: Number },
+    generation: { type: Number },
+    epoch: { type: String },
+  },
+  { versionKey: false, timestamps: { createdAt: "created_at", updatedAt: "updated_at" } },
+);
+
+const deletionSchema = new Schema<DeletionRecord>(
+  {
+    _id: { type: String, required: true },
+    account_id: { type: Number, required: true },
+    job_id: { type: String, required: true },
+    created_at: { type: Date, default: () => new Date() },
+  },
+  { versionKey: false },
+);
+
 export interface SearchModels {
   documents: Model<DocumentRecord>;
   chunks: Model<ChunkRecord>;
   embeddings: Model<EmbeddingRecord>;
   pending: Model<PendingRecord>;
+  state: Model<IndexStateRecord>;
+  deletions: Model<DeletionRecord>;
 }
 
 /** The search service's models on a given connection (collections search_*). */
@@ -123,5 +170,7 @@ export function searchModels(db: Connection): SearchModels {
     chunks: get("SearchChunk", chunkSchema, "search_chunks"),
     embeddings: get("SearchEmbedding", embeddingSchema, "search_embeddings"),
     pending: get("SearchPendingEmbedding", pendingSchema, "search_pending_embeddings"),
+    state: get("SearchIndexState", stateSchema, "search_index_state"),
+    deletions: get("SearchDeletion", deletionSchema, "search_deletions"),
   };
 }

@@ -99,14 +99,19 @@ export function documentResult(hit: ChunkHit, best: number) {
 /** Results of the source-level search: chunk text, title and url, and the 0..1 score min_score compares with. */
 export function sourceSearchResults(hits: ChunkHit[], minScore: number, limit: number) {
   const best = hits[0]?.score ?? 0;
-  return hits
-    .map((h) => ({
+  const results = [];
+  for (const h of hits) {
+    if (results.length >= limit) break;
+    const score = normalizedScore(h.score, best) / 100;
+    if (score < minScore) continue;
+    // Text is read only for the results returned (the embedded engine reads it from disk on demand).
+    results.push({
       content: h.content,
       metadata: { title: h.title, url: h.url, knowledge_source_id: h.sourceId, document_id: h.documentId, chunk_index: h.position },
-      score: normalizedScore(h.score, best) / 100,
-    }))
-    .filter((r) => r.score >= minScore)
-    .slice(0, limit);
+      score,
+    });
+  }
+  return results;
 }
 
 /** The listing item (DocumentSummary). */

@@ -5,6 +5,7 @@ import type { IndexedChunk, SearchIndex } from "../../lib/search/port";
 import { bufferToVector } from "../../lib/search/vectors";
 import { isDuplicateKeyError } from "../../lib/errors";
 import type { EmbedJob, EmbedStage } from "./embed-stage";
+import type { IndexGenerations } from "./generations";
 import type { ChunkRecord, DocumentRecord, SearchModels } from "./model";
 import { contentHash, documentIdFor, embedText, indexKey, planChunks } from "./rules";
 
@@ -19,7 +20,19 @@ export interface StoreDeps {
   index: SearchIndex;
   stage?: EmbedStage;
   provider?: EmbeddingProvider;
+  /** Write generations per account (what snapshots of the embedded index are checked against). */
+  generations?: IndexGenerations;
   logger: Logger;
+}
+
+/** Runs a batch of an account's chunk writes under its write generation (see IndexGenerations). */
+export function tracked<T>(
+  deps: Pick<StoreDeps, "generations">,
+  accounts: number | number[],
+  batch: () => Promise<T>,
+  options?: { resumable?: boolean },
+): Promise<T> {
+  return deps.generations ? deps.generations.write(accounts, batch, options) : batch();
 }
 
 export interface IncomingDocument {
@@ -61,6 +74,22 @@ function toIndexed(c: ChunkRecord, vector: Float32Array | null): IndexedChunk {
 }
 
 /**
+ * A chunk that is already stored has the same document, position and text (its id hashes them), but the
+ * document's title, which is part of the embedded text, may have changed: then the stored chunk takes the
+ * new title and embedding key, and the new vector (from the cache) or none (it is queued). Otherwise it
+ * keeps its vector. Returns the vector the chunk now has.
+ */
+async function keepStoredChunk(models: SearchModels, r: ChunkRecord): Promise<ChunkRecord["vector"]> {
+  const stored = await models.chunks.findById(r._id, { embed_key: 1, title: 1, url: 1, vector: 1 }).lean<ChunkRecord>();
+  if (stored && stored.embed_key === r.embed_key && stored.title === r.title && stored.url === r.url) {
+    if (r.vector && !stored.vector) await models.chunks.updateOne({ _id: r._id }, { $set: { vector: r.vector } });
+    return r.vector ?? stored.vector;
+  }
+  await models.chunks.updateOne({ _id: r._id }, { $set: { title: r.title, url: r.url, embed_key: r.embed_key, vector: r.vector, indexed_at: r.indexed_at } });
+  return r.vector;
+}
+
+/**
  * Upserts one document: unchanged (same index key, fully indexed) is skipped; otherwise its chunks are
  * written to MongoDB and the index at once (keyword-searchable), vectors come from the cache or are
  * queued for the embedding stage. The document is marked pending first, so a crash half-way makes the
@@ -90,84 +119,91 @@ async function indexOne(
   }
   const model = deps.provider?.model ?? "none";
   const planned = planChunks({ id, title, content: input.content }, chunkSize, overlap, model);
-  const now = new Date();
-  await models.documents.updateOne(
-    { _id: id },
-    {
-      $set: {
-        account_id: accountId,
-        source_id: sourceId,
-        url: input.url,
-        title,
-        content: input.content,
-        content_hash: hash,
-        metadata: input.metadata ?? {},
-        chunk_ids: planned.map((c) => c.id),
-        chunk_size: chunkSize,
-        chunk_overlap: overlap,
-        index_key: key,
-        index_state: "pending",
-        indexed_at: now,
-        deletion_job_id: null,
-      },
-      $setOnInsert: { created_at: now },
-    },
-    { upsert: true, timestamps: true },
-  );
-
-  const cached = deps.provider ? await Promise.all(planned.map((c) => models.embeddings.findById(c.embedKey).lean())) : [];
-  const records: ChunkRecord[] = planned.map((c, i) => ({
-    _id: c.id,
-    account_id: accountId,
-    source_id: sourceId,
-    document_id: id,
-    position: c.position,
-    title,
-    url: input.url,
-    content: c.content,
-    embed_key: c.embedKey,
-    vector: cached[i]?.vector ?? null,
-    indexed_at: now,
-  }));
   const fresh = new Set(planned.map((c) => c.id));
   const stale = (existing?.chunk_ids ?? []).filter((c) => !fresh.has(c));
-  await inBatches(records, DELETE_CONCURRENCY, async (r) => {
-    try {
-      await models.chunks.create(r);
-    } catch (err) {
-      // Same id means same document, position and text: the stored chunk (and any vector it has) stands.
-      if (!isDuplicateKeyError(err)) throw err;
-      if (r.vector) await models.chunks.updateOne({ _id: r._id }, { $set: { vector: r.vector } });
-    }
-  });
-  const stored = await Promise.all(records.map((r) => (r.vector ? r : models.chunks.findById(r._id).lean<ChunkRecord>())));
-  const indexed = stored.map((r, i) => {
-    const rec = r ?? records[i]!;
-    return toIndexed({ ...records[i]!, vector: rec.vector }, rec.vector ? bufferToVector(rec.vector) : null);
-  });
-  await index.upsertChunks(indexed);
-  if (stale.length) {
-    await index.deleteChunks(accountId, stale);
-    await inBatches(stale, DELETE_CONCURRENCY, (c) => Promise.all([models.chunks.deleteOne({ _id: c }), models.pending.deleteOne({ _id: c })]));
-  }
-  const waiting = indexed.filter((c) => !c.vector);
-  counts.cached_vectors += indexed.length - waiting.length;
-  if (deps.stage && waiting.length) {
-    await inBatches(waiting, DELETE_CONCURRENCY, async (c) => {
-      try {
-        await models.pending.create({ _id: c.id, account_id: accountId });
-      } catch (err) {
-        if (!isDuplicateKeyError(err)) throw err;
-      }
+  await tracked(deps, accountId, async () => {
+    const now = new Date();
+    await models.documents.updateOne(
+      { _id: id },
+      {
+        $set: {
+          account_id: accountId,
+          source_id: sourceId,
+          url: input.url,
+          title,
+          content: input.content,
+          content_hash: hash,
+          metadata: input.metadata ?? {},
+          // The previous chunks stay listed until they are deleted, so a crash in between leaves no orphans.
+          chunk_ids: [...fresh, ...stale],
+          chunk_size: chunkSize,
+          chunk_overlap: overlap,
+          index_key: key,
+          index_state: "pending",
+          indexed_at: now,
+          deletion_job_id: null,
+        },
+        $setOnInsert: { created_at: now },
+      },
+      { upsert: true, timestamps: true },
+    );
+
+    const cached = deps.provider ? await Promise.all(planned.map((c) => models.embeddings.findById(c.embedKey).lean())) : [];
+    const records: ChunkRecord[] = planned.map((c, i) => ({
+      _id: c.id,
+      account_id: accountId,
+      source_id: sourceId,
+      document_id: id,
+      position: c.position,
+      title,
+      url: input.url,
+      content: c.content,
+      embed_key: c.embedKey,
+      vector: cached[i]?.vector ?? null,
+      indexed_at: now,
+    }));
+    const vectors: (ChunkRecord["vector"] | undefined)[] = new Array(records.length);
+    await inBatches(
+      records.map((r, i) => [r, i] as const),
+      DELETE_CONCURRENCY,
+      async ([r, i]) => {
+        try {
+          await models.chunks.create(r);
+          vectors[i] = r.vector;
+        } catch (err) {
+          if (!isDuplicateKeyError(err)) throw err;
+          vectors[i] = await keepStoredChunk(models, r);
+        }
+      },
+    );
+    const indexed = records.map((r, i) => {
+      const vector = vectors[i] ?? null;
+      return toIndexed({ ...r, vector }, vector ? bufferToVector(vector) : null);
     });
-    for (const c of waiting) {
-      jobs.push({ accountId, chunkId: c.id, embedKey: records.find((r) => r._id === c.id)!.embed_key, text: embedText(title, c.content) });
+    await index.upsertChunks(indexed);
+    if (stale.length) {
+      await index.deleteChunks(accountId, stale);
+      await inBatches(stale, DELETE_CONCURRENCY, (c) => Promise.all([models.chunks.deleteOne({ _id: c }), models.pending.deleteOne({ _id: c })]));
     }
-    counts.queued_for_embedding += waiting.length;
-  }
+    const waiting = indexed.filter((c) => !c.vector);
+    counts.cached_vectors += indexed.length - waiting.length;
+    if (deps.stage && waiting.length) {
+      await inBatches(waiting, DELETE_CONCURRENCY, async (c) => {
+        try {
+          await models.pending.create({ _id: c.id, account_id: accountId });
+        } catch (err) {
+          if (!isDuplicateKeyError(err)) throw err;
+        }
+      });
+      for (const c of waiting) {
+        jobs.push({ accountId, chunkId: c.id, embedKey: records.find((r) => r._id === c.id)!.embed_key, text: embedText(title, c.content) });
+      }
+      counts.queued_for_embedding += waiting.length;
+    }
+  });
   counts.chunks += planned.length;
   counts.indexed++;
-  await models.documents.updateOne({ _id: id }, { $set: { index_state: "indexed" } });
+  await models.documents.updateOne({ _id: id }, { $set: { index_state: "indexed", chunk_ids: [...fresh] } });
 }
 
 /** search.indexDocuments: upserts a window of documents of one source and returns what happened. */
@@ -195,9 +231,17 @@ export async function indexDocuments(
 /** Removes one document everywhere: index first (it stops matching), then chunks, then the record. */
 export async function removeDocument(deps: StoreDeps, doc: Pick<DocumentRecord, "_id" | "account_id" | "chunk_ids">) {
   const { models, index } = deps;
-  await index.deleteChunks(doc.account_id, doc.chunk_ids);
-  await inBatches(doc.chunk_ids, DELETE_CONCURRENCY, (c) =>
-    Promise.all([models.chunks.deleteOne({ _id: c, account_id: doc.account_id }), models.pending.deleteOne({ _id: c })]),
+  // Resumable: a failed deletion keeps its queue entry and is finished at the next start.
+  await tracked(
+    deps,
+    doc.account_id,
+    async () => {
+      await index.deleteChunks(doc.account_id, doc.chunk_ids);
+      await inBatches(doc.chunk_ids, DELETE_CONCURRENCY, (c) =>
+        Promise.all([models.chunks.deleteOne({ _id: c, account_id: doc.account_id }), models.pending.deleteOne({ _id: c })]),
+      );
+    },
+    { resumable: true },
   );
   await models.documents.deleteOne({ _id: doc._id, account_id: doc.account_id });
 }
@@ -205,22 +249,35 @@ export async function removeDocument(deps: StoreDeps, doc: Pick<DocumentRecord, 
 /** search.deleteSourceDocuments: every document of one source of one account. */
 export async function removeSource(deps: StoreDeps, accountId: number, sourceId: number) {
   const { models, index } = deps;
-  await index.deleteSource(accountId, sourceId);
-  const chunks = await models.chunks.find({ account_id: accountId, source_id: sourceId }, { _id: 1 }).lean();
-  await inBatches(chunks, DELETE_CONCURRENCY, (c) => models.pending.deleteOne({ _id: c._id }));
-  const [docs, removed] = await Promise.all([
-    models.documents.deleteMany({ account_id: accountId, source_id: sourceId }),
-    models.chunks.deleteMany({ account_id: accountId, source_id: sourceId }),
-  ]);
-  return { deleted_documents: docs.deletedCount, deleted_chunks: removed.deletedCount };
+  return tracked(deps, accountId, async () => {
+    await index.deleteSource(accountId, sourceId);
+    const chunks = await models.chunks.find({ account_id: accountId, source_id: sourceId }, { _id: 1 }).lean();
+    await inBatches(chunks, DELETE_CONCURRENCY, (c) => models.pending.deleteOne({ _id: c._id }));
+    const [docs, removed] = await Promise.all([
+      models.documents.deleteMany({ account_id: accountId, source_id: sourceId }),
+      models.chunks.deleteMany({ account_id: accountId, source_id: sourceId }),
+    ]);
+    return { deleted_documents: docs.deletedCount, deleted_chunks: removed.deletedCount };
+  });
 }
 
-/** Refills the embedded engine from MongoDB (the durable copy) at start; returns the chunk count. */
-export async function rebuildEmbedded(deps: StoreDeps, engine: EmbeddedEngine): Promise<number> {
+/**
+ * Refills the embedded engine from MongoDB (the durable copy): every account, or only the given ones (one
+ * read of search_chunks for all of them). Returns the chunk count and the accounts seen.
+ */
+export async function rebuildEmbedded(
+  deps: Pick<StoreDeps, "models">,
+  engine: EmbeddedEngine,
+  accounts?: number[],
+): Promise<{ chunks: number; accounts: Set<number> }> {
+  const seen = new Set<number>();
+  if (accounts && !accounts.length) return { chunks: 0, accounts: seen };
   let n = 0;
   let batch: IndexedChunk[] = [];
-  const cursor = deps.models.chunks.find({}).lean<ChunkRecord[]>().cursor({ batchSize: REBUILD_BATCH });
+  const filter = accounts ? { account_id: accounts.length === 1 ? accounts[0]! : { $in: accounts } } : {};
+  const cursor = deps.models.chunks.find(filter).lean<ChunkRecord[]>().cursor({ batchSize: REBUILD_BATCH });
   for await (const c of cursor as AsyncIterable<ChunkRecord>) {
+    seen.add(c.account_id);
     batch.push(toIndexed(c, c.vector ? bufferToVector(c.vector) : null));
     if (batch.length >= REBUILD_BATCH) {
       engine.load(batch);
@@ -229,5 +286,5 @@ export async function rebuildEmbedded(deps: StoreDeps, engine: EmbeddedEngine): 
     }
   }
   engine.load(batch);
-  return n + batch.length;
+  return { chunks: n + batch.length, accounts: seen };
 }

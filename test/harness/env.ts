@@ -1,3 +1,6 @@
+import os from "node:os";
+import path from "node:path";
+
 // Settings every test process shares; set before any service module reads its configuration.
 process.env.MASTER_API_KEY ??= "test-master-key-0123456789abcdef";
 process.env.LOG_LEVEL ??= "warn";
@@ -8,3 +11,5 @@ process.env.LOAD_WINDOW_SECONDS ??= "3";
 process.env.LOAD_LEASE_SECONDS ??= "3";
 process.env.LOAD_POLL_MS ??= "100";
 process.env.LOAD_MAX_WINDOWS ??= "200";
+// Search snapshots go to a per-process temporary directory, never into the work tree.
+process.env.SEARCH_SNAPSHOT_DIR ??= path.join(os.tmpdir(), `search-snapshots-${process.pid}`);

@@ -1,5 +1,11 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import mongoose from "mongoose";
 import type { ServiceBroker } from "moleculer";
 import SearchService from "../../services/search.service";
+import { searchModels } from "../../services/search/model";
+import type { RestoreReport, SnapshotKeeper } from "../../services/search/snapshots";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "../contract/corpus";
@@ -13,6 +19,16 @@ async function eventually<T>(check: () => Promise<T | undefined | false>, timeou
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+// Snapshots of the embedded index go to a directory of this test file, written soon after writes settle.
+const snapshotRoot = fs.mkdtempSync(path.join(os.tmpdir(), "search-spec-"));
+process.env.SEARCH_SNAPSHOT_DIR = snapshotRoot;
+process.env.SEARCH_SNAPSHOT_SETTLE_MS = "300";
+afterAll(() => {
+  delete process.env.SEARCH_SNAPSHOT_DIR;
+  delete process.env.SEARCH_SNAPSHOT_SETTLE_MS;
+  fs.rmSync(snapshotRoot, { recursive: true, force: true });
+});
 
 /** The loader's side of the boundary: documents of one source, as search.indexDocuments takes them. */
 const corpusDocuments = CORPUS.map((d) => ({ url: d.url, title: d.title, content: d.content, metadata: { key: d.key } }));
@@ -264,20 +280,119 @@ describe("search over NATS: gateway, users and api-keys on two nodes, search on 
   });
 
   describe("restart", () => {
-    it("a new search node rebuilds the embedded index from MongoDB and answers the same", async () => {
-      const query = { query: PARAPHRASE_QUERIES[2]!.query, limit: 5 };
-      const before = await api("POST", "/api/v1/knowledge/documents/search", { token: owner.token, body: query });
-      const node = cluster.brokers[cluster.brokers.length - 1]!;
-      const service = node.getLocalService("search")!;
-      await node.destroyService(service);
-      await node.createService(SearchService).waitForServices?.([]);
+    const query = { query: PARAPHRASE_QUERIES[2]!.query, limit: 5 };
+    const search = (body: object) => api("POST", "/api/v1/knowledge/documents/search", { token: owner.token, body });
+    const searchNode = () => cluster.brokers[cluster.brokers.length - 1]!;
+    const searchService = () => searchNode().getLocalService("search") as unknown as { restoreReport?: RestoreReport; snapshots?: SnapshotKeeper };
+    const snapshotFile = (accountId: number) => path.join(snapshotRoot, "search", String(accountId), "partition.bin");
+    const stopSearch = async () => {
+      const node = searchNode();
+      await node.destroyService(node.getLocalService("search")!);
+    };
+    const startSearch = async (): Promise<RestoreReport> => {
+      const node = searchNode();
+      node.createService(SearchService);
       await node.waitForServices(["search"], 20_000);
-      const after = await eventually(async () => {
-        const res = await api("POST", "/api/v1/knowledge/documents/search", { token: owner.token, body: query });
-        return res.status === 200 && res.body;
-      }, 20_000, "search back");
-      expect(after.mode_used).toBe("hybrid");
-      expect(after.results.map((r: { id: string }) => r.id)).toEqual(before.body.results.map((r: { id: string }) => r.id));
+      await eventually(async () => (await search(query)).status === 200, 20_000, "search back");
+      return searchService().restoreReport!;
+    };
+
+    it("writes snapshots once writes settle, without a stop", async () => {
+      await eventually(
+        async () => !searchService().snapshots!.pending.length && fs.existsSync(snapshotFile(owner.accountId)) && fs.existsSync(snapshotFile(other.accountId)),
+        20_000,
+        "snapshots on disk",
+      );
+    });
+
+    it("a new search node loads the snapshots instead of rebuilding, and answers the same", async () => {
+      const before = await search(query);
+      const count = await broker.call("search.countDocuments", { accountId: owner.accountId, sourceId: 12 });
+      await stopSearch();
+      const report = await startSearch();
+      expect(report.firstStart).toBe(false);
+      expect(report.rebuilt).toEqual([]);
+      expect(report.fromSnapshot).toEqual(expect.arrayContaining([owner.accountId, other.accountId]));
+      const after = await search(query);
+      expect(after.body.mode_used).toBe("hybrid");
+      expect(after.body).toEqual(before.body);
+      expect(await broker.call("search.countDocuments", { accountId: owner.accountId, sourceId: 12 })).toBe(count);
+    });
+
+    it("a corrupt snapshot is ignored: that account alone is rebuilt from MongoDB and answers the same", async () => {
+      const before = await search(query);
+      await stopSearch();
+      const file = snapshotFile(owner.accountId);
+      const fd = fs.openSync(file, "r+");
+      fs.writeSync(fd, Buffer.from("garbage"), 0, 7, Math.floor(fs.statSync(file).size / 3));
+      fs.closeSync(fd);
+      const report = await startSearch();
+      expect(report.rebuilt).toEqual([owner.accountId]);
+      expect(report.reasons[owner.accountId]).toMatch(/^corrupt/);
+      expect(report.fromSnapshot).toContain(other.accountId);
+      expect((await search(query)).body).toEqual(before.body);
+    });
+
+    it("a database from before snapshots (no generations yet) is rebuilt whole once, then starts from snapshots", async () => {
+      const before = await search(query);
+      await stopSearch();
+      const conn = await mongoose.createConnection(cluster.mongoUrl).asPromise();
+      try {
+        await searchModels(conn).state.deleteMany({});
+      } finally {
+        await conn.close();
+      }
+      const first = await startSearch();
+      expect(first.firstStart).toBe(true);
+      expect(first.rebuilt).toEqual(expect.arrayContaining([owner.accountId, other.accountId]));
+      expect((await search(query)).body).toEqual(before.body);
+      await eventually(async () => !searchService().snapshots!.pending.length, 20_000, "snapshots settled");
+      await stopSearch();
+      const second = await startSearch();
+      expect(second.rebuilt).toEqual([]);
+      expect(second.fromSnapshot).toEqual(expect.arrayContaining([owner.accountId, other.accountId]));
+    });
+
+    it("finishes a deletion queued before a restart, from the queue", async () => {
+      const docs = await api("GET", "/api/v1/knowledge/documents?source_id=21", { token: other.token });
+      const id = docs.body.data[0].id;
+      await stopSearch();
+      // What a process stopped between accepting a DELETE and finishing it leaves behind.
+      const conn = await mongoose.createConnection(cluster.mongoUrl).asPromise();
+      try {
+        const models = searchModels(conn);
+        await models.deletions.create({ _id: id, account_id: other.accountId, job_id: "job-before-restart" });
+        await models.documents.updateOne({ _id: id }, { $set: { deletion_job_id: "job-before-restart" } });
+      } finally {
+        await conn.close();
+      }
+      await startSearch();
+      await eventually(async () => (await api("GET", `/api/v1/knowledge/documents/${id}`, { token: other.token })).status === 404, 10_000, "document gone");
+      expect(await broker.call("search.countDocuments", { accountId: other.accountId, sourceId: 21 })).toBe(0);
+    });
+
+    it("a snapshot older than MongoDB (a write, then a crash before the next snapshot) is detected and rebuilt", async () => {
+      await eventually(async () => !searchService().snapshots!.pending.length, 20_000, "snapshots settled");
+      await stopSearch();
+      // What a write cut short by a crash leaves behind: the generation moved on and a chunk is stored.
+      const conn = await mongoose.createConnection(cluster.mongoUrl).asPromise();
+      try {
+        const models = searchModels(conn);
+        await models.state.updateOne({ _id: `account:${owner.accountId}` }, { $inc: { generation: 1 } });
+        await models.chunks.create({
+          _id: "crashed-write-chunk", account_id: owner.accountId, source_id: 12, document_id: "crashed-write", position: 0,
+          title: "Quokka", url: "https://crash.example/quokka", content: "Quokkas are small marsupials of Rottnest Island.",
+          embed_key: "none", vector: null, indexed_at: new Date(),
+        });
+      } finally {
+        await conn.close();
+      }
+      const report = await startSearch();
+      expect(report.rebuilt).toEqual([owner.accountId]);
+      expect(report.reasons[owner.accountId]).toMatch(/^stale: generation \d+, MongoDB is at \d+/);
+      expect(report.fromSnapshot).toContain(other.accountId);
+      const res = await search({ query: "quokkas marsupials", mode: "keyword" });
+      expect(res.body.results.map((r: { url: string }) => r.url)).toEqual(["https://crash.example/quokka"]);
     });
   });
 });

@@ -62,7 +62,7 @@ describe("KeywordIndex (BM25)", () => {
   it("keeps the top k, filters by slot and forgets removed slots", () => {
     expect(index.search(terms("cat"), 1).slots).toEqual([3]);
     expect(index.search(terms("cat"), 10, (s) => s !== 3).slots).toEqual([0, 1]);
-    index.remove(3);
+    index.remove(3, [], terms(docs[3]!));
     expect(index.search(terms("cat"), 10).slots).toEqual([0, 1]);
     expect(index.size).toBe(3);
   });
