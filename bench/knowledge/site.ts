@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { VERBS, WORDS } from "../../test/harness/fixture-site";
 
 /**
  * The knowledge bench's fixture web site on 127.0.0.1: any number of sub-sites under one server, each a
@@ -43,21 +44,6 @@ function hash(text: string): number {
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
   return h >>> 0;
 }
-
-const WORDS = (
-  "account agent answer api archive audit backup balance billing browser budget cache calendar campaign capacity " +
-  "catalog change channel checkout client cluster compliance configuration contract customer dashboard database " +
-  "deadline delivery deployment design device discount document domain draft editor email employee endpoint " +
-  "estimate event export feature feedback filter forecast form gateway guide handbook history import incident " +
-  "index integration inventory invoice issue journey key knowledge latency ledger license limit log maintenance " +
-  "manager margin market meeting message metric migration milestone model monitor network notice onboarding " +
-  "order outage owner package partner password payment permission pipeline plan policy portal pricing priority " +
-  "process product profile project proposal quota rate record refund region release report request resource " +
-  "review risk roadmap role rollout schedule schema search security server service session settlement shipment " +
-  "signal storage strategy subscription supplier support survey team template tenant ticket timeline token " +
-  "traffic training transfer trial update upgrade usage vendor version warehouse webhook workflow workspace"
-).split(" ");
-const VERBS = "improves explains tracks limits reduces describes protects lists updates measures connects schedules".split(" ");
 
 function pick<T>(rand: () => number, items: T[]): T {
   return items[Math.floor(rand() * items.length)]!;

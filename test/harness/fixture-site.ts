@@ -49,7 +49,8 @@ function prng(seed: number): () => number {
   };
 }
 
-const WORDS = (
+/** Vocabulary of generated fixture text (shared with the knowledge bench's site). */
+export const WORDS = (
   "account agent answer api archive audit backup balance billing browser budget cache calendar campaign capacity " +
   "catalog change channel checkout client cluster compliance configuration contract customer dashboard database " +
   "deadline delivery deployment design device discount document domain draft editor email employee endpoint " +
@@ -62,7 +63,7 @@ const WORDS = (
   "signal storage strategy subscription supplier support survey team template tenant ticket timeline token " +
   "traffic training transfer trial update upgrade usage vendor version warehouse webhook workflow workspace"
 ).split(" ");
-const VERBS = "improves explains tracks limits reduces describes protects lists updates measures connects schedules".split(" ");
+export const VERBS = "improves explains tracks limits reduces describes protects lists updates measures connects schedules".split(" ");
 
 function sentence(rand: () => number): string {
   const n = 8 + Math.floor(rand() * 10);
