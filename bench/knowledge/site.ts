@@ -1,6 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { VERBS, WORDS } from "../../test/harness/fixture-site";
+import { prng, VERBS, WORDS } from "../../test/harness/fixture-site";
 
 /**
  * The knowledge bench's fixture web site on 127.0.0.1: any number of sub-sites under one server, each a
@@ -27,17 +27,6 @@ const MAX_PAGES = 10_000;
 const NAV_LINKS = 70;
 const FOOTER_LINKS = 20;
 const ARTICLE_SECTIONS = 6;
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function hash(text: string): number {
   let h = 2166136261;

@@ -38,7 +38,8 @@ const WIKI_MAX_LIMIT = 10;
 
 // ---------------------------------------------------------------- deterministic text
 
-function prng(seed: number): () => number {
+/** Deterministic pseudo-random numbers (mulberry32), so fixture text is the same on every run. */
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
