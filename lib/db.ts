@@ -1,4 +1,4 @@
-import mongoose, { type Connection, type SchemaOptions } from "mongoose";
+import mongoose, { Schema, type Connection, type SchemaDefinition, type SchemaOptions } from "mongoose";
 
 /** One connection per URL per process: brokers started side by side in one process share it. */
 const connections = new Map<string, Promise<Connection>>();
@@ -52,4 +52,54 @@ export function recordSchemaOptions<T>(hidden: string[] = []): SchemaOptions<T> 
       },
     },
   };
+}
+
+/** What every named tenant record has: an integer id, its account, a name and an identifier unique per account. */
+export interface NamedRecord {
+  _id: number;
+  account_id: number;
+  name: string;
+  /** Lower-cased name: case-insensitive sorting and search without collation support in the database. */
+  sort_name: string;
+  identifier: string;
+  description: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/**
+ * Schema of a named tenant record (agents, teams, tools, traits, knowledge sources): the shared fields, the
+ * per-account unique identifier, list indexes, and sort_name derived from name on every save and update.
+ */
+export function namedRecordSchema<T extends NamedRecord>(
+  fields: SchemaDefinition,
+  options: { hidden?: string[] } & Pick<SchemaOptions, "collection" | "minimize"> = {},
+): Schema<T> {
+  const { hidden = [], ...schemaOptions } = options;
+  // Built untyped, then typed once: mongoose's generics cannot follow a schema assembled from parts.
+  const schema = new Schema(
+    {
+      _id: { type: Number, required: true },
+      account_id: { type: Number, required: true },
+      name: { type: String, required: true },
+      sort_name: { type: String, required: true },
+      identifier: { type: String, required: true },
+      description: { type: String, default: null },
+      ...fields,
+    },
+    { ...recordSchemaOptions(["sort_name", ...hidden]), ...schemaOptions } as SchemaOptions,
+  );
+  schema.index({ account_id: 1, identifier: 1 }, { unique: true });
+  schema.index({ account_id: 1, sort_name: 1 });
+  schema.index({ account_id: 1, updated_at: -1 });
+  schema.pre("validate", function () {
+    this.set("sort_name", String(this.get("name")).toLowerCase());
+  });
+  // Updates that rename ($set name) keep sort_name in step, whoever writes them.
+  schema.pre(["updateOne", "updateMany", "findOneAndUpdate"], function () {
+    const update = this.getUpdate() as { $set?: Record<string, unknown> } | null;
+    const name = update?.$set?.name;
+    if (typeof name === "string") update!.$set!.sort_name = name.toLowerCase();
+  });
+  return schema as unknown as Schema<T>;
 }

@@ -26,6 +26,11 @@ export function toSort(sortBy: string, sortOrder: "asc" | "desc"): Record<string
   return { [sortBy]: dir, _id: dir };
 }
 
+/** Sort of a named-record list (lib/db namedRecordSchema): "name" sorts case-insensitively by sort_name. */
+export function namedSort(sortBy: string, sortOrder: "asc" | "desc"): Record<string, 1 | -1> {
+  return toSort(sortBy === "name" ? "sort_name" : sortBy, sortOrder);
+}
+
 export interface Page<T> {
   data: T[];
   pagination: { total: number; skip: number; limit: number; has_more: boolean };

@@ -3,7 +3,7 @@ import type { ServiceSchema } from "moleculer";
 import { ERRORS, type FieldProblem } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { paginationParams, sortParams, toPage, toSort } from "../lib/pagination";
+import { namedSort, paginationParams, sortParams, toPage } from "../lib/pagination";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { traitModel } from "./traits/model";
@@ -49,8 +49,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: { ...sortParams(SORT_FIELDS), ...paginationParams({ max: 200, def: 50 }) },
       async handler(ctx: Ctx<{ sort_by: string; sort_order: "asc" | "desc"; skip: number; limit: number }>) {
         const { skip, limit, sort_by, sort_order } = ctx.params;
-        const sortField = sort_by === "name" ? "sort_name" : sort_by;
-        const { rows, total } = await this.listOwned(ctx, this.models.agents, {}, { skip, limit, sort: toSort(sortField, sort_order) });
+        const { rows, total } = await this.listOwned(ctx, this.models.agents, {}, { skip, limit, sort: namedSort(sort_by, sort_order) });
         return toPage(await renderAgents(this.db, this.accountOf(ctx), rows), total, skip, limit);
       },
     },

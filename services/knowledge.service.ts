@@ -2,7 +2,7 @@ import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { paginationParams, sortParams, toPage, toSort } from "../lib/pagination";
+import { namedSort, paginationParams, sortParams, toPage } from "../lib/pagination";
 import { respondCreated } from "../lib/responses";
 import { sealSecret } from "../lib/secrets";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
@@ -56,7 +56,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       async handler(ctx: Ctx<{ status?: string; sort_by: string; sort_order: "asc" | "desc"; skip: number; limit: number }>) {
         const { status, skip, limit, sort_by, sort_order } = ctx.params;
         const filter = status ? { loading_status: status } : {};
-        const sort = toSort(sort_by === "name" ? "sort_name" : sort_by, sort_order);
+        const sort = namedSort(sort_by, sort_order);
         const { rows, total } = await this.listOwned(ctx, this.models.sources, filter, { skip, limit, sort });
         return toPage(rows.map((s) => s.toJSON()), total, skip, limit);
       },

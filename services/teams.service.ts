@@ -4,7 +4,7 @@ import { ERRORS, type FieldProblem } from "../lib/errors";
 import { identifierRule, isIdRef } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { paginationParams, sortParams, toPage, toSort } from "../lib/pagination";
+import { namedSort, paginationParams, sortParams, toPage } from "../lib/pagination";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
@@ -65,7 +65,7 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: { ...sortParams(SORT_FIELDS), ...paginationParams({ max: 200, def: 50 }) },
       async handler(ctx: Ctx<{ sort_by: string; sort_order: "asc" | "desc"; skip: number; limit: number }>) {
         const { skip, limit, sort_by, sort_order } = ctx.params;
-        const sort = toSort(sort_by === "name" ? "sort_name" : sort_by, sort_order);
+        const sort = namedSort(sort_by, sort_order);
         const { rows, total } = await this.listOwned(ctx, this.models.teams, {}, { skip, limit, sort });
         return toPage(await Promise.all(rows.map((t) => this.render(t))), total, skip, limit);
       },
@@ -75,7 +75,7 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       rest: "POST /teams",
       params: teamFields,
       async handler(ctx: Ctx<TeamParams & { name: string }>) {
-        const draft = new this.models.teams({ name: ctx.params.name, sort_name: "" });
+        const draft = new this.models.teams({ name: ctx.params.name });
         await this.applyTeamFields(ctx, draft, ctx.params);
         const { _id, account_id, identifier, created_at, updated_at, ...fields } = draft.toObject();
         const team = await this.createIdentified(ctx, this.models.teams, fields, { name: ctx.params.name, identifier: ctx.params.identifier, label: "Team" });

@@ -3,7 +3,7 @@ import type { ServiceSchema } from "moleculer";
 import { identifierRule } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { paginationParams, sortParams, toPage, toSort } from "../lib/pagination";
+import { namedSort, paginationParams, sortParams, toPage } from "../lib/pagination";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { traitModel, type TraitRecord } from "./traits/model";
@@ -47,7 +47,7 @@ const TraitsService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
       params: { ...sortParams(SORT_FIELDS), ...paginationParams({ max: 200, def: 50 }) },
       async handler(ctx: Ctx<{ sort_by: string; sort_order: "asc" | "desc"; skip: number; limit: number }>) {
         const { skip, limit, sort_by, sort_order } = ctx.params;
-        const { rows, total } = await this.listOwned(ctx, this.models.traits, {}, { skip, limit, sort: toSort(sort_by, sort_order) });
+        const { rows, total } = await this.listOwned(ctx, this.models.traits, {}, { skip, limit, sort: namedSort(sort_by, sort_order) });
         return toPage(rows.map((t) => t.toJSON()), total, skip, limit);
       },
     },

@@ -1,5 +1,5 @@
 import { Schema, type Connection, type Model } from "mongoose";
-import { recordSchemaOptions } from "../../lib/db";
+import { namedRecordSchema, type NamedRecord } from "../../lib/db";
 
 export const AGENT_ACCESS_LEVELS = ["private", "public", "password_protected"] as const;
 export type AgentAccessLevel = (typeof AGENT_ACCESS_LEVELS)[number];
@@ -12,14 +12,7 @@ export interface Publication {
   password_hash?: string | null;
 }
 
-export interface AgentRecord {
-  _id: number;
-  account_id: number;
-  name: string;
-  /** Lower-cased name: alphabetical order and search without collation support in the database. */
-  sort_name: string;
-  identifier: string;
-  description: string | null;
+export interface AgentRecord extends NamedRecord {
   instructions: string | null;
   model: string;
   temperature: number;
@@ -33,18 +26,10 @@ export interface AgentRecord {
   publication: Publication | null;
   events: Record<string, unknown>[];
   delegations: Record<string, unknown>[];
-  created_at: Date;
-  updated_at: Date;
 }
 
-const agentSchema = new Schema<AgentRecord>(
+const agentSchema = namedRecordSchema<AgentRecord>(
   {
-    _id: { type: Number, required: true },
-    account_id: { type: Number, required: true },
-    name: { type: String, required: true },
-    sort_name: { type: String, required: true },
-    identifier: { type: String, required: true },
-    description: { type: String, default: null },
     instructions: { type: String, default: null },
     model: { type: String, required: true },
     temperature: { type: Number, default: 0.7 },
@@ -59,15 +44,8 @@ const agentSchema = new Schema<AgentRecord>(
     events: { type: Schema.Types.Mixed, default: () => [] },
     delegations: { type: Schema.Types.Mixed, default: () => [] },
   },
-  { ...recordSchemaOptions<AgentRecord>(["sort_name"]), minimize: false },
+  { minimize: false },
 );
-agentSchema.index({ account_id: 1, identifier: 1 }, { unique: true });
-// Directory (alphabetical) and list sorts.
-agentSchema.index({ account_id: 1, sort_name: 1 });
-agentSchema.index({ account_id: 1, updated_at: -1 });
-agentSchema.pre("validate", function () {
-  this.sort_name = this.name.toLowerCase();
-});
 
 /** The agents model on a given connection. */
 export function agentModel(db: Connection): Model<AgentRecord> {

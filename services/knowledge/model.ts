@@ -1,20 +1,13 @@
 import { Schema, type Connection, type Model } from "mongoose";
 import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
-import { recordSchemaOptions } from "../../lib/db";
+import { namedRecordSchema, recordSchemaOptions, type NamedRecord } from "../../lib/db";
 
 export const DATA_TYPES = ["auto", "wiki", "website", "sitemap", "discovery", "pdf", "markdown", "text"] as const;
 export type DataType = (typeof DATA_TYPES)[number];
 export const LOADING_STATUSES = ["unloaded", "loading", "loaded", "partial", "failed"] as const;
 export type LoadingStatus = (typeof LOADING_STATUSES)[number];
 
-export interface KnowledgeSourceRecord {
-  _id: number;
-  account_id: number;
-  identifier: string;
-  name: string;
-  /** Lower-cased name, for sorting by name without collation support. */
-  sort_name: string;
-  description: string | null;
+export interface KnowledgeSourceRecord extends NamedRecord {
   data_type: Exclude<DataType, "auto">;
   paths: string[];
   /** Encrypted credential for sources behind auth (wiki token); never serialised. */
@@ -28,18 +21,10 @@ export interface KnowledgeSourceRecord {
   loading_error: string | null;
   /** Set while a deletion job is queued; the record answers 200 until the job removes it. */
   deleting: boolean;
-  created_at: Date;
-  updated_at: Date;
 }
 
-const sourceSchema = new Schema<KnowledgeSourceRecord>(
+const sourceSchema = namedRecordSchema<KnowledgeSourceRecord>(
   {
-    _id: { type: Number, required: true },
-    account_id: { type: Number, required: true },
-    identifier: { type: String, required: true },
-    name: { type: String, required: true },
-    sort_name: { type: String, required: true },
-    description: { type: String, default: null },
     data_type: { type: String, enum: DATA_TYPES, required: true },
     paths: { type: [String], default: [] },
     credentials: { type: String, default: null },
@@ -52,14 +37,9 @@ const sourceSchema = new Schema<KnowledgeSourceRecord>(
     loading_error: { type: String, default: null },
     deleting: { type: Boolean, default: false },
   },
-  { ...recordSchemaOptions<KnowledgeSourceRecord>(["credentials", "sort_name", "deleting"]), collection: KNOWLEDGE_SOURCES_COLLECTION },
+  { hidden: ["credentials", "deleting"], collection: KNOWLEDGE_SOURCES_COLLECTION },
 );
-sourceSchema.index({ account_id: 1, identifier: 1 }, { unique: true });
-sourceSchema.index({ account_id: 1, updated_at: -1 });
 sourceSchema.index({ account_id: 1, loading_status: 1 });
-sourceSchema.pre("validate", function () {
-  this.sort_name = this.name.toLowerCase();
-});
 
 /** The knowledge sources model on a given connection. */
 export function knowledgeSourceModel(db: Connection): Model<KnowledgeSourceRecord> {

@@ -1,5 +1,5 @@
 import { Schema, type Connection, type Model } from "mongoose";
-import { recordSchemaOptions } from "../../lib/db";
+import { namedRecordSchema, type NamedRecord } from "../../lib/db";
 
 export const TEAM_ACCESS_LEVELS = ["PRIVATE", "PASSWORD_PROTECTED", "PUBLIC"] as const;
 export type TeamAccessLevel = (typeof TEAM_ACCESS_LEVELS)[number];
@@ -13,13 +13,7 @@ export interface KnowledgeConfig {
   processing?: Record<string, unknown>;
 }
 
-export interface TeamRecord {
-  _id: number;
-  account_id: number;
-  name: string;
-  sort_name: string;
-  identifier: string;
-  description: string | null;
+export interface TeamRecord extends NamedRecord {
   access_level: TeamAccessLevel;
   access_password_hash: string | null;
   image_url: string | null;
@@ -28,18 +22,10 @@ export interface TeamRecord {
   /** Tools a push declared for the team (pull returns them). */
   tool_ids: number[];
   knowledge: KnowledgeConfig[];
-  created_at: Date;
-  updated_at: Date;
 }
 
-const teamSchema = new Schema<TeamRecord>(
+const teamSchema = namedRecordSchema<TeamRecord>(
   {
-    _id: { type: Number, required: true },
-    account_id: { type: Number, required: true },
-    name: { type: String, required: true },
-    sort_name: { type: String, required: true },
-    identifier: { type: String, required: true },
-    description: { type: String, default: null },
     access_level: { type: String, enum: TEAM_ACCESS_LEVELS, default: "PRIVATE" },
     access_password_hash: { type: String, default: null },
     image_url: { type: String, default: null },
@@ -48,15 +34,10 @@ const teamSchema = new Schema<TeamRecord>(
     tool_ids: { type: [Number], default: [] },
     knowledge: { type: Schema.Types.Mixed, default: () => [] },
   },
-  { ...recordSchemaOptions<TeamRecord>(["sort_name", "access_password_hash", "tool_ids", "knowledge"]), minimize: false },
+  { hidden: ["access_password_hash", "tool_ids", "knowledge"], minimize: false },
 );
-teamSchema.index({ account_id: 1, identifier: 1 }, { unique: true });
-teamSchema.index({ account_id: 1, updated_at: -1 });
 // Anonymous reads of public and password-protected teams by identifier.
 teamSchema.index({ identifier: 1, access_level: 1 });
-teamSchema.pre("validate", function () {
-  this.sort_name = this.name.toLowerCase();
-});
 
 /** The teams model on a given connection. */
 export function teamModel(db: Connection): Model<TeamRecord> {

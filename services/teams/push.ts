@@ -137,7 +137,6 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
         passwordHash: await publicationPasswordHash(existing, config.publication?.password),
       });
       fields.tool_ids = [...new Set([...(existing?.tool_ids ?? []), ...toolIds])];
-      fields.sort_name = config.name.toLowerCase();
       const record = existing
         ? await uow.update(agents, existing, changedFields(existing, fields))
         : await uow.insert(agents, { ...(await newIdentity(db, agents, accountId, config.name)), ...fields } as AgentRecord);
@@ -146,7 +145,6 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
 
     const teamFields = {
       name: doc.name,
-      sort_name: doc.name.toLowerCase(),
       description: doc.description ?? state.team?.description ?? null,
       agent_ids: agentIds,
       tool_ids: toolIds,

@@ -1,32 +1,15 @@
 import { Schema, type Connection, type Model } from "mongoose";
-import { recordSchemaOptions } from "../../lib/db";
+import { namedRecordSchema, type NamedRecord } from "../../lib/db";
 
-export interface TraitRecord {
-  _id: number;
-  account_id: number;
-  name: string;
-  identifier: string;
+export interface TraitRecord extends NamedRecord {
   category: string;
-  description: string | null;
   tags: string[];
-  created_at: Date;
-  updated_at: Date;
 }
 
-const traitSchema = new Schema<TraitRecord>(
-  {
-    _id: { type: Number, required: true },
-    account_id: { type: Number, required: true },
-    name: { type: String, required: true },
-    identifier: { type: String, required: true },
-    category: { type: String, default: "general" },
-    description: { type: String, default: null },
-    tags: { type: [String], default: [] },
-  },
-  recordSchemaOptions<TraitRecord>(),
-);
-traitSchema.index({ account_id: 1, identifier: 1 }, { unique: true });
-traitSchema.index({ account_id: 1, updated_at: -1 });
+const traitSchema = namedRecordSchema<TraitRecord>({
+  category: { type: String, default: "general" },
+  tags: { type: [String], default: [] },
+});
 
 /** The traits model on a given connection. */
 export function traitModel(db: Connection): Model<TraitRecord> {
