@@ -4,7 +4,7 @@ import { mkdir, rename } from "node:fs/promises";
 import path from "node:path";
 import { KeywordIndex, TITLE_WEIGHT } from "./bm25";
 import { fuseRanks } from "./fusion";
-import type { ChunkHit, IndexQuery, IndexResult, IndexStats, IndexedChunk, SearchIndex } from "./port";
+import type { ChunkHit, ChunkIdentity, IndexQuery, IndexResult, IndexStats, IndexedChunk, SearchIndex } from "./port";
 import { fileChecksum, removeOthers, SnapshotReader, SnapshotWriter, syncFile } from "./snapshot-file";
 import { ChunkTexts } from "./text-store";
 import { analyzerFingerprint, terms } from "./tokenizer";
@@ -17,14 +17,6 @@ const PARTITION_FILE = "partition.bin";
 /** What the analyzer and the keyword weighting bake into postings; part of every snapshot's header. */
 const ANALYZER = createHash("sha256").update(analyzerFingerprint()).update(`title-weight:${TITLE_WEIGHT}`).digest("hex").slice(0, 16);
 
-interface ChunkMeta {
-  id: string;
-  sourceId: number;
-  documentId: string;
-  position: number;
-  title: string;
-  url: string;
-}
 
 interface DocumentEntry {
   id: string;
@@ -88,7 +80,7 @@ class Partition {
    * Per slot; its length is the next slot. Slots are not reused while the process runs (a removed chunk's
    * postings stay until compaction); a restart from a snapshot numbers the live ones densely again.
    */
-  readonly chunks: (ChunkMeta | undefined)[] = [];
+  readonly chunks: (ChunkIdentity | undefined)[] = [];
   readonly documents = new Map<string, DocumentEntry>();
   keyword = new KeywordIndex();
   readonly vectors: VectorIndex;
@@ -120,7 +112,7 @@ class Partition {
     if (chunk.vector) this.vectors.set(slot, chunk.vector);
   }
 
-  private forget(slot: number): ChunkMeta {
+  private forget(slot: number): ChunkIdentity {
     const c = this.chunks[slot]!;
     this.slotOf.delete(c.id);
     this.chunks[slot] = undefined;
@@ -207,7 +199,7 @@ class StoredHit implements ChunkHit {
   #content: string | undefined = undefined;
 
   constructor(
-    c: ChunkMeta,
+    c: ChunkIdentity,
     texts: ChunkTexts,
     slot: number,
     readonly score: number,

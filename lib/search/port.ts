@@ -19,14 +19,11 @@ export interface IndexedChunk {
   indexedAt: number;
 }
 
+/** Where a chunk sits and what a hit shows of it, shared by the index's records, metadata and hits. */
+export type ChunkIdentity = Pick<IndexedChunk, "id" | "sourceId" | "documentId" | "position" | "title" | "url">;
+
 /** A ranked chunk. `score` is the mode's raw score: BM25 / text match, cosine similarity, or the fused rank score. */
-export interface ChunkHit {
-  id: string;
-  sourceId: number;
-  documentId: string;
-  position: number;
-  title: string;
-  url: string;
+export interface ChunkHit extends ChunkIdentity {
   content: string;
   score: number;
   /** Cosine distance 0..2 when the vector list found the chunk. */
