@@ -17,7 +17,6 @@ const PARTITION_FILE = "partition.bin";
 /** What the analyzer and the keyword weighting bake into postings; part of every snapshot's header. */
 const ANALYZER = createHash("sha256").update(analyzerFingerprint()).update(`title-weight:${TITLE_WEIGHT}`).digest("hex").slice(0, 16);
 
-
 interface DocumentEntry {
   id: string;
   sourceId: number;
