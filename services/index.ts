@@ -9,6 +9,11 @@ import TeamsService from "./teams.service";
 import SearchService from "./search.service";
 import KnowledgeService from "./knowledge.service";
 import KnowledgeLoaderService from "./knowledge-loader.service";
+import EntitiesService from "./entities.service";
+import TasksService from "./tasks.service";
+import SchedulerService from "./scheduler.service";
+import WebhooksService from "./webhooks.service";
+import McpService from "./mcp.service";
 
 /** Every service the image can run, by name; SERVICES picks a subset per process. */
 export const SERVICE_REGISTRY: Record<string, ServiceSchema<any, any, any>> = {
@@ -22,6 +27,11 @@ export const SERVICE_REGISTRY: Record<string, ServiceSchema<any, any, any>> = {
   search: SearchService,
   knowledge: KnowledgeService,
   "knowledge-loader": KnowledgeLoaderService,
+  entities: EntitiesService,
+  tasks: TasksService,
+  scheduler: SchedulerService,
+  webhooks: WebhooksService,
+  mcp: McpService,
 };
 
 /** The schemas named in `names` (all of them when empty); unknown names are a configuration error. */

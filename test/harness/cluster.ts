@@ -34,7 +34,7 @@ export interface ClusterOptions {
 }
 
 /** Services a test file starts only when it names them. */
-const OPT_IN_SERVICES = ["search", "knowledge", "knowledge-loader"];
+const OPT_IN_SERVICES = ["search", "knowledge", "knowledge-loader", "scheduler", "webhooks"];
 
 /** Waits until the gateway has generated a REST alias for an action of every named service. */
 async function waitForAliases(gateway: { aliases?: { action?: string }[] }, services: string[], timeoutMs = 15_000) {
