@@ -1,13 +1,13 @@
 import type { Logger } from "moleculer";
+import type { Model } from "mongoose";
 import type { EmbeddingProvider } from "../../lib/search/embeddings";
 import type { EmbeddedEngine } from "../../lib/search/embedded-engine";
 import type { IndexedChunk, SearchIndex } from "../../lib/search/port";
 import { bufferToVector } from "../../lib/search/vectors";
-import { isDuplicateKeyError } from "../../lib/errors";
 import type { EmbedJob, EmbedStage } from "./embed-stage";
 import type { IndexGenerations } from "./generations";
 import type { ChunkRecord, DocumentRecord, SearchModels } from "./model";
-import { contentHash, documentIdFor, embedText, indexKey, planChunks } from "./rules";
+import { contentHash, documentIdFor, embedText, indexKey, planChunks, type PlannedChunk } from "./rules";
 
 /** Writes per round trip when removing chunks by id (by _id each: the one query every backend serves fast). */
 const DELETE_CONCURRENCY = 50;
@@ -89,121 +89,134 @@ async function keepStoredChunk(models: SearchModels, r: ChunkRecord): Promise<Ch
   return r.vector;
 }
 
+/** One incoming document that needs (re)indexing, with the chunks it is cut into. */
+interface PlannedDocument {
+  id: string;
+  input: IncomingDocument;
+  title: string;
+  hash: string;
+  key: string;
+  chunks: PlannedChunk[];
+  /** Chunks of the previous version that the new one no longer has. */
+  stale: string[];
+  exists: boolean;
+}
+
+/** Indexes (0-based) of the inserts a bulk insert refused as duplicates; any other failure is rethrown. */
+function duplicateIndexes(err: unknown): number[] {
+  const writeErrors = (err as { writeErrors?: unknown }).writeErrors;
+  const list = (Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : []) as { index: number; code: number }[];
+  if (!list.length || list.some((e) => e.code !== 11000)) throw err;
+  return list.map((e) => e.index);
+}
+
+/** Inserts records in one command; returns the indexes that already existed (by _id). */
+async function insertNew<T extends object>(model: Model<T>, records: T[]): Promise<number[]> {
+  if (!records.length) return [];
+  try {
+    await model.collection.insertMany(records as never[], { ordered: false });
+    return [];
+  } catch (err) {
+    return duplicateIndexes(err);
+  }
+}
+
 /**
- * Upserts one document: unchanged (same index key, fully indexed) is skipped; otherwise its chunks are
- * written to MongoDB and the index at once (keyword-searchable), vectors come from the cache or are
- * queued for the embedding stage. The document is marked pending first, so a crash half-way makes the
- * next load redo it rather than skip it.
+ * Decides what a document needs: nothing (same index key, fully indexed) or its chunks (re)written. A
+ * document of another account with the same id is a hash collision and fails the batch.
  */
-async function indexOne(
-  deps: StoreDeps,
-  accountId: number,
-  sourceId: number,
-  input: IncomingDocument,
-  chunkSize: number,
-  overlap: number,
-  counts: IndexCounts,
-  jobs: EmbedJob[],
-) {
-  const { models, index } = deps;
+async function planDocument(deps: StoreDeps, accountId: number, sourceId: number, input: IncomingDocument, chunkSize: number, overlap: number) {
   const id = documentIdFor(accountId, sourceId, input.url);
-  counts.document_ids.push(id);
   const title = (input.title ?? "").trim() || input.url;
   const hash = contentHash(input.content);
   const key = indexKey({ title, url: input.url, contentHash: hash, chunkSize, overlap });
-  const existing = await models.documents.findById(id).lean<DocumentRecord>();
+  const existing = await deps.models.documents
+    .findById(id, { account_id: 1, index_key: 1, index_state: 1, deletion_job_id: 1, chunk_ids: 1 })
+    .lean<DocumentRecord>();
   if (existing && existing.account_id !== accountId) throw new Error(`document id collision for ${id}`);
-  if (existing && existing.index_key === key && existing.index_state === "indexed" && !existing.deletion_job_id) {
-    counts.unchanged++;
-    return;
-  }
-  const model = deps.provider?.model ?? "none";
-  const planned = planChunks({ id, title, content: input.content }, chunkSize, overlap, model);
-  const fresh = new Set(planned.map((c) => c.id));
+  if (existing && existing.index_key === key && existing.index_state === "indexed" && !existing.deletion_job_id) return { id, plan: null };
+  const chunks = planChunks({ id, title, content: input.content }, chunkSize, overlap, deps.provider?.model ?? "none");
+  const fresh = new Set(chunks.map((c) => c.id));
   const stale = (existing?.chunk_ids ?? []).filter((c) => !fresh.has(c));
+  return { id, plan: { id, input, title, hash, key, chunks, stale, exists: Boolean(existing) } satisfies PlannedDocument };
+}
+
+/**
+ * Writes the chunks of a batch of documents to MongoDB and the index at once (keyword-searchable); vectors
+ * come from the cache or are queued for the embedding stage. Each write is one command for the whole batch.
+ * The documents are marked pending first, so a crash half-way makes the next load redo them, not skip them.
+ */
+async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: number, docs: PlannedDocument[], chunkSize: number, overlap: number, counts: IndexCounts, jobs: EmbedJob[]) {
+  const { models, index } = deps;
   await tracked(deps, accountId, async () => {
     const now = new Date();
-    await models.documents.updateOne(
-      { _id: id },
-      {
-        $set: {
-          account_id: accountId,
-          source_id: sourceId,
-          url: input.url,
-          title,
-          content: input.content,
-          content_hash: hash,
-          metadata: input.metadata ?? {},
-          // The previous chunks stay listed until they are deleted, so a crash in between leaves no orphans.
-          chunk_ids: [...fresh, ...stale],
-          chunk_size: chunkSize,
-          chunk_overlap: overlap,
-          index_key: key,
-          index_state: "pending",
-          indexed_at: now,
-          deletion_job_id: null,
-        },
-        $setOnInsert: { created_at: now },
-      },
-      { upsert: true, timestamps: true },
-    );
-
-    const cached = deps.provider ? await Promise.all(planned.map((c) => models.embeddings.findById(c.embedKey).lean())) : [];
-    const records: ChunkRecord[] = planned.map((c, i) => ({
-      _id: c.id,
+    const fields = (d: PlannedDocument) => ({
       account_id: accountId,
       source_id: sourceId,
-      document_id: id,
-      position: c.position,
-      title,
-      url: input.url,
-      content: c.content,
-      embed_key: c.embedKey,
+      url: d.input.url,
+      title: d.title,
+      content: d.input.content,
+      content_hash: d.hash,
+      metadata: d.input.metadata ?? {},
+      // The previous chunks stay listed until they are deleted, so a crash in between leaves no orphans.
+      chunk_ids: [...d.chunks.map((c) => c.id), ...d.stale],
+      chunk_size: chunkSize,
+      chunk_overlap: overlap,
+      index_key: d.key,
+      index_state: "pending",
+      indexed_at: now,
+      deletion_job_id: null,
+      updated_at: now,
+    });
+    await models.documents.collection.bulkWrite(
+      docs.map((d) =>
+        d.exists
+          ? { updateOne: { filter: { _id: d.id }, update: { $set: fields(d) } } }
+          : { insertOne: { document: { _id: d.id, ...fields(d), created_at: now } } },
+      ) as never,
+      { ordered: false },
+    );
+
+    const planned = docs.flatMap((d) => d.chunks.map((c) => ({ doc: d, chunk: c })));
+    const cached = deps.provider ? await Promise.all(planned.map(({ chunk }) => models.embeddings.findById(chunk.embedKey).lean())) : [];
+    const records: ChunkRecord[] = planned.map(({ doc, chunk }, i) => ({
+      _id: chunk.id,
+      account_id: accountId,
+      source_id: sourceId,
+      document_id: doc.id,
+      position: chunk.position,
+      title: doc.title,
+      url: doc.input.url,
+      content: chunk.content,
+      embed_key: chunk.embedKey,
       vector: cached[i]?.vector ?? null,
       indexed_at: now,
     }));
-    const vectors: (ChunkRecord["vector"] | undefined)[] = new Array(records.length);
-    await inBatches(
-      records.map((r, i) => [r, i] as const),
-      DELETE_CONCURRENCY,
-      async ([r, i]) => {
-        try {
-          await models.chunks.create(r);
-          vectors[i] = r.vector;
-        } catch (err) {
-          if (!isDuplicateKeyError(err)) throw err;
-          vectors[i] = await keepStoredChunk(models, r);
-        }
-      },
-    );
-    const indexed = records.map((r, i) => {
-      const vector = vectors[i] ?? null;
-      return toIndexed({ ...r, vector }, vector ? bufferToVector(vector) : null);
-    });
+    const vectors = records.map((r) => r.vector);
+    // A chunk that exists already (same document, position and text) keeps what it has, title aside.
+    for (const i of await insertNew(models.chunks, records)) vectors[i] = await keepStoredChunk(models, records[i]!);
+    const indexed = records.map((r, i) => toIndexed({ ...r, vector: vectors[i] ?? null }, vectors[i] ? bufferToVector(vectors[i]!) : null));
     await index.upsertChunks(indexed);
+
+    const stale = docs.flatMap((d) => d.stale);
     if (stale.length) {
       await index.deleteChunks(accountId, stale);
       await inBatches(stale, DELETE_CONCURRENCY, (c) => Promise.all([models.chunks.deleteOne({ _id: c }), models.pending.deleteOne({ _id: c })]));
     }
-    const waiting = indexed.filter((c) => !c.vector);
+    const waiting = indexed.map((c, i) => ({ c, r: records[i]!, title: planned[i]!.doc.title })).filter(({ c }) => !c.vector);
     counts.cached_vectors += indexed.length - waiting.length;
     if (deps.stage && waiting.length) {
-      await inBatches(waiting, DELETE_CONCURRENCY, async (c) => {
-        try {
-          await models.pending.create({ _id: c.id, account_id: accountId });
-        } catch (err) {
-          if (!isDuplicateKeyError(err)) throw err;
-        }
-      });
-      for (const c of waiting) {
-        jobs.push({ accountId, chunkId: c.id, embedKey: records.find((r) => r._id === c.id)!.embed_key, text: embedText(title, c.content) });
-      }
+      await insertNew(models.pending, waiting.map(({ c }) => ({ _id: c.id, account_id: accountId, created_at: now })));
+      for (const { c, r, title } of waiting) jobs.push({ accountId, chunkId: c.id, embedKey: r.embed_key, text: embedText(title, c.content) });
       counts.queued_for_embedding += waiting.length;
     }
+    counts.chunks += records.length;
   });
-  counts.chunks += planned.length;
-  counts.indexed++;
-  await models.documents.updateOne({ _id: id }, { $set: { index_state: "indexed", chunk_ids: [...fresh] } });
+  await models.documents.collection.bulkWrite(
+    docs.map((d) => ({ updateOne: { filter: { _id: d.id }, update: { $set: { index_state: "indexed", chunk_ids: d.chunks.map((c) => c.id) } } } })) as never,
+    { ordered: false },
+  );
+  counts.indexed += docs.length;
 }
 
 /** search.indexDocuments: upserts a window of documents of one source and returns what happened. */
@@ -223,7 +236,11 @@ export async function indexDocuments(
   const jobs: EmbedJob[] = [];
   // The same url twice in one window is one document: the last copy wins.
   const byUrl = new Map(p.documents.map((d) => [d.url, d]));
-  for (const doc of byUrl.values()) await indexOne(deps, p.accountId, p.sourceId, doc, p.chunkSize, p.overlap, counts, jobs);
+  const plans = await Promise.all([...byUrl.values()].map((d) => planDocument(deps, p.accountId, p.sourceId, d, p.chunkSize, p.overlap)));
+  counts.document_ids = plans.map((x) => x.id);
+  const changed = plans.flatMap((x) => (x.plan ? [x.plan] : []));
+  counts.unchanged = plans.length - changed.length;
+  if (changed.length) await writeDocuments(deps, p.accountId, p.sourceId, changed, p.chunkSize, p.overlap, counts, jobs);
   deps.stage?.enqueue(jobs);
   return counts;
 }
