@@ -60,6 +60,56 @@ async function updateSource(deps: RunnerDeps, job: LoadJobRecord, changes: Sourc
   await deps.sources.updateOne({ _id: job.knowledge_source_id, account_id: job.account_id }, { $set: changes });
 }
 
+/** Thrown inside a window when another loader has taken the job over: stop without writing. */
+class LeaseLost extends Error {}
+
+interface ReadBatch {
+  docs: PageDoc[];
+  failures: string[];
+  /** Progress as it stood right after this batch was read (later reads advance the live object). */
+  after: LoadProgress & FailureTally;
+}
+
+/**
+ * Reads and indexes batches until the budget is spent or nothing is left, reading the next batch while the
+ * current one is indexed (fetching waits on the network, indexing on the search service; overlapping them
+ * keeps both busy). Progress saved after a batch is the copy taken when that batch was read, so a crash never
+ * records pages as done that were read but not indexed. Returns the progress of the last saved batch.
+ */
+async function readAndIndex(
+  deps: RunnerDeps,
+  job: LoadJobRecord,
+  source: KnowledgeSourceRecord,
+  progress: LoadProgress & FailureTally,
+  deadline: number,
+): Promise<LoadProgress & FailureTally> {
+  const live = progress;
+  const more = () => Date.now() < deadline && !deps.reader.counts(live).finished && deps.holdsLease();
+  const read = async (): Promise<ReadBatch> => {
+    const { docs, failures } = await deps.reader.next(live, source, deps.batchSize);
+    if (failures.length) {
+      live.failed = (live.failed ?? 0) + failures.length;
+      live.last_failure = failures[failures.length - 1];
+    }
+    return { docs, failures, after: structuredClone(live) };
+  };
+  let saved = structuredClone(live);
+  let next = more() ? read() : null;
+  while (next) {
+    const batch = await next;
+    next = more() ? read() : null;
+    // A read started here must not be left unawaited if indexing below throws.
+    next?.catch(() => undefined);
+    if (!deps.holdsLease()) throw new LeaseLost();
+    if (batch.docs.length) await deps.index(source.account_id, source._id, batch.docs);
+    if (!(await saveProgress(deps.jobs, job, deps.owner, batch.after))) throw new LeaseLost();
+    saved = batch.after;
+    const { done, total } = deps.reader.counts(saved);
+    await updateSource(deps, job, { loading_urls_done: done, loading_urls_total: total, ...(batch.docs.length ? { last_indexed_at: new Date() } : {}) });
+  }
+  return saved;
+}
+
 /**
  * Runs one window of a load job: plans on the first window, reads pages in batches until the budget is
  * spent or nothing is left, saves progress after every batch, then finishes the source (loaded, partial,
@@ -84,19 +134,9 @@ export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promi
   }
 
   try {
-    while (Date.now() < deadline && !deps.reader.counts(progress).finished) {
-      if (!deps.holdsLease()) return "lost";
-      const { docs, failures } = await deps.reader.next(progress, source, deps.batchSize);
-      if (docs.length) await deps.index(source.account_id, source._id, docs);
-      if (failures.length) {
-        progress.failed = (progress.failed ?? 0) + failures.length;
-        progress.last_failure = failures[failures.length - 1];
-      }
-      if (!(await saveProgress(deps.jobs, job, deps.owner, progress))) return "lost";
-      const { done, total } = deps.reader.counts(progress);
-      await updateSource(deps, job, { loading_urls_done: done, loading_urls_total: total, ...(docs.length ? { last_indexed_at: new Date() } : {}) });
-    }
+    progress = await readAndIndex(deps, job, source, progress, deadline);
   } catch (err) {
+    if (err instanceof LeaseLost) return "lost";
     // The index or the database failed mid-window: keep what was indexed, say why it stopped.
     return finish(deps, job, progress, { complete: false, error: `Load interrupted: ${(err as Error).message}` });
   }
