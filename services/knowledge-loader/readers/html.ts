@@ -1,4 +1,5 @@
-import { parseHTML } from "linkedom";
+import { parseDocument } from "htmlparser2";
+import { isDocument, isTag, isText, type ChildNode, type Document, type Element, type ParentNode } from "domhandler";
 
 /** Longest title kept; longer ones are templates gone wrong. */
 const MAX_TITLE_CHARS = 300;
@@ -7,35 +8,16 @@ const MAX_LINKS = 2_000;
 
 /** Never content: code, styling, embedded objects, navigation, forms, wiki macro parameters. */
 const DROPPED_TAGS = new Set([
-  "HEAD", "SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "SVG", "IFRAME", "OBJECT", "CANVAS", "NAV", "ASIDE", "FORM",
-  "BUTTON", "SELECT", "DIALOG", "AC:PARAMETER",
+  "head", "script", "style", "noscript", "template", "svg", "iframe", "object", "canvas", "nav", "aside", "form",
+  "button", "select", "dialog", "ac:parameter",
 ]);
 /** Page chrome when the whole body is the root; inside <main>/<article> a <header> is the article's own. */
-const BODY_CHROME_TAGS = new Set(["HEADER", "FOOTER"]);
+const BODY_CHROME_TAGS = new Set(["header", "footer"]);
 const DROPPED_ROLES = new Set(["navigation", "banner", "contentinfo", "complementary", "search", "menu", "menubar", "dialog"]);
 /** Elements that end a line. */
-const LINE_TAGS = new Set(["BR", "DIV", "LI", "TR", "DT", "DD", "SECTION", "ARTICLE", "MAIN", "HEADER", "FOOTER", "FIGCAPTION", "ADDRESS", "SUMMARY", "DETAILS", "TD", "TH", "CAPTION"]);
+const LINE_TAGS = new Set(["br", "div", "li", "tr", "dt", "dd", "section", "article", "main", "header", "footer", "figcaption", "address", "summary", "details", "td", "th", "caption"]);
 /** Elements that stand as their own paragraph. */
-const PARAGRAPH_TAGS = new Set(["P", "H1", "H2", "H3", "H4", "H5", "H6", "BLOCKQUOTE", "PRE", "TABLE", "UL", "OL", "DL", "FIGURE", "HR"]);
-
-/** The part of linkedom's DOM this module walks (the project compiles without the DOM lib). */
-interface DomNode {
-  nodeType: number;
-  tagName?: string;
-  data?: string;
-  textContent: string | null;
-  lastChild: DomNode | null;
-  previousSibling: DomNode | null;
-  getAttribute?(name: string): string | null;
-  hasAttribute?(name: string): boolean;
-}
-interface DomDocument {
-  title: string;
-  body: DomNode | null;
-  querySelector(selector: string): DomNode | null;
-  querySelectorAll(selector: string): ArrayLike<DomNode>;
-  getElementsByTagName(tag: string): ArrayLike<DomNode>;
-}
+const PARAGRAPH_TAGS = new Set(["p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "table", "ul", "ol", "dl", "figure", "hr"]);
 
 /** What a page gives the loader: text to index, and what the crawler needs to go on. */
 export interface HtmlExtract {
@@ -50,27 +32,38 @@ export interface HtmlExtract {
 }
 
 const ELEMENT = 1;
-const TEXT = 3;
 
 function collapse(text: string): string {
   return text.replace(/\s+/g, " ").trim();
 }
 
-function isDropped(el: DomNode, root: DomNode, bodyIsRoot: boolean): boolean {
-  const tag = el.tagName!;
+/** Concatenated text of a node's descendants (iterative: pages can nest deeper than the stack). */
+function textContent(node: ParentNode): string {
+  const parts: string[] = [];
+  const stack: ChildNode[] = [...node.children].reverse();
+  while (stack.length) {
+    const item = stack.pop()!;
+    if (isText(item)) parts.push(item.data);
+    else if (isTag(item)) for (let i = item.children.length - 1; i >= 0; i--) stack.push(item.children[i]!);
+  }
+  return parts.join("");
+}
+
+function isDropped(el: Element, root: ParentNode, bodyIsRoot: boolean): boolean {
+  const tag = el.name;
   if (DROPPED_TAGS.has(tag)) return true;
   if (bodyIsRoot && BODY_CHROME_TAGS.has(tag)) return true;
   if (el === root) return false;
-  const role = el.getAttribute!("role");
+  const role = el.attribs.role;
   if (role && DROPPED_ROLES.has(role)) return true;
-  return el.hasAttribute!("hidden") || el.getAttribute!("aria-hidden") === "true";
+  return "hidden" in el.attribs || el.attribs["aria-hidden"] === "true";
 }
 
 /**
  * Visible text of `root` with a line break where a line element ends and a blank line around paragraphs.
  * Adjacent breaks merge into the larger one. An iterative walk, so deep pages do not overflow the stack.
  */
-function textOf(root: DomNode, bodyIsRoot: boolean): string {
+function textOf(root: ParentNode, bodyIsRoot: boolean): string {
   const parts: string[] = [];
   let pendingBreak = "";
   let endsWithSpace = true; // nothing emitted yet: leading spaces are dropped
@@ -78,7 +71,7 @@ function textOf(root: DomNode, bodyIsRoot: boolean): string {
     if (pendingBreak) {
       if (text.trim() === "") return; // whitespace between blocks
       if (parts.length > 0) {
-        parts[parts.length - 1] = parts[parts.length - 1].trimEnd();
+        parts[parts.length - 1] = parts[parts.length - 1]!.trimEnd();
         parts.push(pendingBreak);
       }
       pendingBreak = "";
@@ -92,39 +85,76 @@ function textOf(root: DomNode, bodyIsRoot: boolean): string {
   const emitBreak = (brk: string) => {
     if (brk.length > pendingBreak.length) pendingBreak = brk;
   };
-  const stack: (DomNode | string)[] = [root];
+  const stack: (ChildNode | ParentNode | string)[] = [root];
   while (stack.length > 0) {
     const item = stack.pop()!;
     if (typeof item === "string") {
       emitBreak(item);
       continue;
     }
-    if (item.nodeType === TEXT) {
+    if (isText(item as ChildNode)) {
       // Only runs and non-space whitespace are replaced: most text has neither, and this is the hot loop.
-      emitText(item.data!.replace(/\s\s+|[^\S ]/g, " "));
+      emitText((item as { data: string }).data.replace(/\s\s+|[^\S ]/g, " "));
       continue;
     }
-    if (item.nodeType !== ELEMENT || isDropped(item, root, bodyIsRoot)) continue;
-    const tag = item.tagName!;
-    const boundary = PARAGRAPH_TAGS.has(tag) ? "\n\n" : LINE_TAGS.has(tag) ? "\n" : undefined;
-    if (boundary) {
-      emitBreak(boundary);
-      stack.push(boundary);
-    } else if (tag === "TD" || tag === "TH" || tag === "IMG") {
-      emitText(" ");
-    }
-    for (let child = item.lastChild; child; child = child.previousSibling) stack.push(child);
+    if (isTag(item as ChildNode)) {
+      const el = item as Element;
+      if (isDropped(el, root, bodyIsRoot)) continue;
+      const boundary = PARAGRAPH_TAGS.has(el.name) ? "\n\n" : LINE_TAGS.has(el.name) ? "\n" : undefined;
+      if (boundary) {
+        emitBreak(boundary);
+        stack.push(boundary);
+      } else if (el.name === "td" || el.name === "th" || el.name === "img") {
+        emitText(" ");
+      }
+    } else if (!isDocument(item as ChildNode)) continue;
+    const children = (item as ParentNode).children;
+    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
   }
   return parts.join("").trimEnd();
 }
 
-/** <main>, [role=main], or a lone <article> when the page marks its content; otherwise the whole body. */
-function contentRoot(document: DomDocument): { root: DomNode | null; bodyIsRoot: boolean } {
-  const marked = document.querySelector("main, [role=main]");
-  if (marked) return { root: marked, bodyIsRoot: false };
-  const articles = document.getElementsByTagName("article");
-  if (articles.length === 1) return { root: articles[0], bodyIsRoot: false };
-  return { root: document.body, bodyIsRoot: true };
+/** The elements the extraction looks at, found in one pass (the first of each, in document order). */
+interface Landmarks {
+  title?: Element;
+  ogTitle?: Element;
+  h1?: Element;
+  base?: Element;
+  robots?: Element;
+  canonical?: Element;
+  main?: Element;
+  articles: Element[];
+  body?: Element;
+  anchors: Element[];
+}
+
+function landmarks(document: Document): Landmarks {
+  const found: Landmarks = { articles: [], anchors: [] };
+  const stack: ChildNode[] = [...document.children].reverse();
+  while (stack.length) {
+    const el = stack.pop()!;
+    if (!isTag(el)) continue;
+    const a = el.attribs;
+    switch (el.name) {
+      case "title": found.title ??= el; break;
+      case "h1": found.h1 ??= el; break;
+      case "body": found.body ??= el; break;
+      case "main": found.main ??= el; break;
+      case "article": found.articles.push(el); break;
+      case "a": found.anchors.push(el); break;
+      case "base": if (a.href !== undefined) found.base ??= el; break;
+      case "meta":
+        if (a.property === "og:title") found.ogTitle ??= el;
+        if ((a.name ?? "").toLowerCase() === "robots") found.robots ??= el;
+        break;
+      case "link":
+        if ((a.rel ?? "").toLowerCase().split(/\s+/).includes("canonical")) found.canonical ??= el;
+        break;
+    }
+    if (a.role === "main") found.main ??= el;
+    for (let i = el.children.length - 1; i >= 0; i--) stack.push(el.children[i]!);
+  }
+  return found;
 }
 
 function absoluteHttp(href: string | null | undefined, base: string): string | undefined {
@@ -139,48 +169,37 @@ function absoluteHttp(href: string | null | undefined, base: string): string | u
   }
 }
 
-function pageTitle(document: DomDocument, url: string): string {
-  const og = document.querySelector('meta[property="og:title"]')?.getAttribute!("content");
-  const h1 = document.getElementsByTagName("h1")[0]?.textContent;
-  const title = [document.title, og, h1].map((t) => collapse(t ?? "")).find((t) => t.length > 0);
+function pageTitle(found: Landmarks, url: string): string {
+  const candidates = [found.title && textContent(found.title), found.ogTitle?.attribs.content, found.h1 && textContent(found.h1)];
+  const title = candidates.map((t) => collapse(t ?? "")).find((t) => t.length > 0);
   return (title ?? url).slice(0, MAX_TITLE_CHARS);
 }
 
 /**
- * The main text of an HTML page, with its title, outgoing links and canonical URL. linkedom parses (pure JS and
- * several times faster than jsdom); the main content is what <main>/<article> marks, else the body without chrome.
+ * The main text of an HTML page, with its title, outgoing links and canonical URL. htmlparser2 builds a plain
+ * node tree (DOM objects cost several times more to build and to collect); the main content is what
+ * <main>, [role=main] or a lone <article> marks, else the body without chrome.
  */
 export function extractHtml(html: string, url: string): HtmlExtract {
-  const wrapped = /<(html|body)[\s>]/i.test(html) ? html : `<!DOCTYPE html><html><head></head><body>${html}</body></html>`;
-  const document = parseHTML(wrapped).document as unknown as DomDocument;
-
-  const baseHref = document.querySelector("base[href]")?.getAttribute!("href");
-  const base = absoluteHttp(baseHref, url) ?? url;
-  const robots = (document.querySelector('meta[name="robots" i]')?.getAttribute!("content") ?? "").toLowerCase();
-
-  let canonical: string | undefined;
-  for (const link of Array.from(document.getElementsByTagName("link"))) {
-    const rel = (link.getAttribute!("rel") ?? "").toLowerCase().split(/\s+/);
-    if (rel.includes("canonical")) {
-      canonical = absoluteHttp(link.getAttribute!("href"), base);
-      break;
-    }
-  }
+  const document = parseDocument(html);
+  const found = landmarks(document);
+  const base = absoluteHttp(found.base?.attribs.href, url) ?? url;
+  const robots = (found.robots?.attribs.content ?? "").toLowerCase();
 
   const links = new Set<string>();
-  for (const a of Array.from(document.getElementsByTagName("a"))) {
+  for (const a of found.anchors) {
     if (links.size >= MAX_LINKS) break;
-    if ((a.getAttribute!("rel") ?? "").toLowerCase().includes("nofollow")) continue;
-    const href = absoluteHttp(a.getAttribute!("href"), base);
+    if ((a.attribs.rel ?? "").toLowerCase().includes("nofollow")) continue;
+    const href = absoluteHttp(a.attribs.href, base);
     if (href) links.add(href);
   }
 
-  const { root, bodyIsRoot } = contentRoot(document);
+  const marked = found.main ?? (found.articles.length === 1 ? found.articles[0] : undefined);
   return {
-    title: pageTitle(document, url),
-    content: root ? textOf(root, bodyIsRoot) : "",
+    title: pageTitle(found, url),
+    content: marked ? textOf(marked, false) : textOf(found.body ?? document, true),
     links: [...links],
-    canonical,
+    canonical: absoluteHttp(found.canonical?.attribs.href, base),
     noindex: /\b(noindex|none)\b/.test(robots),
     nofollow: /\b(nofollow|none)\b/.test(robots),
   };
