@@ -144,7 +144,8 @@ async function planDocument(deps: StoreDeps, accountId: number, sourceId: number
 /**
  * Writes the chunks of a batch of documents to MongoDB and the index at once (keyword-searchable); vectors
  * come from the cache or are queued for the embedding stage. Each write is one command for the whole batch.
- * The documents are marked pending first, so a crash half-way makes the next load redo them, not skip them.
+ * A document already stored is marked pending first, so a crash half-way makes the next load redo it rather
+ * than skip it; a new one is written once, last, so until then there is nothing to skip.
  */
 async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: number, docs: PlannedDocument[], chunkSize: number, overlap: number, counts: IndexCounts, jobs: EmbedJob[]) {
   const { models, index } = deps;
@@ -168,14 +169,13 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
       deletion_job_id: null,
       updated_at: now,
     });
-    await models.documents.collection.bulkWrite(
-      docs.map((d) =>
-        d.exists
-          ? { updateOne: { filter: { _id: d.id }, update: { $set: fields(d) } } }
-          : { insertOne: { document: { _id: d.id, ...fields(d), created_at: now } } },
-      ) as never,
-      { ordered: false },
-    );
+    const stored = docs.filter((d) => d.exists);
+    if (stored.length) {
+      await models.documents.collection.bulkWrite(
+        stored.map((d) => ({ updateOne: { filter: { _id: d.id }, update: { $set: fields(d) } } })) as never,
+        { ordered: false },
+      );
+    }
 
     const planned = docs.flatMap((d) => d.chunks.map((c) => ({ doc: d, chunk: c })));
     const cached = deps.provider ? await Promise.all(planned.map(({ chunk }) => models.embeddings.findById(chunk.embedKey).lean())) : [];
@@ -211,11 +211,16 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
       counts.queued_for_embedding += waiting.length;
     }
     counts.chunks += records.length;
+    await models.documents.collection.bulkWrite(
+      docs.map((d) => {
+        const indexed = { index_state: "indexed", chunk_ids: d.chunks.map((c) => c.id) };
+        return d.exists
+          ? { updateOne: { filter: { _id: d.id }, update: { $set: indexed } } }
+          : { insertOne: { document: { _id: d.id, ...fields(d), ...indexed, created_at: now } } };
+      }) as never,
+      { ordered: false },
+    );
   });
-  await models.documents.collection.bulkWrite(
-    docs.map((d) => ({ updateOne: { filter: { _id: d.id }, update: { $set: { index_state: "indexed", chunk_ids: d.chunks.map((c) => c.id) } } } })) as never,
-    { ordered: false },
-  );
   counts.indexed += docs.length;
 }
 
