@@ -1,11 +1,334 @@
+import { Readable } from "node:stream";
+import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
+import { ERRORS } from "../lib/errors";
+import { nextId } from "../lib/ids";
+import type { Ctx } from "../lib/meta";
+import { MongoMixin } from "../lib/mongo.mixin";
+import { toPage } from "../lib/pagination";
+import { respondCreated, respondNoContent } from "../lib/responses";
+import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { agentModel } from "./agents/model";
+import { csvDocument, exportFilename } from "./entities/csv";
+import { sessionExcerpt, VISIBLE_ROLES } from "./entities/excerpt";
+import { entityModel, sessionMessageModel } from "./entities/model";
+import {
+  deleteManyParams,
+  entityIdParam,
+  filterParams,
+  internalRecordFields,
+  RECORD_KEYS,
+  recordFields,
+  restListParams,
+  sessionMessagesParams,
+  statsParams,
+  toolListParams,
+  UPDATE_KEYS,
+  updateFields,
+} from "./entities/params";
+import { entityDetailRead, entityRead, type EntityDetailView } from "./entities/render";
+import {
+  buildEntityFilter,
+  citedMessageIds,
+  deletionPreview,
+  facetsRead,
+  pickFields,
+  statsByAgentRead,
+  statsRead,
+  templateKey,
+  verifyProvenance,
+  type CountCell,
+  type EntityFilters,
+  type ResolvedFilters,
+} from "./entities/rules";
+import type { EntityRecord, MessageRole, Provenance, SessionMessageRecord } from "./entities/types";
 
-/** Placeholder: being built. Answers the agents service's collected-data questions with "none". */
-const EntitiesService: ServiceSchema = {
+const LABEL = "Collected data record";
+/** Rows read from the database per round trip while exporting. */
+const EXPORT_BATCH_SIZE = 500;
+
+type ListParams = EntityFilters & { skip: number; limit: number; include_facets: boolean };
+type StatsParams = { agent_id?: number; days?: number; group_by_agent: boolean };
+type RecordParams = Record<string, unknown> & { agent_id: number; session_id?: string | null; provenance?: Provenance | null };
+
+interface Methods extends TenancyMethods {
+  resolveFilters(ctx: Ctx<unknown>, filters: EntityFilters): Promise<ResolvedFilters>;
+  listEntities(ctx: Ctx<unknown>, params: ListParams): Promise<{ data: object[]; total: number; facets?: object }>;
+  countCells(filter: Record<string, unknown>): Promise<CountCell[]>;
+  facets(resolved: ResolvedFilters): Promise<ReturnType<typeof facetsRead>>;
+  agentNames(accountId: number, agentIds: number[]): Promise<Map<number, string>>;
+  recordEntity(ctx: Ctx<unknown>, params: RecordParams, createdAt?: Date): Promise<EntityDetailView>;
+  checkedProvenance(accountId: number, sessionId: string | null, provenance: Provenance): Promise<Provenance>;
+  detail(entity: EntityRecord): Promise<EntityDetailView>;
+}
+interface Vars {
+  db: Connection;
+  models: { entities: Model<EntityRecord>; messages: Model<SessionMessageRecord> };
+}
+
+/**
+ * Collected data: records agents extract from conversations, the session messages their detail quotes,
+ * filtered lists, facets, statistics and a CSV export. The MCP service and the agent runtime call the
+ * internal actions (no REST route) and get/stats; REST and internal lists share one filter builder.
+ */
+const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "entities",
+  mixins: [MongoMixin((db) => ({ entities: entityModel(db), messages: sessionMessageModel(db) })), TenancyMixin],
+  settings: { rest: "/" },
+
   actions: {
-    countForAgent: { visibility: "public", params: { agentId: "number" }, handler: () => 0 },
-    deleteForAgent: { visibility: "public", params: { agentId: "number" }, handler: () => 0 },
+    /** REST list: the interface's paginated shape, facets on request. */
+    find: {
+      rest: "GET /entities",
+      params: restListParams,
+      async handler(ctx: Ctx<ListParams>) {
+        const { data, total, facets } = await this.listEntities(ctx, ctx.params);
+        return { ...toPage(data, total, ctx.params.skip, ctx.params.limit), ...(facets ? { facets } : {}) };
+      },
+    },
+
+    facetCounts: {
+      rest: "GET /entities/facets",
+      params: filterParams,
+      async handler(ctx: Ctx<EntityFilters>) {
+        return this.facets(await this.resolveFilters(ctx, ctx.params));
+      },
+    },
+
+    /** StatsRead, or StatsByAgentRead with group_by_agent; REST and svc_collected_data stats alike. */
+    stats: {
+      rest: "GET /entities/stats",
+      params: statsParams,
+      async handler(ctx: Ctx<StatsParams>) {
+        const { agent_id, days, group_by_agent } = ctx.params;
+        const resolved = await this.resolveFilters(ctx, { agent_id, days });
+        const cells = await this.countCells(buildEntityFilter(resolved));
+        const names = await this.agentNames(resolved.accountId, [...new Set(cells.map((c) => c.agent_id))]);
+        return (group_by_agent ? statsByAgentRead : statsRead)(cells, names, days ?? null);
+      },
+    },
+
+    export: {
+      rest: "GET /entities/export",
+      params: filterParams,
+      async handler(ctx: Ctx<EntityFilters>) {
+        const filter = buildEntityFilter(await this.resolveFilters(ctx, ctx.params));
+        const keys = ((await this.models.entities.distinct("attribute_keys", filter)) as string[]).sort();
+        const rows = this.models.entities.find(filter).sort({ created_at: -1, _id: -1 }).lean<EntityRecord>().cursor({ batchSize: EXPORT_BATCH_SIZE });
+        ctx.meta.$responseType = "text/csv; charset=utf-8";
+        ctx.meta.$responseHeaders = { "Content-Disposition": `attachment; filename="${exportFilename(new Date())}"` };
+        return Readable.from(csvDocument(keys, rows as AsyncIterable<EntityRecord>));
+      },
+    },
+
+    create: {
+      rest: "POST /entities",
+      params: recordFields,
+      async handler(ctx: Ctx<RecordParams>) {
+        const view = await this.recordEntity(ctx, ctx.params);
+        return respondCreated(ctx, `/api/v1/entities/${view.id}`, view);
+      },
+    },
+
+    /** ExtractedEntityDetailRead; REST and svc_collected_data get alike. */
+    get: {
+      rest: "GET /entities/:entity_id",
+      params: entityIdParam,
+      async handler(ctx: Ctx<{ entity_id: number }>) {
+        return this.detail(await this.findOwned(ctx, this.models.entities, ctx.params.entity_id, LABEL));
+      },
+    },
+
+    /** Any status may move to any other; attributes are replaced as a whole when given. */
+    update: {
+      rest: ["PUT /entities/:entity_id", "PATCH /entities/:entity_id"],
+      params: updateFields,
+      async handler(ctx: Ctx<Record<string, unknown> & { entity_id: number }>) {
+        const entity = await this.findOwned(ctx, this.models.entities, ctx.params.entity_id, LABEL);
+        const changes = pickFields(ctx.params, UPDATE_KEYS);
+        entity.set(changes);
+        if (changes.attributes) entity.markModified("attributes");
+        await entity.save();
+        const view = await this.detail(entity);
+        ctx.emit("entity.updated", { accountId: entity.account_id, data: view });
+        return view;
+      },
+    },
+
+    remove: {
+      rest: "DELETE /entities/:entity_id",
+      params: entityIdParam,
+      async handler(ctx: Ctx<{ entity_id: number }>) {
+        const entity = await this.findOwned(ctx, this.models.entities, ctx.params.entity_id, LABEL);
+        await this.models.entities.deleteOne({ _id: entity._id, account_id: entity.account_id });
+        ctx.emit("entity.deleted", { accountId: entity.account_id, data: { id: entity._id } });
+        return respondNoContent(ctx);
+      },
+    },
+
+    /** The agent runtime's way in: like POST /entities, and it may date the record (imports of history). */
+    record: {
+      visibility: "public",
+      params: internalRecordFields,
+      handler(ctx: Ctx<RecordParams & { created_at?: Date }>) {
+        return this.recordEntity(ctx, ctx.params, ctx.params.created_at);
+      },
+    },
+
+    /** Stores turns of a chat session, in the order given; ids increase with that order. */
+    recordSessionMessages: {
+      visibility: "public",
+      params: sessionMessagesParams,
+      async handler(ctx: Ctx<{ session_id: string; messages: { role: MessageRole; text: string; created_at?: Date }[] }>) {
+        const account_id = this.accountOf(ctx);
+        const { session_id } = ctx.params;
+        const docs = [];
+        for (const { role, text, created_at } of ctx.params.messages) {
+          docs.push({ _id: await nextId(this.db, this.models.messages.collection.collectionName), account_id, session_id, role, text, created_at });
+        }
+        const stored = await this.models.messages.insertMany(docs);
+        return stored.map((m) => ({ id: m._id, session_id: m.session_id, role: m.role, text: m.text, created_at: m.created_at }));
+      },
+    },
+
+    /** A session was deleted: its messages go (records keep their quotes; cited ids then dangle by design). */
+    deleteSession: {
+      visibility: "public",
+      params: { session_id: sessionMessagesParams.session_id },
+      async handler(ctx: Ctx<{ session_id: string }>) {
+        const { deletedCount } = await this.models.messages.deleteMany({ account_id: this.accountOf(ctx), session_id: ctx.params.session_id });
+        return { deleted: deletedCount };
+      },
+    },
+
+    /** svc_collected_data list: limit defaults to 10; facets only when asked for. */
+    list: {
+      visibility: "public",
+      params: toolListParams,
+      async handler(ctx: Ctx<ListParams>) {
+        const { skip, limit } = ctx.params;
+        const { data, total, facets } = await this.listEntities(ctx, ctx.params);
+        return { data, pagination: { total, skip, limit }, ...(facets ? { facets } : {}) };
+      },
+    },
+
+    /** svc_collected_data_delete: a preview unless confirmed; other accounts' ids are skipped silently. */
+    deleteMany: {
+      visibility: "public",
+      params: deleteManyParams,
+      async handler(ctx: Ctx<{ entity_ids: number[]; confirmed: boolean }>) {
+        const accountId = this.accountOf(ctx);
+        const own = await this.models.entities.find({ _id: { $in: [...new Set(ctx.params.entity_ids)] }, account_id: accountId }, { _id: 1 }).lean();
+        if (!ctx.params.confirmed) return deletionPreview(own.length);
+        const ids = own.map((r) => r._id);
+        const { deletedCount } = await this.models.entities.deleteMany({ _id: { $in: ids }, account_id: accountId });
+        for (const id of ids) ctx.emit("entity.deleted", { accountId, data: { id } });
+        return { deleted: deletedCount };
+      },
+    },
+
+    /** How many records an agent of the caller's account has (the agents service asks before a delete). */
+    countForAgent: {
+      visibility: "public",
+      params: { agentId: "number" },
+      handler(ctx: Ctx<{ agentId: number }>) {
+        return this.models.entities.countDocuments({ account_id: this.accountOf(ctx), agent_id: ctx.params.agentId });
+      },
+    },
+
+    /** Deletes an agent's records (DELETE /agents/{id}?force=true); the agent.deleted event stands for them. */
+    deleteForAgent: {
+      visibility: "public",
+      params: { agentId: "number" },
+      async handler(ctx: Ctx<{ agentId: number }>) {
+        const { deletedCount } = await this.models.entities.deleteMany({ account_id: this.accountOf(ctx), agent_id: ctx.params.agentId });
+        return deletedCount;
+      },
+    },
+  },
+
+  methods: {
+    /**
+     * Settles the account and the template filter: template_name matches a data type of the account's
+     * records, ignoring case; when none matches, no template filter applies (as svc_collected_data specifies).
+     */
+    async resolveFilters(ctx, filters) {
+      const accountId = this.accountOf(ctx);
+      const key = templateKey(filters.template_name);
+      const known = key ? await this.models.entities.exists({ account_id: accountId, entity_type_key: key }) : null;
+      return { accountId, filters, templateKey: known ? key : null, now: new Date() };
+    },
+
+    async listEntities(ctx, params) {
+      const resolved = await this.resolveFilters(ctx, params);
+      const filter = buildEntityFilter(resolved);
+      const [rows, total, facets] = await Promise.all([
+        this.models.entities.find(filter).sort({ created_at: -1, _id: -1 }).skip(params.skip).limit(params.limit).lean<EntityRecord[]>(),
+        this.models.entities.countDocuments(filter),
+        params.include_facets ? this.facets(resolved) : undefined,
+      ]);
+      return { data: rows.map(entityRead), total, facets };
+    },
+
+    /** Record counts per agent, status and template under a filter (one $group, which the database supports). */
+    async countCells(filter) {
+      const groups = await this.models.entities.aggregate<{ _id: Omit<CountCell, "count">; count: number }>([
+        { $match: filter },
+        { $group: { _id: { agent_id: "$agent_id", status: "$status", template_id: "$template_id", template_name: "$entity_type_name" }, count: { $sum: 1 } } },
+      ]);
+      return groups.map(({ _id, count }) => ({ ..._id, template_id: _id.template_id ?? null, count }));
+    },
+
+    async facets(resolved) {
+      const [withoutTemplate, withoutStatus] = await Promise.all([
+        this.countCells(buildEntityFilter(resolved, { template: true })),
+        this.countCells(buildEntityFilter(resolved, { status: true })),
+      ]);
+      return facetsRead(withoutTemplate, withoutStatus);
+    },
+
+    /** Agents' current names; for an agent that no longer exists, the name its latest record copied. */
+    async agentNames(accountId, agentIds) {
+      const agents = await agentModel(this.db).find({ _id: { $in: agentIds }, account_id: accountId }, { name: 1 }).lean();
+      const names = new Map<number, string>(agents.map((a) => [a._id, a.name]));
+      for (const id of agentIds.filter((agentId: number) => !names.has(agentId))) {
+        const latest = await this.models.entities.findOne({ account_id: accountId, agent_id: id }, { agent_name: 1 }).sort({ created_at: -1, _id: -1 }).lean();
+        names.set(id, latest?.agent_name ?? "");
+      }
+      return names;
+    },
+
+    /** Creates a record for an agent of the caller's account; provenance message ids are checked against its session. */
+    async recordEntity(ctx, params, createdAt) {
+      const accountId = this.accountOf(ctx);
+      const agent = await agentModel(this.db).findOne({ _id: params.agent_id, account_id: accountId }, { name: 1 }).lean();
+      if (!agent) throw ERRORS.validation([{ field: "agent_id", message: `No agent ${params.agent_id} in this account`, type: "reference" }]);
+      const provenance = params.provenance ? await this.checkedProvenance(accountId, params.session_id ?? null, params.provenance) : null;
+      const fields = { ...pickFields(params, RECORD_KEYS), provenance, agent_name: agent.name, ...(createdAt ? { created_at: createdAt } : {}) };
+      const entity = await this.createOwned(ctx, this.models.entities, fields);
+      const view = await this.detail(entity);
+      ctx.emit("entity.created", { accountId, data: view });
+      return view;
+    },
+
+    /** Provenance whose message ids are kept only when they are messages of the record's session in this account. */
+    async checkedProvenance(accountId, sessionId, provenance) {
+      const cited = citedMessageIds(provenance);
+      const found = sessionId && cited.length
+        ? await this.models.messages.find({ _id: { $in: cited }, account_id: accountId, session_id: sessionId }, { _id: 1 }).lean()
+        : [];
+      return verifyProvenance(provenance, new Set(found.map((m) => m._id)));
+    },
+
+    /** The detail view: the record with its provenance and the session excerpt built from the stored messages. */
+    async detail(entity) {
+      const messages = entity.session_id
+        ? await this.models.messages
+            .find({ account_id: entity.account_id, session_id: entity.session_id, role: { $in: [...VISIBLE_ROLES] } })
+            .lean<SessionMessageRecord[]>()
+        : [];
+      return entityDetailRead(entity, sessionExcerpt(messages, entity.provenance, entity.created_at));
+    },
   },
 };
 

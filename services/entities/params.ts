@@ -1,0 +1,114 @@
+import { paginationParams } from "../../lib/pagination";
+import { ENTITY_STATUSES, MESSAGE_ROLES } from "./types";
+
+const positiveId = { type: "number", integer: true, positive: true, convert: true } as const;
+const text = (max: number) => ({ type: "string", max, optional: true, nullable: true }) as const;
+const flag = { type: "boolean", convert: true, default: false, optional: true } as const;
+const status = { type: "enum", values: [...ENTITY_STATUSES] } as const;
+
+/** Attribute names are MongoDB field names and CSV column suffixes: no dots, no leading $. */
+const ATTRIBUTE_NAME = /^[^.$][^.]*$/;
+
+/** Filters of list, facets and export (query strings are converted). */
+export const filterParams = {
+  agent_id: { ...positiveId, optional: true },
+  template_name: { type: "string", max: 255, optional: true },
+  days: { type: "number", integer: true, min: 1, max: 36_500, convert: true, optional: true },
+  status: { ...status, optional: true },
+  search: { type: "string", max: 200, optional: true },
+} as const;
+
+/** REST list: the interface's list limits (1..200, default 50). */
+export const restListParams = { ...filterParams, ...paginationParams({ max: 200, def: 50 }), include_facets: flag } as const;
+/** svc_collected_data list: default limit 10. */
+export const toolListParams = { ...filterParams, ...paginationParams({ max: 200, def: 10 }), include_facets: flag } as const;
+
+export const statsParams = {
+  agent_id: filterParams.agent_id,
+  days: filterParams.days,
+  group_by_agent: flag,
+} as const;
+
+export const entityIdParam = { entity_id: positiveId } as const;
+
+const attributesRule = {
+  type: "record",
+  optional: true,
+  key: { type: "string", min: 1, max: 100, pattern: ATTRIBUTE_NAME },
+  value: { type: "any" },
+} as const;
+
+const provenanceRule = {
+  type: "record",
+  optional: true,
+  nullable: true,
+  key: { type: "string", min: 1, max: 100 },
+  value: {
+    type: "object",
+    strict: "remove",
+    props: {
+      message_id: { type: "number", integer: true, positive: true, optional: true, nullable: true },
+      quote: { type: "string", max: 2000, default: "", optional: true },
+    },
+  },
+} as const;
+
+/** What a recorded collected data record carries (POST /entities and entities.record). */
+export const recordFields = {
+  agent_id: { type: "number", integer: true, positive: true },
+  template_id: { type: "number", integer: true, positive: true, optional: true, nullable: true },
+  entity_type_name: { type: "string", min: 1, max: 255, trim: true },
+  entity_type_icon: text(100),
+  status: { ...status, optional: true },
+  attributes: attributesRule,
+  confidence_score: { type: "number", min: 0, max: 1, optional: true, nullable: true },
+  display_name: text(255),
+  contact_email: text(320),
+  contact_phone: text(50),
+  display_summary: text(2000),
+  session_channel: text(50),
+  session_id: { type: "string", min: 1, max: 255, optional: true, nullable: true },
+  provenance: provenanceRule,
+} as const;
+export const RECORD_KEYS = Object.keys(recordFields) as (keyof typeof recordFields)[];
+
+/** Internal callers (imports, the agent runtime) may also date the record. */
+export const internalRecordFields = {
+  ...recordFields,
+  created_at: { type: "date", convert: true, optional: true },
+} as const;
+
+/** What a reviewer may change: the status and the curated values; extraction facts stay as recorded. */
+export const updateFields = {
+  ...entityIdParam,
+  status: { ...status, optional: true },
+  attributes: attributesRule,
+  display_name: text(255),
+  contact_email: text(320),
+  contact_phone: text(50),
+  display_summary: text(2000),
+} as const;
+export const UPDATE_KEYS = ["status", "attributes", "display_name", "contact_email", "contact_phone", "display_summary"] as const;
+
+export const sessionMessagesParams = {
+  session_id: { type: "string", min: 1, max: 255 },
+  messages: {
+    type: "array",
+    min: 1,
+    max: 100,
+    items: {
+      type: "object",
+      strict: "remove",
+      props: {
+        role: { type: "enum", values: [...MESSAGE_ROLES] },
+        text: { type: "string", max: 100_000 },
+        created_at: { type: "date", convert: true, optional: true },
+      },
+    },
+  },
+} as const;
+
+export const deleteManyParams = {
+  entity_ids: { type: "array", min: 1, max: 1000, items: { type: "number", integer: true, positive: true } },
+  confirmed: flag,
+} as const;
