@@ -3,8 +3,7 @@ import type { Context, ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { loadConfig } from "../lib/config";
 import { ERRORS } from "../lib/errors";
-import { cachedVerifier } from "../lib/auth/jwt";
-import { isMasterKey } from "../lib/auth/api-keys";
+import { identityResolver } from "../lib/auth/identity";
 import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
 import { healthReport } from "../lib/health";
 import { renderError } from "./gateway/errors";
@@ -26,7 +25,7 @@ function setSecurityHeaders(res: ServerResponse) {
 
 
 const config = loadConfig();
-const verifyAccessToken = cachedVerifier(config.jwt);
+const resolveIdentity = identityResolver(config);
 
 /**
  * HTTP entry point: maps /api/v1 paths to actions (each action's `rest`), authenticates every request
@@ -105,29 +104,10 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
   },
 
   methods: {
-    /**
-     * Resolves the caller from a Bearer JWT (verified here, no round trip) or an X-AUTH-TOKEN key (checked
-     * against the api-keys service on every request, so a disabled key stops working at once). Invalid
-     * credentials are refused even on routes that allow anonymous callers: a bad token is never
-     * silently treated as no token.
-     */
+    /** Resolves the caller (lib/auth/identity: Bearer JWT, X-AUTH-TOKEN key or master key) onto ctx.meta. */
     async authenticate(ctx: Ctx, _route: unknown, req: GatewayRequest) {
       if (req.$action?.auth === "none") return null;
-      const authorization = req.headers.authorization;
-      const apiKey = req.headers["x-auth-token"];
-      let identity: RequestMeta | null = null;
-
-      if (authorization) {
-        const [scheme, token] = authorization.split(" ");
-        if (scheme?.toLowerCase() !== "bearer" || !token) throw ERRORS.unauthorized("Invalid authorization header");
-        const claims = await verifyAccessToken(token);
-        if (!claims) throw ERRORS.unauthorized("Invalid or expired token");
-        identity = { accountId: claims.accountId, userId: claims.userId, authType: "jwt" };
-      } else if (typeof apiKey === "string" && apiKey) {
-        identity = isMasterKey(apiKey, config.masterApiKey)
-          ? masterIdentity(req)
-          : { ...(await ctx.call<RequestMeta, { key: string }>("api-keys.authenticate", { key: apiKey })), authType: "api_key" };
-      }
+      const identity = await resolveIdentity(req.headers, ctx);
       if (identity) Object.assign(ctx.meta, identity);
       return identity;
     },
@@ -140,14 +120,5 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
   },
 
 };
-
-/** The master key acts for the account named in X-Account-Id; operators use it, never end users. */
-function masterIdentity(req: GatewayRequest): RequestMeta {
-  const accountId = Number(req.headers["x-account-id"]);
-  if (!Number.isInteger(accountId) || accountId <= 0) {
-    throw ERRORS.badRequest("The master key needs an X-Account-Id header naming the account to act for");
-  }
-  return { accountId, authType: "master" };
-}
 
 export default GatewayService;
