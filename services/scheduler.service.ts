@@ -1,6 +1,96 @@
+import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
+import { MongoMixin } from "../lib/mongo.mixin";
+import type { RequestMeta } from "../lib/meta";
+import { loadSchedulerConfig, type SchedulerConfig } from "./scheduler/config";
+import { scheduledTaskModel, type ScheduledTaskRecord } from "./scheduler/model";
+import { claimOccurrence, describeRunError, dueSchedules, recordRunOutcome, type DueSchedule } from "./scheduler/runs";
 
-/** Placeholder: being built (see issues). */
-const Service: ServiceSchema = { name: "scheduler" };
+interface Vars {
+  db: Connection;
+  models: { schedules: Model<ScheduledTaskRecord> };
+  config: SchedulerConfig;
+  running: boolean;
+  loop?: Promise<void>;
+  /** Ends the current pause early (on stop). */
+  wake?: () => void;
+}
+interface Methods {
+  poll(): Promise<void>;
+  runDue(now: Date): Promise<number>;
+  runOccurrence(due: DueSchedule, now: Date): Promise<void>;
+  pause(ms: number): Promise<void>;
+}
 
-export default Service;
+/**
+ * Runs due scheduled tasks: every SCHEDULER_POLL_MS it claims each due occurrence with one atomic update, so any
+ * number of replicas run each occurrence once, then creates the task as the schedule's account through the tasks
+ * service. A run is at most once: a task creation that fails is recorded in last_error and not retried.
+ * Scheduled-task CRUD is served by the tasks service.
+ */
+const SchedulerService: ServiceSchema<Record<string, never>, Methods, Vars> = {
+  name: "scheduler",
+  mixins: [MongoMixin((db) => ({ schedules: scheduledTaskModel(db) }))],
+  settings: {},
+  dependencies: ["tasks"],
+
+  methods: {
+    async poll() {
+      while (this.running) {
+        const found = await this.runDue(new Date()).catch((err) => {
+          this.logger.warn("Looking for due schedules failed", err);
+          return 0;
+        });
+        if (found < this.config.batchSize) await this.pause(this.config.pollMs);
+      }
+    },
+
+    /** Runs one batch of due schedules; returns how many were due. */
+    async runDue(now) {
+      const due = await dueSchedules(this.models.schedules, now, this.config.batchSize);
+      for (const schedule of due) {
+        if (!this.running) break;
+        await this.runOccurrence(schedule, now).catch((err) => this.logger.error(`Scheduled task ${schedule._id} failed to run`, err));
+      }
+      return due.length;
+    },
+
+    async runOccurrence(due, now) {
+      // null: another replica runs this occurrence, or the schedule changed since it was read.
+      if (!(await claimOccurrence(this.models.schedules, due, now))) return;
+      const meta: RequestMeta = { accountId: due.account_id };
+      const params = { ...due.task_template, scheduled_task_id: due._id, scheduled_for: due.next_run_at };
+      try {
+        const task = await this.broker.call<{ id: number }, typeof params>("tasks.createScheduled", params, { meta });
+        await recordRunOutcome(this.models.schedules, due._id, { taskId: task.id });
+      } catch (err) {
+        this.logger.warn(`Scheduled task ${due._id} created no task: ${describeRunError(err)}`);
+        await recordRunOutcome(this.models.schedules, due._id, { error: describeRunError(err) });
+      }
+    },
+
+    pause(ms) {
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    },
+  },
+
+  started() {
+    this.config = loadSchedulerConfig();
+    this.running = true;
+    this.loop = this.poll();
+  },
+
+  async stopped() {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+  },
+};
+
+export default SchedulerService;

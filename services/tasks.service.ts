@@ -1,6 +1,336 @@
+import type { Connection, HydratedDocument, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
+import { ERRORS, type FieldProblem } from "../lib/errors";
+import type { Ctx } from "../lib/meta";
+import { MongoMixin } from "../lib/mongo.mixin";
+import { paginationParams, toPage } from "../lib/pagination";
+import { respondCreated, respondNoContent } from "../lib/responses";
+import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { reaches, type Neighbours } from "./tasks/graph";
+import { taskModel, type TaskRecord, type TaskStatus } from "./tasks/model";
+import { dependencyParams, pickDefined, taskFields, taskFilters, taskIdParam, taskTemplateProps, taskUpdateFields, TEMPLATE_KEYS, type TaskFields } from "./tasks/params";
+import { assigneeProblems } from "./tasks/references";
+import { taskDetail } from "./tasks/render";
+import { selfReferenceProblem, statusFields, unmetDependencies } from "./tasks/rules";
+import { DEFAULT_TIMEZONE, nextRunAt } from "./scheduler/cron";
+import { scheduledTaskModel, type ScheduledTaskRecord, type TaskTemplate } from "./scheduler/model";
+import {
+  SCHEDULED_TASK_KEYS,
+  scheduledTaskFields,
+  scheduledTaskIdParam,
+  scheduledTaskUpdateFields,
+  timingFields,
+  type ScheduledTaskParams,
+} from "./scheduler/params";
 
-/** Placeholder: being built (see issues). */
-const Service: ServiceSchema = { name: "tasks" };
+const TASK_KEYS = Object.keys(taskFields);
+const FILTER_KEYS = Object.keys(taskFilters);
+/** The interface states no bound for task lists; unbounded lists are a denial-of-service risk. */
+const TASK_PAGE = { max: 1000, def: 100 };
 
-export default Service;
+type TaskDoc = HydratedDocument<TaskRecord>;
+type ScheduleDoc = HydratedDocument<ScheduledTaskRecord>;
+type Page = { skip: number; limit: number };
+
+interface Methods extends TenancyMethods {
+  findTask(ctx: Ctx<unknown>, id: number): Promise<TaskDoc>;
+  createTask(ctx: Ctx<unknown>, fields: TaskFields & Partial<Pick<TaskRecord, "scheduled_task_id" | "scheduled_for">>): Promise<TaskDoc>;
+  applyChanges(ctx: Ctx<unknown>, task: TaskDoc, changes: TaskFields): Promise<void>;
+  checkReferences(ctx: Ctx<unknown>, task: TaskDoc | null, fields: TaskFields): Promise<void>;
+  checkStatusMove(task: TaskDoc, next: TaskStatus): Promise<void>;
+  linkDependency(ctx: Ctx<unknown>, task: TaskDoc, dependency: TaskDoc): Promise<string>;
+  removeTask(ctx: Ctx<unknown>, task: TaskDoc): Promise<void>;
+  neighbours(accountId: number, field: "parent_id" | "dependency_ids"): Neighbours;
+  findSchedule(ctx: Ctx<unknown>, id: number): Promise<ScheduleDoc>;
+  checkSchedule(ctx: Ctx<unknown>, params: ScheduledTaskParams): Promise<Partial<ScheduledTaskRecord>>;
+  emitChange(ctx: Ctx<unknown>, event: string, data: object): void;
+}
+interface Vars {
+  db: Connection;
+  models: { tasks: Model<TaskRecord>; schedules: Model<ScheduledTaskRecord> };
+}
+
+/**
+ * Tasks with subtasks and dependencies, and the scheduled tasks that create them. Schedule CRUD lives here, with
+ * the API, so it works wherever tasks do; the opt-in scheduler service only runs due schedules.
+ */
+const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
+  name: "tasks",
+  mixins: [MongoMixin((db) => ({ tasks: taskModel(db), schedules: scheduledTaskModel(db) })), TenancyMixin],
+  settings: { rest: "/" },
+
+  actions: {
+    list: {
+      rest: "GET /tasks",
+      params: { ...taskFilters, ...paginationParams(TASK_PAGE) },
+      async handler(ctx: Ctx<Page & Record<string, unknown>>) {
+        const { skip, limit } = ctx.params;
+        const filter = pickDefined(ctx.params, FILTER_KEYS);
+        const { rows } = await this.listOwned(ctx, this.models.tasks, filter, { skip, limit, sort: { created_at: -1, _id: -1 } });
+        return rows.map((t) => t.toJSON());
+      },
+    },
+
+    create: {
+      rest: "POST /tasks",
+      params: taskFields,
+      async handler(ctx: Ctx<TaskFields>) {
+        const task = await this.createTask(ctx, pickDefined(ctx.params, TASK_KEYS));
+        return respondCreated(ctx, `/api/v1/tasks/${task._id}`, task.toJSON());
+      },
+    },
+
+    get: {
+      rest: "GET /tasks/:task_id",
+      params: taskIdParam,
+      async handler(ctx: Ctx<{ task_id: number }>) {
+        return taskDetail(this.db, await this.findTask(ctx, ctx.params.task_id));
+      },
+    },
+
+    update: {
+      rest: ["PUT /tasks/:task_id", "PATCH /tasks/:task_id"],
+      params: { ...taskIdParam, ...taskUpdateFields },
+      async handler(ctx: Ctx<TaskFields & { task_id: number }>) {
+        const task = await this.findTask(ctx, ctx.params.task_id);
+        await this.applyChanges(ctx, task, pickDefined(ctx.params, TASK_KEYS));
+        await task.save();
+        this.emitChange(ctx, "task.updated", task.toJSON());
+        return task.toJSON();
+      },
+    },
+
+    remove: {
+      rest: "DELETE /tasks/:task_id",
+      params: taskIdParam,
+      async handler(ctx: Ctx<{ task_id: number }>) {
+        await this.removeTask(ctx, await this.findTask(ctx, ctx.params.task_id));
+        return respondNoContent(ctx);
+      },
+    },
+
+    subtasks: {
+      rest: "GET /tasks/:task_id/subtasks",
+      params: { ...taskIdParam, ...paginationParams(TASK_PAGE) },
+      async handler(ctx: Ctx<Page & { task_id: number }>) {
+        const parent = await this.findTask(ctx, ctx.params.task_id);
+        const { skip, limit } = ctx.params;
+        // Creation order: subtasks usually are the steps of their parent.
+        const { rows } = await this.listOwned(ctx, this.models.tasks, { parent_id: parent._id }, { skip, limit, sort: { _id: 1 } });
+        return rows.map((t) => t.toJSON());
+      },
+    },
+
+    addDependency: {
+      rest: "POST /tasks/:task_id/dependencies/:dependency_id",
+      params: dependencyParams,
+      async handler(ctx: Ctx<{ task_id: number; dependency_id: number }>) {
+        const task = await this.findTask(ctx, ctx.params.task_id);
+        const self = selfReferenceProblem(task._id, ctx.params.dependency_id, "dependency_id", "path");
+        if (self) throw ERRORS.validation([self]);
+        const dependency = await this.findTask(ctx, ctx.params.dependency_id);
+        return { message: await this.linkDependency(ctx, task, dependency) };
+      },
+    },
+
+    removeDependency: {
+      rest: "DELETE /tasks/:task_id/dependencies/:dependency_id",
+      params: dependencyParams,
+      async handler(ctx: Ctx<{ task_id: number; dependency_id: number }>) {
+        const task = await this.findTask(ctx, ctx.params.task_id);
+        // Idempotent: removing a link that is not there is already done.
+        const updated = await this.models.tasks.findOneAndUpdate(
+          { _id: task._id, account_id: task.account_id, dependency_ids: ctx.params.dependency_id },
+          { $pull: { dependency_ids: ctx.params.dependency_id } },
+          { returnDocument: "after" },
+        );
+        if (updated) this.emitChange(ctx, "task.updated", updated.toJSON());
+        return respondNoContent(ctx);
+      },
+    },
+
+    /** Creates the task of one schedule occurrence, as the schedule's account (called by the scheduler). */
+    createScheduled: {
+      visibility: "public",
+      params: {
+        ...taskTemplateProps,
+        scheduled_task_id: { type: "number", integer: true, positive: true },
+        scheduled_for: { type: "date", convert: true },
+      },
+      async handler(ctx: Ctx<TaskTemplate & { scheduled_task_id: number; scheduled_for: Date }>) {
+        const { scheduled_task_id, scheduled_for } = ctx.params;
+        const task = await this.createTask(ctx, { ...pickDefined(ctx.params, TEMPLATE_KEYS), scheduled_task_id, scheduled_for });
+        return task.toJSON();
+      },
+    },
+
+    scheduledList: {
+      rest: "GET /scheduled-tasks",
+      params: paginationParams({ max: 200, def: 50 }),
+      async handler(ctx: Ctx<Page>) {
+        const { skip, limit } = ctx.params;
+        const { rows, total } = await this.listOwned(ctx, this.models.schedules, {}, { skip, limit, sort: { created_at: -1, _id: -1 } });
+        return toPage(rows.map((s) => s.toJSON()), total, skip, limit);
+      },
+    },
+
+    scheduledCreate: {
+      rest: "POST /scheduled-tasks",
+      params: scheduledTaskFields,
+      async handler(ctx: Ctx<ScheduledTaskParams>) {
+        const fields = { timezone: DEFAULT_TIMEZONE, enabled: true, ...(await this.checkSchedule(ctx, ctx.params)) } as ScheduledTaskRecord;
+        const schedule = await this.createOwned(ctx, this.models.schedules, { ...fields, next_run_at: nextRunAt(fields, new Date()) });
+        this.emitChange(ctx, "scheduled_task.created", schedule.toJSON());
+        return respondCreated(ctx, `/api/v1/scheduled-tasks/${schedule._id}`, schedule.toJSON());
+      },
+    },
+
+    scheduledGet: {
+      rest: "GET /scheduled-tasks/:scheduled_task_id",
+      params: scheduledTaskIdParam,
+      async handler(ctx: Ctx<{ scheduled_task_id: number }>) {
+        return (await this.findSchedule(ctx, ctx.params.scheduled_task_id)).toJSON();
+      },
+    },
+
+    scheduledUpdate: {
+      rest: ["PUT /scheduled-tasks/:scheduled_task_id", "PATCH /scheduled-tasks/:scheduled_task_id"],
+      params: { ...scheduledTaskIdParam, ...scheduledTaskUpdateFields },
+      async handler(ctx: Ctx<ScheduledTaskParams & { scheduled_task_id: number }>) {
+        const schedule = await this.findSchedule(ctx, ctx.params.scheduled_task_id);
+        schedule.set(await this.checkSchedule(ctx, ctx.params));
+        // A new expression, zone or switch starts counting from now; other edits keep the pending occurrence.
+        if (schedule.isModified("schedule") || schedule.isModified("timezone") || schedule.isModified("enabled")) {
+          schedule.next_run_at = nextRunAt(schedule, new Date());
+        }
+        await schedule.save();
+        this.emitChange(ctx, "scheduled_task.updated", schedule.toJSON());
+        return schedule.toJSON();
+      },
+    },
+
+    scheduledRemove: {
+      rest: "DELETE /scheduled-tasks/:scheduled_task_id",
+      params: scheduledTaskIdParam,
+      async handler(ctx: Ctx<{ scheduled_task_id: number }>) {
+        const schedule = await this.findSchedule(ctx, ctx.params.scheduled_task_id);
+        await this.models.schedules.deleteOne({ _id: schedule._id, account_id: schedule.account_id });
+        this.emitChange(ctx, "scheduled_task.deleted", schedule.toJSON());
+        return respondNoContent(ctx);
+      },
+    },
+  },
+
+  methods: {
+    findTask(ctx, id) {
+      return this.findOwned(ctx, this.models.tasks, id, "Task");
+    },
+
+    async createTask(ctx, fields) {
+      await this.checkReferences(ctx, null, fields);
+      const status = statusFields(null, fields.status ?? "pending", new Date());
+      const task = await this.createOwned(ctx, this.models.tasks, { ...fields, ...status });
+      this.emitChange(ctx, "task.created", task.toJSON());
+      return task;
+    },
+
+    /** Validates a partial update and copies it onto the task; saving is the caller's. */
+    async applyChanges(ctx, task, changes) {
+      await this.checkReferences(ctx, task, changes);
+      if (changes.status !== undefined) {
+        await this.checkStatusMove(task, changes.status);
+        Object.assign(changes, statusFields(task, changes.status, new Date()));
+      }
+      task.set(changes);
+    },
+
+    /** Team, agent and parent must be records of the account (422); a parent must not close a cycle (409). */
+    async checkReferences(ctx, task, fields) {
+      const accountId = this.accountOf(ctx);
+      const problems: FieldProblem[] = await assigneeProblems(this.db, accountId, fields);
+      const parentId = fields.parent_id;
+      if (typeof parentId === "number") {
+        const self = task && selfReferenceProblem(task._id, parentId, "parent_id");
+        if (self) problems.push(self);
+        else if (!(await this.models.tasks.exists({ _id: parentId, account_id: accountId }))) {
+          problems.push({ field: "parent_id", message: `No task ${parentId} in this account`, type: "reference" });
+        }
+      }
+      if (problems.length) throw ERRORS.validation(problems);
+      if (task && typeof parentId === "number" && (await reaches(parentId, task._id, this.neighbours(accountId, "parent_id")))) {
+        throw ERRORS.conflict(`Task ${parentId} cannot be the parent of task ${task._id}: it is already one of its subtasks`);
+      }
+    },
+
+    /** Starting or completing a task needs every dependency completed first (409 listing the others). */
+    async checkStatusMove(task, next) {
+      if (next === task.status || !task.dependency_ids.length) return;
+      const dependencies = await this.models.tasks
+        .find({ _id: { $in: task.dependency_ids }, account_id: task.account_id }, { status: 1 })
+        .lean<{ _id: number; status: TaskStatus }[]>();
+      const unmet = unmetDependencies(task.status, next, dependencies.map((d) => ({ id: d._id, status: d.status })));
+      if (unmet.length) {
+        throw ERRORS.conflict(`Task ${task._id} cannot become ${next} before its dependencies are completed: ${unmet.join(", ")}`, {
+          unmet_dependency_ids: unmet,
+        });
+      }
+    },
+
+    async linkDependency(ctx, task, dependency) {
+      if (task.dependency_ids.includes(dependency._id)) return `Task ${task._id} already depends on task ${dependency._id}`;
+      if (await reaches(dependency._id, task._id, this.neighbours(task.account_id, "dependency_ids"))) {
+        throw ERRORS.conflict(`Task ${task._id} cannot depend on task ${dependency._id}: that would create a dependency cycle`);
+      }
+      const updated = await this.models.tasks.findOneAndUpdate(
+        { _id: task._id, account_id: task.account_id },
+        { $addToSet: { dependency_ids: dependency._id } },
+        { returnDocument: "after" },
+      );
+      if (updated) this.emitChange(ctx, "task.updated", updated.toJSON());
+      return `Task ${task._id} now depends on task ${dependency._id}`;
+    },
+
+    /**
+     * Deletes a task and every dependency link to it; its subtasks stay, as top-level tasks. Links go first, so a
+     * failure part-way leaves the task in place for a retry rather than links to nothing.
+     */
+    async removeTask(ctx, task) {
+      const scope = { account_id: task.account_id };
+      const affected = await this.models.tasks.find({ ...scope, $or: [{ parent_id: task._id }, { dependency_ids: task._id }] }, { _id: 1 }).lean();
+      await this.models.tasks.updateMany({ ...scope, dependency_ids: task._id }, { $pull: { dependency_ids: task._id } });
+      await this.models.tasks.updateMany({ ...scope, parent_id: task._id }, { $set: { parent_id: null } });
+      await this.models.tasks.deleteOne({ _id: task._id, ...scope });
+      this.emitChange(ctx, "task.deleted", task.toJSON());
+      if (!affected.length) return;
+      const changed = await this.models.tasks.find({ ...scope, _id: { $in: affected.map((t) => t._id) } });
+      for (const t of changed) this.emitChange(ctx, "task.updated", t.toJSON());
+    },
+
+    /** Parents (or dependencies) of a set of the account's tasks, for cycle checks. */
+    neighbours(accountId, field) {
+      return async (ids: number[]) => {
+        const rows = await this.models.tasks.find({ _id: { $in: ids }, account_id: accountId }, { [field]: 1 }).lean<TaskRecord[]>();
+        return rows.flatMap((r) => (field === "parent_id" ? (r.parent_id === null ? [] : [r.parent_id]) : r.dependency_ids));
+      };
+    },
+
+    findSchedule(ctx, id) {
+      return this.findOwned(ctx, this.models.schedules, id, "Scheduled task");
+    },
+
+    /** The given schedule fields, checked: cron, time zone and the template's team and agent (one 422 for all). */
+    async checkSchedule(ctx, params) {
+      const { fields, problems } = timingFields(params);
+      if (params.task_template) problems.push(...(await assigneeProblems(this.db, this.accountOf(ctx), params.task_template, "task_template.")));
+      if (problems.length) throw ERRORS.validation(problems);
+      return { ...pickDefined(params, SCHEDULED_TASK_KEYS), ...fields };
+    },
+
+    /** Emits `<resource>.<past-verb>` with the record as the API shows it, after the write succeeded. */
+    emitChange(ctx, event, data) {
+      ctx.emit(event, { accountId: this.accountOf(ctx), data });
+    },
+  },
+};
+
+export default TasksService;

@@ -1,0 +1,50 @@
+import { CronExpressionParser } from "cron-parser";
+
+/** The zone a schedule created without one is read in. */
+export const DEFAULT_TIMEZONE = "UTC";
+
+/** Canonical spellings of the zones the runtime knows, looked up case-insensitively ("europe/berlin" -> "Europe/Berlin"). */
+const CANONICAL_ZONES = new Map([DEFAULT_TIMEZONE, ...Intl.supportedValuesOf("timeZone")].map((zone) => [zone.toLowerCase(), zone]));
+
+/**
+ * Why a cron expression is refused, or null when it is usable: 5 fields (minute hour day-of-month month
+ * day-of-week) or 6 with seconds first, in cron-parser's syntax, with at least one future occurrence.
+ */
+export function cronProblem(expression: string): string | null {
+  const fields = expression.trim().split(/\s+/).filter(Boolean);
+  if (fields.length !== 5 && fields.length !== 6) {
+    return `Invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, got ${fields.length}`;
+  }
+  try {
+    CronExpressionParser.parse(fields.join(" "), { tz: DEFAULT_TIMEZONE }).next();
+    return null;
+  } catch (err) {
+    return `Invalid cron expression: ${(err as Error).message}`;
+  }
+}
+
+/** The IANA zone name as stored (canonical case), or null when it is not one; UTC offsets such as "+01:00" are refused. */
+export function canonicalTimezone(name: string): string | null {
+  const trimmed = name.trim();
+  if (!trimmed || /^[+-]\d/.test(trimmed)) return null;
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: trimmed });
+  } catch {
+    return null;
+  }
+  return CANONICAL_ZONES.get(trimmed.toLowerCase()) ?? trimmed;
+}
+
+/** The first occurrence strictly after `after`, reading the expression in `timezone` (DST gaps and repeats as cron-parser does). */
+export function nextOccurrence(expression: string, timezone: string, after: Date): Date {
+  const normalized = expression.trim().split(/\s+/).join(" ");
+  return CronExpressionParser.parse(normalized, { tz: timezone, currentDate: after }).next().toDate();
+}
+
+/**
+ * When a schedule runs next: null while disabled, else the first occurrence after `now`. Occurrences missed while
+ * no scheduler ran are never replayed one by one: the overdue one runs once and the next is computed from now.
+ */
+export function nextRunAt(schedule: { schedule: string; timezone: string; enabled: boolean }, now: Date): Date | null {
+  return schedule.enabled ? nextOccurrence(schedule.schedule, schedule.timezone, now) : null;
+}

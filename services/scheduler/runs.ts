@@ -1,0 +1,53 @@
+import type { Model } from "mongoose";
+import { nextOccurrence } from "./cron";
+import type { ScheduledTaskRecord } from "./model";
+
+/** What a run needs of a due schedule. */
+export type DueSchedule = Pick<ScheduledTaskRecord, "_id" | "account_id" | "schedule" | "timezone" | "next_run_at" | "task_template">;
+
+/**
+ * Enabled schedules whose next run is due, most overdue first. The scheduler's one query across accounts: it
+ * is a worker acting for every account, and each run then acts as the schedule's own account.
+ */
+export function dueSchedules(model: Model<ScheduledTaskRecord>, now: Date, limit: number): Promise<DueSchedule[]> {
+  return model
+    .find({ enabled: true, next_run_at: { $lte: now } }, { account_id: 1, schedule: 1, timezone: 1, next_run_at: 1, task_template: 1 })
+    .sort({ next_run_at: 1, _id: 1 })
+    .limit(limit)
+    .lean<DueSchedule[]>();
+}
+
+/**
+ * Claims the occurrence a replica saw as due, with one atomic update that matches only while the schedule is
+ * unchanged since it was read (same next_run_at, expression, zone, still enabled). Of several replicas exactly
+ * one matches; the others get null. The claim moves next_run_at to the first occurrence after now, so an outage
+ * costs one run, not one per missed slot. Run bookkeeping leaves updated_at to client edits.
+ */
+export function claimOccurrence(model: Model<ScheduledTaskRecord>, due: DueSchedule, now: Date): Promise<ScheduledTaskRecord | null> {
+  return model
+    .findOneAndUpdate(
+      { _id: due._id, enabled: true, next_run_at: due.next_run_at, schedule: due.schedule, timezone: due.timezone },
+      { $set: { next_run_at: nextOccurrence(due.schedule, due.timezone, now), last_run_at: now }, $inc: { run_count: 1 } },
+      { returnDocument: "after", timestamps: false },
+    )
+    .lean<ScheduledTaskRecord>();
+}
+
+/** Records what a claimed run produced: the task it created, or why it created none. */
+export async function recordRunOutcome(
+  model: Model<ScheduledTaskRecord>,
+  id: number,
+  outcome: { taskId: number } | { error: string },
+): Promise<void> {
+  const fields = "taskId" in outcome ? { last_task_id: outcome.taskId, last_error: null } : { last_error: outcome.error };
+  await model.updateOne({ _id: id }, { $set: fields }, { timestamps: false });
+}
+
+/** A run failure as one readable line: validation problems (e.g. the template's team was deleted) are listed. */
+export function describeRunError(err: unknown): string {
+  const { message, data } = (err ?? {}) as { message?: string; data?: unknown };
+  if (Array.isArray(data) && data.length) {
+    return data.map((p: { field?: string; message?: string }) => p.message ?? String(p.field)).join("; ");
+  }
+  return message || "Task creation failed";
+}
