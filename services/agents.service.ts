@@ -77,6 +77,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           identifier: ctx.params.identifier,
           label: "Agent",
         });
+        ctx.emit("agent.created", { accountId: agent.account_id, data: await this.render(ctx, agent) });
         return respondCreated(ctx, `/api/v1/agents/${agent._id}`, await this.render(ctx, agent));
       },
     },
@@ -96,6 +97,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
         await this.applyFields(ctx, agent, ctx.params);
         await this.saveIdentified(agent, "Agent");
+        ctx.emit("agent.updated", { accountId: agent.account_id, data: await this.render(ctx, agent) });
         return this.render(ctx, agent);
       },
     },
@@ -113,7 +115,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         }
         if (collected > 0) await ctx.call("entities.deleteForAgent", { agentId: agent._id });
         await this.models.agents.deleteOne({ _id: agent._id, account_id: agent.account_id });
-        ctx.emit("agent.deleted", { accountId: agent.account_id, agentId: agent._id });
+        ctx.emit("agent.deleted", { accountId: agent.account_id, agentId: agent._id, data: { id: agent._id } });
         return respondNoContent(ctx);
       },
     },
@@ -127,6 +129,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (problems.length) throw ERRORS.validation(problems);
         agent.trait_ids = ids;
         await agent.save();
+        ctx.emit("agent.updated", { accountId: agent.account_id, data: await this.render(ctx, agent) });
         return this.render(ctx, agent);
       },
     },
@@ -161,6 +164,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const tool = await ctx.call<{ id: number }, typeof KNOWLEDGE_RETRIEVAL_TOOL>("tools.ensure", KNOWLEDGE_RETRIEVAL_TOOL);
         // $addToSet keeps the attach idempotent under concurrent calls.
         await this.models.agents.updateOne({ _id: agent._id, account_id: agent.account_id }, { $addToSet: { tool_ids: tool.id } });
+        ctx.emit("agent.updated", { accountId: agent.account_id, data: await this.render(ctx, await this.findAgent(ctx, String(agent._id))) });
         return { message: "Knowledge retrieval tool attached", agent_id: agent._id, tool };
       },
     },

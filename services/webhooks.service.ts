@@ -1,6 +1,284 @@
+import type { Connection, HydratedDocument, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
+import { ERRORS } from "../lib/errors";
+import type { Ctx } from "../lib/meta";
+import { MongoMixin } from "../lib/mongo.mixin";
+import { paginationParams, toPage } from "../lib/pagination";
+import { respondCreated, respondNoContent } from "../lib/responses";
+import { openSecret, sealSecret } from "../lib/secrets";
+import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { loadWebhookConfig, type WebhookConfig } from "./webhooks/config";
+import { claimDelivery, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./webhooks/deliveries";
+import { DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./webhooks/model";
+import { attemptResult, MAX_URL_LENGTH, signingSecrets, urlProblem, WEBHOOK_EVENT_TYPES, type Answer } from "./webhooks/rules";
+import { postDelivery } from "./webhooks/send";
+import { newSecret, sign } from "./webhooks/signature";
 
-/** Placeholder: being built (see issues). */
-const Service: ServiceSchema = { name: "webhooks" };
+const subscriptionFields = {
+  url: { type: "string", min: 1, max: MAX_URL_LENGTH, trim: true },
+  description: { type: "string", max: 10_000, optional: true, nullable: true },
+  event_types: {
+    type: "array",
+    max: WEBHOOK_EVENT_TYPES.length,
+    optional: true,
+    items: {
+      type: "enum",
+      values: [...WEBHOOK_EVENT_TYPES],
+      messages: { enumValue: "The '{field}' field must be one of the event types {expected}." },
+    },
+  },
+  enabled: { type: "boolean", optional: true },
+} as const;
 
-export default Service;
+const idParam = { id: { type: "number", integer: true, positive: true, convert: true } } as const;
+/** Finished deliveries are pruned at most this often. */
+const PRUNE_EVERY_MS = 3_600_000;
+
+type SubscriptionParams = { url?: string; description?: string | null; event_types?: string[]; enabled?: boolean };
+type SubscriptionDoc = HydratedDocument<WebhookSubscriptionRecord>;
+
+/** Keeps only the fields a client may set (extra body keys never reach the database) and checks the URL. */
+function pickSubscriptionFields(params: SubscriptionParams): Partial<WebhookSubscriptionRecord> {
+  const problem = params.url === undefined ? null : urlProblem(params.url);
+  if (problem) throw ERRORS.validation([problem]);
+  const out: Partial<WebhookSubscriptionRecord> = {};
+  if (params.url !== undefined) out.url = params.url;
+  if (params.description !== undefined) out.description = params.description;
+  if (params.event_types !== undefined) out.event_types = [...new Set(params.event_types)];
+  if (params.enabled !== undefined) Object.assign(out, { enabled: params.enabled, disabled_reason: null });
+  return out;
+}
+
+interface Methods extends TenancyMethods {
+  findSubscription(ctx: Ctx<unknown>, id: number): Promise<SubscriptionDoc>;
+  enqueue(ctx: Ctx<{ accountId?: unknown; data?: unknown }>): Promise<void>;
+  dispatch(): Promise<void>;
+  attempt(delivery: WebhookDeliveryRecord): Promise<void>;
+  send(subscription: WebhookSubscriptionRecord, delivery: WebhookDeliveryRecord): Promise<Answer>;
+}
+interface Vars {
+  db: Connection;
+  models: { subscriptions: Model<WebhookSubscriptionRecord>; deliveries: Model<WebhookDeliveryRecord> };
+  config: WebhookConfig;
+  running: boolean;
+  loop?: Promise<void>;
+}
+
+/**
+ * Webhook subscriptions and their deliveries: platform events become durable delivery documents, which
+ * dispatchers (any number of replicas) claim with a lease, sign at send time (Standard Webhooks) and retry.
+ */
+const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
+  name: "webhooks",
+  mixins: [MongoMixin((db) => ({ subscriptions: subscriptionModel(db), deliveries: deliveryModel(db) })), TenancyMixin],
+  settings: { rest: "/" },
+
+  actions: {
+    list: {
+      rest: "GET /webhook-subscriptions",
+      params: paginationParams({ max: 200, def: 50 }),
+      async handler(ctx: Ctx<{ skip: number; limit: number }>) {
+        const { skip, limit } = ctx.params;
+        const { rows, total } = await this.listOwned(ctx, this.models.subscriptions, {}, { skip, limit, sort: { created_at: -1, _id: -1 } });
+        return toPage(rows.map((s) => s.toJSON()), total, skip, limit);
+      },
+    },
+
+    create: {
+      rest: "POST /webhook-subscriptions",
+      params: subscriptionFields,
+      async handler(ctx: Ctx<SubscriptionParams & { url: string }>) {
+        const fields = { ...pickSubscriptionFields(ctx.params), secret_sealed: sealSecret(newSecret()) };
+        const subscription = await this.createOwned(ctx, this.models.subscriptions, fields);
+        return respondCreated(ctx, `/api/v1/webhook-subscriptions/${subscription._id}`, subscription.toJSON());
+      },
+    },
+
+    get: {
+      rest: "GET /webhook-subscriptions/:id",
+      params: idParam,
+      async handler(ctx: Ctx<{ id: number }>) {
+        return (await this.findSubscription(ctx, ctx.params.id)).toJSON();
+      },
+    },
+
+    update: {
+      rest: ["PUT /webhook-subscriptions/:id", "PATCH /webhook-subscriptions/:id"],
+      params: {
+        ...idParam,
+        ...Object.fromEntries(Object.entries(subscriptionFields).map(([k, rule]) => [k, { ...rule, optional: true }])),
+      },
+      async handler(ctx: Ctx<SubscriptionParams & { id: number }>) {
+        const subscription = await this.findSubscription(ctx, ctx.params.id);
+        subscription.set(pickSubscriptionFields(ctx.params));
+        await subscription.save();
+        return subscription.toJSON();
+      },
+    },
+
+    remove: {
+      rest: "DELETE /webhook-subscriptions/:id",
+      params: idParam,
+      async handler(ctx: Ctx<{ id: number }>) {
+        const subscription = await this.findSubscription(ctx, ctx.params.id);
+        await this.models.subscriptions.deleteOne({ _id: subscription._id, account_id: subscription.account_id });
+        // Its queued deliveries would fail anyway; the history goes with the subscription.
+        await this.models.deliveries.deleteMany({ account_id: subscription.account_id, subscription_id: subscription._id });
+        return respondNoContent(ctx);
+      },
+    },
+
+    /** The only way to read a signing secret (the interface's GET .../{id}/secret). */
+    secret: {
+      rest: "GET /webhook-subscriptions/:id/secret",
+      params: idParam,
+      async handler(ctx: Ctx<{ id: number }>) {
+        return { secret: openSecret((await this.findSubscription(ctx, ctx.params.id)).secret_sealed) };
+      },
+    },
+
+    /** A new secret; the previous one keeps signing (second signature) for the configured overlap. */
+    rotateSecret: {
+      rest: "POST /webhook-subscriptions/:id/secret/rotate",
+      params: idParam,
+      async handler(ctx: Ctx<{ id: number }>) {
+        const subscription = await this.findSubscription(ctx, ctx.params.id);
+        const overlapMs = this.config.rotationOverlapSeconds * 1000;
+        const secret = newSecret();
+        subscription.set({
+          secret_sealed: sealSecret(secret),
+          previous_secret_sealed: overlapMs > 0 ? subscription.secret_sealed : null,
+          previous_secret_expires_at: overlapMs > 0 ? new Date(Date.now() + overlapMs) : null,
+        });
+        await subscription.save();
+        return { secret, previous_secret_expires_at: subscription.previous_secret_expires_at };
+      },
+    },
+
+    /** Recent deliveries of a subscription, newest first (for debugging a receiver). */
+    deliveries: {
+      rest: "GET /webhook-subscriptions/:id/deliveries",
+      params: { ...idParam, ...paginationParams({ max: 200, def: 50 }), status: { type: "enum", values: [...DELIVERY_STATUSES], optional: true } },
+      async handler(ctx: Ctx<{ id: number; skip: number; limit: number; status?: DeliveryStatus }>) {
+        const { id, skip, limit, status } = ctx.params;
+        const subscription = await this.findSubscription(ctx, id);
+        const filter = { account_id: subscription.account_id, subscription_id: subscription._id, ...(status ? { status } : {}) };
+        const [rows, total] = await Promise.all([
+          this.models.deliveries.find(filter).sort({ created_at: -1, _id: -1 }).skip(skip).limit(limit),
+          this.models.deliveries.countDocuments(filter),
+        ]);
+        return toPage(rows.map((d) => d.toJSON()), total, skip, limit);
+      },
+    },
+  },
+
+  /** Every deliverable event is queued the same way; the event's name is the delivery's type. */
+  events: Object.fromEntries(
+    WEBHOOK_EVENT_TYPES.map((type) => [
+      type,
+      function (this: Methods, ctx: Ctx<{ accountId?: unknown; data?: unknown }>) {
+        return this.enqueue(ctx);
+      },
+    ]),
+  ),
+
+  methods: {
+    findSubscription(ctx, id) {
+      return this.findOwned(ctx, this.models.subscriptions, id, "Webhook subscription");
+    },
+
+    async enqueue(ctx) {
+      const { accountId, data } = ctx.params;
+      if (typeof accountId !== "number") {
+        this.logger.warn(`Event ${ctx.eventName} has no accountId; not delivered`);
+        return;
+      }
+      await enqueueDeliveries(this.models.subscriptions, this.models.deliveries, { accountId, type: ctx.eventName!, data, occurredAt: new Date() });
+    },
+
+    /** Claims due deliveries while there is room for more in flight; otherwise waits for a slot or the next poll. */
+    async dispatch() {
+      const inFlight = new Set<Promise<void>>();
+      let prunedAt = 0;
+      while (this.running) {
+        const delivery =
+          inFlight.size < this.config.concurrency
+            ? await claimDelivery(this.models.deliveries, this.broker.nodeID, this.config.leaseMs).catch((err) => {
+                this.logger.warn("Claiming a delivery failed", err);
+                return null;
+              })
+            : null;
+        if (delivery) {
+          const attempt: Promise<void> = this.attempt(delivery)
+            .catch((err) => this.logger.error(`Delivery ${delivery._id} attempt failed`, err))
+            .finally(() => inFlight.delete(attempt));
+          inFlight.add(attempt);
+          continue;
+        }
+        if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
+          prunedAt = Date.now();
+          const cutoff = new Date(Date.now() - this.config.retentionDays * 86_400_000);
+          await pruneDeliveries(this.models.deliveries, cutoff).catch((err) => this.logger.warn("Pruning deliveries failed", err));
+        }
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([new Promise((r) => (timer = setTimeout(r, this.config.pollMs))), ...inFlight]);
+        clearTimeout(timer);
+      }
+      await Promise.all(inFlight);
+    },
+
+    /** One attempt of a claimed delivery; a 410 Gone answer also disables the subscription. */
+    async attempt(delivery) {
+      const owner = this.broker.nodeID;
+      const subscription = await this.models.subscriptions.findById(delivery.subscription_id).lean<WebhookSubscriptionRecord>();
+      if (!subscription?.enabled) {
+        const error = subscription ? "the subscription is disabled" : "the subscription was deleted";
+        await finishAttempt(this.models.deliveries, delivery, owner, { status: "failed", httpStatus: null, error });
+        return;
+      }
+      const answer = await this.send(subscription, delivery);
+      const result = attemptResult(answer, delivery.attempts, this.config.retryScheduleMs, new Date());
+      const recorded = await finishAttempt(this.models.deliveries, delivery, owner, result);
+      if (recorded && answer.status === 410) {
+        await this.models.subscriptions.updateOne(
+          { _id: subscription._id, account_id: subscription.account_id },
+          { $set: { enabled: false, disabled_reason: `The endpoint answered 410 Gone on ${new Date().toISOString()}` } },
+        );
+      }
+    },
+
+    /** Signs at send time (fresh webhook-timestamp, same webhook-id) and POSTs the stored body. */
+    async send(subscription, delivery) {
+      const now = new Date();
+      const timestamp = Math.floor(now.getTime() / 1000);
+      const previous =
+        subscription.previous_secret_sealed && subscription.previous_secret_expires_at
+          ? { secret: openSecret(subscription.previous_secret_sealed), expiresAt: subscription.previous_secret_expires_at }
+          : null;
+      const secrets = signingSecrets(openSecret(subscription.secret_sealed), previous, now);
+      const headers = {
+        "webhook-id": delivery._id,
+        "webhook-timestamp": String(timestamp),
+        "webhook-signature": secrets.map((secret) => sign(secret, delivery._id, timestamp, delivery.body)).join(" "),
+      };
+      try {
+        return await postDelivery(subscription.url, headers, delivery.body, this.config.timeoutMs);
+      } catch (err) {
+        return { error: (err as Error).message };
+      }
+    },
+  },
+
+  started() {
+    this.config = loadWebhookConfig();
+    this.running = true;
+    this.loop = this.dispatch();
+  },
+
+  async stopped() {
+    this.running = false;
+    await this.loop;
+  },
+};
+
+export default WebhooksService;

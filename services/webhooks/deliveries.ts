@@ -1,0 +1,67 @@
+import type { Model } from "mongoose";
+import type { WebhookDeliveryRecord, WebhookSubscriptionRecord } from "./model";
+import { deliveryBody, newMessageId, receives, type AttemptResult } from "./rules";
+
+type Deliveries = Model<WebhookDeliveryRecord>;
+
+/**
+ * Writes one pending delivery per enabled subscription of the account that takes this event type, each with
+ * its own webhook-id and the body every attempt will send. Returns how many were queued.
+ */
+export async function enqueueDeliveries(
+  subscriptions: Model<WebhookSubscriptionRecord>,
+  deliveries: Deliveries,
+  event: { accountId: number; type: string; data: unknown; occurredAt: Date },
+): Promise<number> {
+  const candidates = await subscriptions.find({ account_id: event.accountId, enabled: true }, { event_types: 1, enabled: 1 }).lean();
+  const targets = candidates.filter((s) => receives(s, event.type));
+  if (!targets.length) return 0;
+  const body = deliveryBody(event.type, event.data, event.occurredAt);
+  await deliveries.insertMany(
+    targets.map((s) => ({
+      _id: newMessageId(),
+      subscription_id: s._id,
+      account_id: event.accountId,
+      type: event.type,
+      body,
+      next_attempt_at: event.occurredAt,
+    })),
+  );
+  return targets.length;
+}
+
+/**
+ * Claims the most overdue pending delivery nobody holds (or whose holder's lease ran out: it died) for `owner`.
+ * One atomic update per claim, so two dispatchers never send the same attempt.
+ */
+export function claimDelivery(deliveries: Deliveries, owner: string, leaseMs: number, now = new Date()): Promise<WebhookDeliveryRecord | null> {
+  return deliveries
+    .findOneAndUpdate(
+      { status: "pending", next_attempt_at: { $lte: now }, lease_expires_at: { $lt: now } },
+      { $set: { lease_owner: owner, lease_expires_at: new Date(now.getTime() + leaseMs) }, $inc: { attempts: 1 } },
+      { sort: { next_attempt_at: 1 }, returnDocument: "after" },
+    )
+    .lean<WebhookDeliveryRecord>();
+}
+
+/** Records an attempt's result and frees the lease; false when the lease was lost (another dispatcher took over). */
+export async function finishAttempt(deliveries: Deliveries, delivery: Pick<WebhookDeliveryRecord, "_id">, owner: string, result: AttemptResult): Promise<boolean> {
+  const now = new Date();
+  const fields =
+    result.status === "delivered"
+      ? { status: "delivered", last_status: result.httpStatus, last_error: null, delivered_at: now }
+      : result.status === "pending"
+        ? { next_attempt_at: result.nextAttemptAt, last_status: result.httpStatus, last_error: result.error }
+        : { status: "failed", last_status: result.httpStatus, last_error: result.error };
+  const res = await deliveries.updateOne(
+    { _id: delivery._id, lease_owner: owner, status: "pending" },
+    { $set: { ...fields, lease_owner: null, lease_expires_at: new Date(0) } },
+  );
+  return res.matchedCount === 1;
+}
+
+/** Deletes finished deliveries older than the retention period (no TTL indexes on this database). */
+export async function pruneDeliveries(deliveries: Deliveries, olderThan: Date): Promise<number> {
+  const res = await deliveries.deleteMany({ status: { $in: ["delivered", "failed"] }, updated_at: { $lt: olderThan } });
+  return res.deletedCount;
+}

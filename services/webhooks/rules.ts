@@ -1,0 +1,124 @@
+import { randomBytes } from "node:crypto";
+import type { FieldProblem } from "../../lib/errors";
+
+/**
+ * Event kinds a subscription can receive: the internal events of the same name, delivered as they are
+ * (Standard Webhooks recommends hierarchical, full-stop delimited names such as "user.created").
+ */
+export const WEBHOOK_EVENT_TYPES = [
+  "agent.created",
+  "agent.updated",
+  "agent.deleted",
+  "team.created",
+  "team.updated",
+  "team.deleted",
+  "knowledge_source.loaded",
+  "knowledge_source.failed",
+  "knowledge_source.partial",
+  "entity.created",
+  "entity.updated",
+  "entity.deleted",
+  "task.created",
+  "task.updated",
+  "task.deleted",
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** Longest destination URL accepted (the common browser and proxy limit). */
+export const MAX_URL_LENGTH = 2048;
+/** Each retry waits its scheduled delay plus or minus this share, so failing receivers are not hit in lockstep. */
+export const RETRY_JITTER = 0.2;
+
+/** A destination must be an absolute http(s) URL; whether its address may be reached is checked at delivery. */
+export function urlProblem(url: string): FieldProblem | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { field: "url", message: "The 'url' field must be an absolute http or https URL.", type: "url" };
+  }
+  if ((parsed.protocol !== "http:" && parsed.protocol !== "https:") || !parsed.hostname) {
+    return { field: "url", message: "The 'url' field must use http or https and name a host.", type: "url" };
+  }
+  return null;
+}
+
+/** Whether a subscription takes an event: it is enabled, and selects all types (none listed) or this one. */
+export function receives(subscription: { enabled: boolean; event_types: string[] }, type: string): boolean {
+  return subscription.enabled && (subscription.event_types.length === 0 || subscription.event_types.includes(type));
+}
+
+/** A delivery's webhook-id: "msg_" and URL-safe random characters (never a ".", which delimits the signed content). */
+export function newMessageId(): string {
+  return `msg_${randomBytes(18).toString("base64url")}`;
+}
+
+/** The body every attempt of a delivery sends, byte for byte: Standard Webhooks' {type, timestamp, data}. */
+export function deliveryBody(type: string, data: unknown, occurredAt: Date): string {
+  return JSON.stringify({ type, timestamp: occurredAt.toISOString(), data: data ?? {} });
+}
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** "5s,5m,30m,2h" as milliseconds; each entry needs a unit (ms, s, m, h, d) so nobody guesses which one. */
+export function parseRetrySchedule(text: string): number[] {
+  return text.split(",").map((entry) => {
+    const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(entry);
+    if (!match) throw new Error(`WEBHOOK_RETRY_SCHEDULE: "${entry.trim()}" is not a duration such as 500ms, 5s, 5m, 2h or 1d`);
+    return Math.round(Number(match[1]) * UNIT_MS[match[2]!]!);
+  });
+}
+
+/** What an attempt's answer means: 2xx delivered, 410 Gone stops for good, anything else is retried. */
+export function attemptOutcome(status: number | undefined): "delivered" | "gone" | "retry" {
+  if (status !== undefined && status >= 200 && status <= 299) return "delivered";
+  if (status === 410) return "gone";
+  return "retry";
+}
+
+/**
+ * Milliseconds until the next attempt after `attemptsMade` failed ones, or null when the schedule is used up.
+ * The scheduled delay gets ±RETRY_JITTER; a receiver's Retry-After is honoured up to the schedule's longest delay.
+ */
+export function retryDelayMs(schedule: number[], attemptsMade: number, random: number, retryAfterMs?: number): number | null {
+  const scheduled = schedule[attemptsMade - 1];
+  if (scheduled === undefined) return null;
+  const jittered = Math.round(scheduled * (1 - RETRY_JITTER + 2 * RETRY_JITTER * random));
+  if (retryAfterMs === undefined) return jittered;
+  return Math.max(jittered, Math.min(retryAfterMs, Math.max(...schedule)));
+}
+
+/** How an attempt ended, as the delivery records it. */
+export type AttemptResult =
+  | { status: "delivered"; httpStatus: number }
+  | { status: "pending"; nextAttemptAt: Date; httpStatus: number | null; error: string }
+  | { status: "failed"; httpStatus: number | null; error: string };
+
+/** What the receiver did: answered with a status (and maybe Retry-After), or never answered (error). */
+export interface Answer {
+  status?: number;
+  retryAfterMs?: number;
+  error?: string;
+}
+
+/** The delivery's next state after its `attemptsMade`-th attempt got `answer`. */
+export function attemptResult(answer: Answer, attemptsMade: number, schedule: number[], now: Date, random = Math.random()): AttemptResult {
+  const httpStatus = answer.status ?? null;
+  switch (attemptOutcome(answer.status)) {
+    case "delivered":
+      return { status: "delivered", httpStatus: answer.status! };
+    case "gone":
+      return { status: "failed", httpStatus, error: "HTTP 410 Gone: the endpoint asked to stop; the subscription was disabled" };
+    case "retry": {
+      const error = answer.error ?? `HTTP ${answer.status}`;
+      const delay = retryDelayMs(schedule, attemptsMade, random, answer.retryAfterMs);
+      if (delay === null) return { status: "failed", httpStatus, error: `${error}; gave up after ${attemptsMade} attempts` };
+      return { status: "pending", nextAttemptAt: new Date(now.getTime() + delay), httpStatus, error };
+    }
+  }
+}
+
+/** The secrets a delivery is signed with now: the current one, and the previous one while its overlap lasts. */
+export function signingSecrets(current: string, previous: { secret: string; expiresAt: Date } | null, now: Date): string[] {
+  return previous && previous.expiresAt > now ? [current, previous.secret] : [current];
+}
