@@ -209,7 +209,7 @@ const defaultResolver: Resolver = (hostname) => dns.promises.lookup(hostname, { 
  * checked addresses to the socket: the address connected to is the one checked, so DNS rebinding cannot
  * slip in between check and connect.
  */
-function guardedLookup(url: string, resolver: Resolver): net.LookupFunction {
+export function guardedLookup(url: string, resolver: Resolver = defaultResolver): net.LookupFunction {
   return ((hostname: string, options: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
     resolver(hostname).then(
       (addresses) => {
@@ -227,7 +227,7 @@ function guardedLookup(url: string, resolver: Resolver): net.LookupFunction {
 }
 
 function blockedError(url: string, address: string): FetchError {
-  return new FetchError("blocked-address", `refused to fetch ${url}: ${address} is a ${classifyAddress(address)} address`, url);
+  return new FetchError("blocked-address", `refused to connect to ${url}: ${address} is a ${classifyAddress(address)} address`, url);
 }
 
 // ---------------------------------------------------------------- per-host politeness

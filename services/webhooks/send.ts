@@ -1,8 +1,7 @@
-import dns from "node:dns";
 import http from "node:http";
 import https from "node:https";
 import net from "node:net";
-import { classifyAddress, isAddressAllowed, parseRetryAfter, USER_AGENT } from "../../lib/safe-fetch";
+import { classifyAddress, FetchError, guardedLookup, isAddressAllowed, parseRetryAfter, USER_AGENT } from "../../lib/safe-fetch";
 
 /** What a receiver answered; the body is read and dropped (only the status matters). */
 export interface PostResult {
@@ -20,25 +19,6 @@ function refused(address: string): PostError {
 }
 
 /**
- * A lookup for http.request that applies lib/safe-fetch's address policy to every resolved address and
- * hands exactly the checked addresses to the socket, so DNS rebinding cannot slip in between.
- */
-const guardedLookup = ((hostname: string, options: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
-  dns.promises.lookup(hostname, { all: true, verbatim: true }).then(
-    (addresses) => {
-      const family = options.family === 4 || options.family === 6 ? options.family : undefined;
-      const usable = addresses.filter((a) => !family || a.family === family);
-      const blocked = usable.find((a) => !isAddressAllowed(a.address));
-      if (blocked) return callback(refused(blocked.address));
-      if (!usable.length) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }));
-      if (options.all) return callback(null, usable);
-      callback(null, usable[0]!.address, usable[0]!.family);
-    },
-    (err) => callback(err),
-  );
-}) as net.LookupFunction;
-
-/**
  * POSTs a delivery once: SSRF-guarded (the address policy of lib/safe-fetch), no redirects followed (a 3xx is
  * just a non-2xx answer), bounded by `timeoutMs`. Resolves with any HTTP status; rejects with PostError when
  * there was no answer.
@@ -52,7 +32,7 @@ export function postDelivery(url: string, headers: Record<string, string>, body:
   return new Promise((resolve, reject) => {
     const req = client.request(target, {
       method: "POST",
-      lookup: guardedLookup,
+      lookup: guardedLookup(url),
       headers: { ...headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), "user-agent": USER_AGENT },
     });
     // Settles the attempt and tears the request down (a promise settles once; later calls are no-ops).
@@ -62,7 +42,7 @@ export function postDelivery(url: string, headers: Record<string, string>, body:
       reject(err);
     };
     const timer = setTimeout(() => fail(new PostError(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    req.on("error", (err: Error & { code?: string }) => fail(err instanceof PostError ? err : new PostError(err.code ?? err.message)));
+    req.on("error", (err: Error & { code?: string }) => fail(err instanceof PostError ? err : new PostError(err instanceof FetchError ? err.message : (err.code ?? err.message))));
     req.on("response", (res) => {
       const peer = res.socket.remoteAddress;
       if (peer && !isAddressAllowed(peer)) return fail(refused(peer));
