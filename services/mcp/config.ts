@@ -1,11 +1,7 @@
-/**
- * Where the MCP server listens. MCP_PORT=0 takes an ephemeral port (tests read it from the service); under jest
- * (NODE_ENV=test) that is also the default, because every test cluster that starts the default services starts
- * this one too, and test files run in parallel.
- */
+/** Where the MCP server listens; MCP_PORT=0 takes an ephemeral port (tests read it from the service). */
 export function loadMcpConfig() {
   const rawPort = process.env.MCP_PORT ?? "";
-  const port = rawPort === "" ? (process.env.NODE_ENV === "test" ? 0 : 3100) : Number(rawPort);
+  const port = rawPort === "" ? 3100 : Number(rawPort);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`MCP_PORT must be a port number, got "${rawPort}"`);
   return { port, host: process.env.MCP_HOST || "0.0.0.0" };
 }

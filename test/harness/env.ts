@@ -13,3 +13,6 @@ process.env.LOAD_POLL_MS ??= "100";
 process.env.LOAD_MAX_WINDOWS ??= "200";
 // Search snapshots go to a per-process temporary directory, never into the work tree.
 process.env.SEARCH_SNAPSHOT_DIR ??= path.join(os.tmpdir(), `search-snapshots-${process.pid}`);
+// Every default test cluster runs the MCP server and test files run in parallel: each takes an ephemeral port.
+process.env.MCP_PORT ??= "0";
+process.env.MCP_HOST ??= "127.0.0.1";

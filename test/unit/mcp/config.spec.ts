@@ -1,21 +1,18 @@
 import { loadMcpConfig } from "../../../services/mcp/config";
 
 describe("loadMcpConfig", () => {
-  const saved = { port: process.env.MCP_PORT, host: process.env.MCP_HOST, env: process.env.NODE_ENV };
+  const saved = { port: process.env.MCP_PORT, host: process.env.MCP_HOST };
   afterEach(() => {
-    for (const [name, value] of [["MCP_PORT", saved.port], ["MCP_HOST", saved.host], ["NODE_ENV", saved.env]] as const) {
+    for (const [name, value] of [["MCP_PORT", saved.port], ["MCP_HOST", saved.host]] as const) {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;
     }
   });
 
-  it("listens on 0.0.0.0:3100 by default, on an ephemeral port under jest", () => {
+  it("listens on 0.0.0.0:3100 by default", () => {
     delete process.env.MCP_PORT;
     delete process.env.MCP_HOST;
-    process.env.NODE_ENV = "production";
     expect(loadMcpConfig()).toEqual({ port: 3100, host: "0.0.0.0" });
-    process.env.NODE_ENV = "test";
-    expect(loadMcpConfig().port).toBe(0);
   });
 
   it("reads MCP_PORT and MCP_HOST and refuses a port that is not one", () => {
