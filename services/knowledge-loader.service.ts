@@ -93,6 +93,10 @@ const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
         index: async (accountId, sourceId, documents: PageDoc[]) => void (await call("search.indexDocuments", { accountId, sourceId, documents })),
         count: (accountId, sourceId) => call<number>("search.countDocuments", { accountId, sourceId }),
         deleteSourceDocuments: async (accountId, sourceId) => void (await call("search.deleteSourceDocuments", { accountId, sourceId })),
+        announce: async (accountId, sourceId, status) => {
+          const source = await this.models.sources.findOne({ _id: sourceId, account_id: accountId });
+          if (source) await this.broker.emit(`knowledge_source.${status}`, { accountId, data: source.toJSON() });
+        },
         owner,
         windowMs: settings.windowSeconds * 1000,
         maxWindows: settings.maxWindows,

@@ -35,6 +35,8 @@ export interface RunnerDeps {
   /** Documents the index holds for the source: the truth for document_count. */
   count(accountId: number, sourceId: number): Promise<number>;
   deleteSourceDocuments(accountId: number, sourceId: number): Promise<void>;
+  /** Announces a load's end (knowledge_source.loaded, .partial or .failed) once the source shows it. */
+  announce(accountId: number, sourceId: number, status: "loaded" | "partial" | "failed"): Promise<void>;
   owner: string;
   windowMs: number;
   maxWindows: number;
@@ -170,6 +172,7 @@ async function finish(
   await updateSource(deps, job, { ...outcome, document_count: documentCount });
   await finishJob(deps.jobs, job, deps.owner, { status: outcome.loading_status === "failed" ? "failed" : "done", error: outcome.loading_error ?? null });
   if (progress) await deps.reader.release(progress);
+  await deps.announce(job.account_id, job.knowledge_source_id, outcome.loading_status);
   return "finished";
 }
 

@@ -1,4 +1,4 @@
-import type { KnowledgeSourceRecord, LoadingStatus } from "./model";
+import type { KnowledgeSourceRecord } from "./model";
 
 type SourceState = Pick<KnowledgeSourceRecord, "loading_status">;
 export type SourceChanges = Partial<Omit<KnowledgeSourceRecord, "_id" | "account_id">>;
@@ -28,11 +28,11 @@ export function loadOutcome(result: {
   documentCount: number;
   error: string | null;
   now?: Date;
-}): SourceChanges {
+}): SourceChanges & { loading_status: "loaded" | "partial" | "failed" } {
   const now = result.now ?? new Date();
   if (result.complete && !result.error) {
     return { loading_status: "loaded", loaded_at: now, loading_error: null };
   }
-  const status: LoadingStatus = result.documentCount > 0 ? "partial" : "failed";
+  const status = result.documentCount > 0 ? "partial" : "failed";
   return { loading_status: status, loading_error: result.error ?? "The load stopped before reading every page" };
 }

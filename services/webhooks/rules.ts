@@ -21,6 +21,9 @@ export const WEBHOOK_EVENT_TYPES = [
   "task.created",
   "task.updated",
   "task.deleted",
+  "scheduled_task.created",
+  "scheduled_task.updated",
+  "scheduled_task.deleted",
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 

@@ -77,6 +77,16 @@ describe("knowledge sources and background loading over NATS", () => {
   let other: string;
   let sites: Awaited<ReturnType<typeof startSites>>;
   const spawned: ServiceProcess[] = [];
+  /** knowledge_source.* events as a subscriber on its own node receives them. */
+  const announced: { event: string; accountId: number; data: { id: number; loading_status: string } }[] = [];
+  const listener = {
+    name: "load-listener",
+    events: {
+      "knowledge_source.*"(ctx: { eventName: string; params: { accountId: number; data: { id: number; loading_status: string } } }) {
+        announced.push({ event: ctx.eventName, ...ctx.params });
+      },
+    },
+  };
 
   beforeAll(async () => {
     process.env.EMBEDDING_PROVIDER = "none";
@@ -84,6 +94,7 @@ describe("knowledge sources and background loading over NATS", () => {
     cluster = await startCluster({
       database: "knowledge",
       nodes: [["gateway"], ["users", "api-keys", "knowledge", "search"], ["knowledge-loader"]],
+      extraServices: [listener],
     });
     api = apiClient(cluster.baseUrl);
     token = (await signup(api, "knowledge")).token;
@@ -127,6 +138,9 @@ describe("knowledge sources and background loading over NATS", () => {
     const found = await call("POST", "/knowledge/search", { query: "glacier", knowledge_source_ids: [created.body.id] });
     expect(found.status).toBe(200);
     expect(found.body.results[0].metadata.url).toBe(`${sites.base}/map/glacier`);
+    const event = await until(async () => announced.find((e) => e.data.id === created.body.id), Boolean, 5000);
+    expect(event).toMatchObject({ event: "knowledge_source.loaded", data: { loading_status: "loaded", document_count: 6 } });
+    expect(event!.accountId).toEqual(expect.any(Number));
   });
 
   it("falls back to discovery without a sitemap: each canonical page once, robots.txt honoured", async () => {
@@ -163,6 +177,7 @@ describe("knowledge sources and background loading over NATS", () => {
     const failed = await poll(created.body.id, ["loaded", "partial", "failed"]);
     expect(failed.loading_status).toBe("failed");
     expect(failed.loading_error).toMatch(/500|could not be read/);
+    expect(await until(async () => announced.find((e) => e.data.id === created.body.id), Boolean, 5000)).toMatchObject({ event: "knowledge_source.failed" });
     expect((await call("POST", `/knowledge/${created.body.id}/preload`)).body.success).toBe(true);
     expect((await poll(created.body.id, ["failed"])).loading_error).toEqual(expect.any(String));
   });
@@ -172,6 +187,8 @@ describe("knowledge sources and background loading over NATS", () => {
     const partial = await poll(created.body.id, ["loaded", "partial", "failed"]);
     expect(partial).toMatchObject({ loading_status: "partial", document_count: 1 });
     expect(partial.loading_error).toMatch(/1 page\(s\) could not be read/);
+    const event = await until(async () => announced.find((e) => e.data.id === created.body.id), Boolean, 5000);
+    expect(event).toMatchObject({ event: "knowledge_source.partial", data: { loading_status: "partial" } });
   });
 
   it("runs in windows: a load longer than its budget continues itself until done", async () => {
