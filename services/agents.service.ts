@@ -77,8 +77,9 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           identifier: ctx.params.identifier,
           label: "Agent",
         });
-        ctx.emit("agent.created", { accountId: agent.account_id, data: await this.render(ctx, agent) });
-        return respondCreated(ctx, `/api/v1/agents/${agent._id}`, await this.render(ctx, agent));
+        const body = await this.render(ctx, agent);
+        ctx.emit("agent.created", { accountId: agent.account_id, data: body });
+        return respondCreated(ctx, `/api/v1/agents/${agent._id}`, body);
       },
     },
 
@@ -97,8 +98,9 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
         await this.applyFields(ctx, agent, ctx.params);
         await this.saveIdentified(agent, "Agent");
-        ctx.emit("agent.updated", { accountId: agent.account_id, data: await this.render(ctx, agent) });
-        return this.render(ctx, agent);
+        const body = await this.render(ctx, agent);
+        ctx.emit("agent.updated", { accountId: agent.account_id, data: body });
+        return body;
       },
     },
 
@@ -129,8 +131,9 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (problems.length) throw ERRORS.validation(problems);
         agent.trait_ids = ids;
         await agent.save();
-        ctx.emit("agent.updated", { accountId: agent.account_id, data: await this.render(ctx, agent) });
-        return this.render(ctx, agent);
+        const body = await this.render(ctx, agent);
+        ctx.emit("agent.updated", { accountId: agent.account_id, data: body });
+        return body;
       },
     },
 

@@ -79,8 +79,9 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         await this.applyTeamFields(ctx, draft, ctx.params);
         const { _id, account_id, identifier, created_at, updated_at, ...fields } = draft.toObject();
         const team = await this.createIdentified(ctx, this.models.teams, fields, { name: ctx.params.name, identifier: ctx.params.identifier, label: "Team" });
-        ctx.emit("team.created", { accountId: team.account_id, data: await this.render(team) });
-        return respondCreated(ctx, `/api/v1/teams/${team._id}`, await this.render(team));
+        const body = await this.render(team);
+        ctx.emit("team.created", { accountId: team.account_id, data: body });
+        return respondCreated(ctx, `/api/v1/teams/${team._id}`, body);
       },
     },
 
@@ -89,9 +90,10 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       rest: ["POST /teams/config", "POST /teams/push"],
       async handler(ctx: Ctx<unknown>) {
         if (ctx.meta.authType === "master") throw ERRORS.forbidden("Master API keys cannot push teams; use an account API key or a user token");
-        const team = await pushDocument(this.db, this.accountOf(ctx), ctx.params);
-        ctx.emit(team.created_at.getTime() === team.updated_at.getTime() ? "team.created" : "team.updated", { accountId: team.account_id, data: await this.render(team) });
-        return this.render(team);
+        const { team, created } = await pushDocument(this.db, this.accountOf(ctx), ctx.params);
+        const body = await this.render(team);
+        ctx.emit(created ? "team.created" : "team.updated", { accountId: team.account_id, data: body });
+        return body;
       },
     },
 
@@ -120,8 +122,9 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.team_id_or_identifier, "Team");
         await this.applyTeamFields(ctx, team, ctx.params);
         await this.saveIdentified(team, "Team");
-        ctx.emit("team.updated", { accountId: team.account_id, data: await this.render(team) });
-        return this.render(team);
+        const body = await this.render(team);
+        ctx.emit("team.updated", { accountId: team.account_id, data: body });
+        return body;
       },
     },
 

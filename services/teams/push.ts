@@ -163,13 +163,13 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
  * Push: creates or updates the team, its agents, tools and traits from one configuration document,
  * completely or not at all (everything is validated first; a failed write undoes the earlier ones).
  */
-export async function pushDocument(db: Connection, accountId: number, raw: unknown): Promise<TeamRecord> {
+export async function pushDocument(db: Connection, accountId: number, raw: unknown): Promise<{ team: TeamRecord; created: boolean }> {
   const name = (raw as { name?: unknown })?.name;
   for (let attempt = 1; ; attempt++) {
     const state = await loadState(db, accountId, typeof name === "string" ? name : "");
     const doc = validate(raw, state);
     try {
-      return await apply(db, accountId, doc, state);
+      return { team: await apply(db, accountId, doc, state), created: !state.team };
     } catch (err) {
       if (!isDuplicateKeyError(err) || attempt >= PUSH_ATTEMPTS) throw err;
       // Jittered backoff so racing pushes stop colliding with each other's in-flight writes.
