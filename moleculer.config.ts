@@ -22,6 +22,8 @@ export function brokerOptions(overrides: Partial<BrokerOptions> = {}): BrokerOpt
     heartbeatTimeout: 15,
     registry: { strategy: "RoundRobin", preferLocal: true },
     validator: true,
+    // Per-process cache for actions that declare `cache` (hot reads such as users.me); see CACHE_TTL_SECONDS.
+    cacher: config.cacheTtlSeconds > 0 ? { type: "Memory", options: { ttl: config.cacheTtlSeconds } } : undefined,
     // METRICS_PORT exposes Prometheus metrics (e.g. knowledge_loader_jobs_pending for an autoscaler).
     metrics: config.metricsPort
       ? { enabled: true, reporter: [{ type: "Prometheus", options: { port: config.metricsPort, path: "/metrics" } }] }

@@ -38,6 +38,8 @@ export function loadConfig() {
     namespace: process.env.NAMESPACE ?? "",
     services: listEnv("SERVICES"),
     logLevel: process.env.LOG_LEVEL ?? "info",
+    /** Lifetime of cached hot reads (users/me); writes clear them at once, the TTL bounds a missed broadcast. 0 disables. */
+    cacheTtlSeconds: intEnv("CACHE_TTL_SECONDS", 30),
     jwt: {
       secret: jwtSecret,
       issuer: process.env.JWT_ISSUER ?? "agent-platform",

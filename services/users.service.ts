@@ -36,6 +36,7 @@ interface Methods extends TenancyMethods {
   accessToken(user: { _id: number; account_id: number }): Promise<{ access_token: string; token_type: string; expires_in: number }>;
   requireSelf(ctx: Ctx<unknown>): number;
   applyUpdate(ctx: Ctx<unknown>, userId: number, params: Record<string, unknown>): Promise<object>;
+  forgetCachedReads(): Promise<void>;
 }
 interface Vars {
   db: Connection;
@@ -104,6 +105,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (!claims) throw ERRORS.badRequest("Invalid or expired verification link");
         const res = await this.models.users.updateOne({ _id: claims.userId, account_id: claims.accountId }, { email_verified: true });
         if (!res.matchedCount) throw ERRORS.notFound("User", claims.userId);
+        await this.forgetCachedReads();
         return { message: "Email verified" };
       },
     },
@@ -119,6 +121,8 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     me: {
       rest: "GET /users/me",
+      // Every authenticated client reads this; cached per caller, cleared on every user write (forgetCachedReads).
+      cache: { keys: ["#accountId", "#userId"] },
       async handler(ctx: Ctx) {
         return (await this.findOwned(ctx, this.models.users, this.requireSelf(ctx), "User")).toJSON();
       },
@@ -135,6 +139,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     get: {
       rest: "GET /users/:user_id",
       params: userIdParam,
+      cache: { keys: ["#accountId", "user_id"] },
       async handler(ctx: Ctx<{ user_id: number }>) {
         return (await this.findOwned(ctx, this.models.users, ctx.params.user_id, "User")).toJSON();
       },
@@ -155,12 +160,37 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (ctx.params.user_id !== ctx.meta.userId) throw ERRORS.forbidden("Users can only delete themselves");
         const user = await this.findOwned(ctx, this.models.users, ctx.params.user_id, "User");
         await this.models.users.deleteOne({ _id: user._id, account_id: user.account_id });
+        await this.forgetCachedReads();
         return respondNoContent(ctx);
+      },
+    },
+
+    /** Clears this replica's cached user reads (called on every replica by forgetCachedReads). */
+    forgetCachedReads: {
+      visibility: "public",
+      handler() {
+        return this.broker.cacher?.clean(`${this.name}.**`);
       },
     },
   },
 
   methods: {
+    /**
+     * Drops cached user reads on every users replica before the write is answered, so no replica serves the
+     * old record afterwards. A replica that cannot be reached keeps its entries at most CACHE_TTL_SECONDS.
+     */
+    async forgetCachedReads() {
+      if (!this.broker.cacher) return;
+      const replicas = this.broker.registry
+        .getServiceList({ onlyAvailable: true, skipInternal: true })
+        .flatMap((s) => (s.name === this.name && s.nodeID ? [s.nodeID] : []));
+      await Promise.all(
+        replicas.map((nodeID) =>
+          this.broker.call(`${this.name}.forgetCachedReads`, {}, { nodeID }).catch((err: Error) => this.logger.warn(`Cache clear on ${nodeID} failed`, err)),
+        ),
+      );
+    },
+
     publishEvents(userId: number) {
       return publishOutbox(this.models.users, userId, (event, payload) => this.broker.emit(event, payload));
     },
@@ -185,6 +215,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (isDuplicateKeyError(err)) throw ERRORS.conflict("A user with this email already exists");
         throw err;
       }
+      await this.forgetCachedReads();
       return user.toJSON();
     },
   },
