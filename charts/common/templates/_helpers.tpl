@@ -73,13 +73,21 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- .Values.envFromSecret | default $g.envFromSecret | default "" -}}
 {{- end -}}
 
-{{/* "true" when the process serves the gateway's HTTP API on PORT (probes use it); empty otherwise. */}}
+{{/*
+"true" when the process serves HTTP itself (the gateway's API on PORT, the MCP server on MCP_PORT) with
+GET /health on that port, so probes use it; empty otherwise.
+*/}}
 {{- define "common.servesHttp" -}}
 {{- $http := .Values.http | default dict -}}
 {{- if $http.enabled -}}true{{- end -}}
 {{- end -}}
 
-{{/* Port the probes call: the gateway's PORT, or HEALTH_PORT on every other process. */}}
+{{/* Env var that tells the process its HTTP port: http.portEnv, default PORT (the gateway's). */}}
+{{- define "common.httpPortEnv" -}}
+{{- (.Values.http | default dict).portEnv | default "PORT" -}}
+{{- end -}}
+
+{{/* Port the probes call: the process's own HTTP port (http.port), or HEALTH_PORT on every other process. */}}
 {{- define "common.probePort" -}}
 {{- if include "common.servesHttp" . -}}
 {{- (.Values.http | default dict).port | default 3000 | int -}}
@@ -107,7 +115,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/*
 Plain (non-secret) environment of the process, as a YAML map of strings. Later sources win:
-built-ins (NODE_ENV, SERVICES, TRANSPORTER, NAMESPACE, LOG_LEVEL, PORT or HEALTH_PORT) < global.env < env.
+built-ins (NODE_ENV, SERVICES, TRANSPORTER, NAMESPACE, LOG_LEVEL, the http.portEnv variable or HEALTH_PORT)
+< global.env < env.
 */}}
 {{- define "common.env" -}}
 {{- $g := .Values.global | default dict -}}
@@ -117,7 +126,7 @@ built-ins (NODE_ENV, SERVICES, TRANSPORTER, NAMESPACE, LOG_LEVEL, PORT or HEALTH
 {{- with (.Values.moleculerNamespace | default $g.moleculerNamespace) }}{{ $_ := set $env "NAMESPACE" . }}{{ end -}}
 {{- with (.Values.logLevel | default $g.logLevel) }}{{ $_ := set $env "LOG_LEVEL" . }}{{ end -}}
 {{- if include "common.servesHttp" . -}}
-{{- $_ := set $env "PORT" (include "common.probePort" .) -}}
+{{- $_ := set $env (include "common.httpPortEnv" .) (include "common.probePort" .) -}}
 {{- else -}}
 {{- $_ := set $env "HEALTH_PORT" (include "common.probePort" .) -}}
 {{- end -}}

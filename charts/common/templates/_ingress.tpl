@@ -1,4 +1,4 @@
-{{/* Optional Ingress to the chart's Service (gateway). */}}
+{{/* Optional Ingress to the chart's Service (gateway, mcp). */}}
 {{- define "common.ingress" -}}
 {{- $ing := .Values.ingress | default dict -}}
 {{- if $ing.enabled -}}

@@ -1,4 +1,4 @@
-{{/* ClusterIP Service in front of the HTTP port (gateway only: other services talk over NATS). */}}
+{{/* Service in front of the `http` container port (gateway and mcp: other services talk over NATS). */}}
 {{- define "common.service" -}}
 {{- $svc := .Values.service | default dict -}}
 {{- if $svc.enabled -}}
