@@ -47,10 +47,11 @@ COPY package.json package-lock.json ./
 COPY --from=build /app/dist ./dist
 # uid/gid 1000 is the base image's `node` user; numeric so Kubernetes runAsNonRoot can verify it.
 USER 1000:1000
-# Gateway HTTP port (PORT); other services serve only GET /health on HEALTH_PORT when it is set.
-EXPOSE 3000
-# Docker-only check (Kubernetes uses the chart's probes): HEALTH_PORT when set, else the gateway's PORT.
+# Gateway HTTP port (PORT) and MCP server port (MCP_PORT); other services serve only GET /health on HEALTH_PORT when it is set.
+EXPOSE 3000 3100
+# Docker-only check (Kubernetes uses the chart's probes): MCP_PORT (default 3100) when SERVICES is just mcp, or when
+# HEALTH_PORT is unset and SERVICES has mcp but not gateway; else HEALTH_PORT when set, else the gateway's PORT.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-    CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.HEALTH_PORT||process.env.PORT||3000)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+    CMD ["node", "-e", "const e=process.env,s=(e.SERVICES||'').split(',').map(x=>x.trim()).filter(Boolean),m=s.join()==='mcp'||(!e.HEALTH_PORT&&s.includes('mcp')&&!s.includes('gateway'));fetch('http://127.0.0.1:'+(m?(e.MCP_PORT||3100):(e.HEALTH_PORT||e.PORT||3000))+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # node is PID 1 and handles SIGTERM itself (server.ts stops the broker and closes MongoDB connections).
 CMD ["node", "dist/server.js"]
