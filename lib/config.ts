@@ -1,20 +1,8 @@
 import path from "node:path";
+import { listEnv, numberEnv } from "./env";
 
 /** Reads an integer env var, refusing garbage instead of silently running with NaN. */
-function intEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value)) throw new Error(`${name} must be an integer, got "${raw}"`);
-  return value;
-}
-
-function listEnv(name: string): string[] {
-  return (process.env[name] ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-}
+const intEnv = (name: string, fallback: number) => numberEnv(name, fallback, { integer: true });
 
 const DEV_JWT_SECRET = "dev-only-insecure-jwt-secret-change-me";
 

@@ -1,16 +1,13 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
+import { numberEnv } from "../lib/env";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { claimJob, pendingJobs, releaseJob, renewLease } from "./knowledge/jobs";
 import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
 import { runDeleteSource, runLoadWindow, type PageDoc, type PageReader, type RunnerDeps } from "./knowledge-loader/runner";
 import { createSourceReader, urlListModel } from "./knowledge-loader/pages";
 
-/** Reads a positive number from the environment, with a default. */
-function envNumber(name: string, fallback: number): number {
-  const value = Number(process.env[name]);
-  return Number.isFinite(value) && value > 0 ? value : fallback;
-}
+const envNumber = (name: string, fallback: number) => numberEnv(name, fallback, { min: 1 });
 
 const settings = {
   /** One load job's time budget per window (the interface's 600 s); tests use a few seconds. */

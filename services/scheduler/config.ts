@@ -1,11 +1,6 @@
-/** Reads a positive integer from the environment, refusing garbage instead of running with NaN. */
-function positiveIntEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return value;
-}
+import { numberEnv } from "../../lib/env";
+
+const positiveIntEnv = (name: string, fallback: number) => numberEnv(name, fallback, { min: 1, integer: true });
 
 /** Scheduler settings, read when the service starts (tests set the environment before starting a cluster). */
 export function loadSchedulerConfig() {
