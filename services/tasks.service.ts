@@ -11,7 +11,7 @@ import { taskModel, type TaskRecord, type TaskStatus } from "./tasks/model";
 import { dependencyParams, pickDefined, taskFields, taskFilters, taskIdParam, taskTemplateProps, taskUpdateFields, TEMPLATE_KEYS, type TaskFields } from "./tasks/params";
 import { assigneeProblems } from "./tasks/references";
 import { taskDetail } from "./tasks/render";
-import { selfReferenceProblem, statusFields, unmetDependencies } from "./tasks/rules";
+import { ONBOARDING_TASK_TYPE, onboardingTask, selfReferenceProblem, statusFields, unmetDependencies } from "./tasks/rules";
 import { DEFAULT_TIMEZONE, nextRunAt } from "./scheduler/cron";
 import { scheduledTaskModel, type ScheduledTaskRecord, type TaskTemplate } from "./scheduler/model";
 import {
@@ -218,6 +218,24 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         this.emitChange(ctx, "scheduled_task.deleted", schedule.toJSON());
         return respondNoContent(ctx);
       },
+    },
+  },
+
+  events: {
+    /**
+     * The interface's onboarding task on signup: a background action (the signup answered already; a failure
+     * here is logged, never surfaced), off unless ONBOARDING_TASK_ENABLED=true. The event is delivered at least
+     * once, so a user gets one onboarding task however often it arrives.
+     */
+    async "user.registered"(ctx: Ctx<{ user_id: number; account_id: number; email: string }>) {
+      if (process.env.ONBOARDING_TASK_ENABLED !== "true") return;
+      const { user_id, account_id, email } = ctx.params;
+      try {
+        if (await this.models.tasks.exists({ account_id, task_type: ONBOARDING_TASK_TYPE, "input.user_id": user_id })) return;
+        await this.broker.call("tasks.create", onboardingTask(user_id, email), { meta: { accountId: account_id } });
+      } catch (err) {
+        this.logger.warn(`Onboarding task for user ${user_id} not created`, err);
+      }
     },
   },
 

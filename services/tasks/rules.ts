@@ -25,3 +25,16 @@ export function selfReferenceProblem(taskId: number, refId: number | null | unde
   if (refId !== taskId) return null;
   return { field, message: `A task cannot reference itself in '${field}'`, type: "reference.self", ...(location ? { location } : {}) };
 }
+
+/** task_type of the task a signup creates when onboarding tasks are enabled. */
+export const ONBOARDING_TASK_TYPE = "onboarding";
+
+/** The onboarding task of a new user (ONBOARDING_TASK_ENABLED): what to do first, assigned to nobody yet. */
+export function onboardingTask(userId: number, email: string) {
+  return {
+    title: "Set up your account",
+    description: `Welcome ${email}: create your first agent, add a knowledge source and invite your team.`,
+    task_type: ONBOARDING_TASK_TYPE,
+    input: { user_id: userId },
+  };
+}

@@ -328,4 +328,31 @@ describe("tasks over NATS", () => {
     expect(mine()[0]!.payload).toEqual({ accountId, data: expect.objectContaining({ id: task.id, title: "Evented", status: "pending" }) });
     expect(mine()[1]!.payload.data.status).toBe("in_progress");
   });
+
+  describe("onboarding task on signup (ONBOARDING_TASK_ENABLED)", () => {
+    afterEach(() => delete process.env.ONBOARDING_TASK_ENABLED);
+
+    const onboardingTasks = async (t: string) => (await api("GET", "/api/v1/tasks?task_type=onboarding", { token: t })).body as { title: string; input: { user_id: number } }[];
+
+    it("is off by default: a signup creates no task", async () => {
+      const fresh = await signup(api, "no-onboarding");
+      await new Promise((r) => setTimeout(r, 500));
+      expect(await onboardingTasks(fresh.token)).toEqual([]);
+    });
+
+    it("when enabled, each new user gets one onboarding task in their account, in the background", async () => {
+      process.env.ONBOARDING_TASK_ENABLED = "true";
+      const fresh = await signup(api, "onboarding");
+      const deadline = Date.now() + 10_000;
+      let tasks = await onboardingTasks(fresh.token);
+      while (!tasks.length && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+        tasks = await onboardingTasks(fresh.token);
+      }
+      expect(tasks).toHaveLength(1);
+      expect(tasks[0]).toMatchObject({ title: "Set up your account", status: "pending", input: { user_id: fresh.user.id } });
+      // Another account never sees it.
+      expect(await onboardingTasks(other)).toEqual([]);
+    });
+  });
 });
