@@ -7,6 +7,14 @@ import { identityResolver } from "../lib/auth/identity";
 import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
 import { healthReport } from "../lib/health";
 import { renderError } from "./gateway/errors";
+import { openApiDocument, type RoutedAction } from "./gateway/openapi";
+
+/** The part of a moleculer-web alias the OpenAPI document reads. */
+interface GatewayAlias {
+  method: string;
+  fullPath: string;
+  action?: string;
+}
 import { preferredLocale, SECURITY_HEADERS } from "./gateway/request";
 
 type GatewayRequest = IncomingMessage & {
@@ -62,12 +70,13 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
         path: "/",
         authentication: false,
         authorization: false,
-        aliases: { "GET health": "gateway.health" },
+        aliases: { "GET health": "gateway.health", "GET openapi.json": "gateway.openapi" },
         mappingPolicy: "restrict",
         bodyParsers: { json: false, urlencoded: false },
       },
       {
         path: "/api/v1",
+        aliases: { "GET openapi.json": "gateway.openapi" },
         autoAliases: true,
         mappingPolicy: "restrict",
         authentication: true,
@@ -99,6 +108,19 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
     health: {
       handler() {
         return healthReport(config);
+      },
+    },
+
+    /** The OpenAPI 3.1.0 description of every route this gateway serves right now; no credentials needed. */
+    openapi: {
+      auth: "none",
+      handler() {
+        const aliases = this.aliases as GatewayAlias[];
+        const actions = new Map(this.broker.registry.getActionList({}).map((a) => [a.name, a.action as { params?: Record<string, unknown>; auth?: string }]));
+        const routes: RoutedAction[] = aliases
+          .filter((alias) => alias.action && alias.method !== "*" && alias.action !== "gateway.openapi")
+          .map((alias) => ({ method: alias.method, path: alias.fullPath, action: alias.action!, ...actions.get(alias.action!) }));
+        return openApiDocument(routes, { title: config.serverName, serverUrl: config.apiUrl.replace(/\/api\/v1\/?$/, "") });
       },
     },
   },

@@ -1,0 +1,62 @@
+import { objectSchema, openApiDocument, ruleToSchema } from "../../../services/gateway/openapi";
+
+describe("ruleToSchema", () => {
+  it("maps numbers, strings, enums, arrays, objects and dates to JSON Schema", () => {
+    expect(ruleToSchema({ type: "number", integer: true, min: 1, max: 200, default: 50, convert: true })).toEqual({ type: "integer", minimum: 1, maximum: 200, default: 50 });
+    expect(ruleToSchema({ type: "number", positive: true })).toEqual({ type: "number", exclusiveMinimum: 0 });
+    expect(ruleToSchema({ type: "string", min: 1, max: 100, pattern: /^[a-z]+$/ })).toEqual({ type: "string", minLength: 1, maxLength: 100, pattern: "^[a-z]+$" });
+    expect(ruleToSchema({ type: "enum", values: ["asc", "desc"], default: "desc" })).toEqual({ enum: ["asc", "desc"], default: "desc" });
+    expect(ruleToSchema({ type: "array", items: "number", max: 8 })).toEqual({ type: "array", items: { type: "number" }, maxItems: 8 });
+    expect(ruleToSchema({ type: "object", props: { a: "string", b: { type: "boolean", optional: true } } })).toEqual({
+      type: "object",
+      properties: { a: { type: "string" }, b: { type: "boolean" } },
+      required: ["a"],
+    });
+    expect(ruleToSchema({ type: "date", convert: true })).toEqual({ type: "string", format: "date-time" });
+    expect(ruleToSchema("email|optional")).toEqual({ type: "string", format: "email" });
+  });
+
+  it("marks nullable rules and leaves unknown types open", () => {
+    expect(ruleToSchema({ type: "string", nullable: true })).toEqual({ type: ["string", "null"] });
+    expect(ruleToSchema({ type: "enum", values: ["a"], nullable: true })).toEqual({ anyOf: [{ enum: ["a"] }, { type: "null" }] });
+    expect(ruleToSchema({ type: "custom" })).toEqual({});
+  });
+
+  it("requires what is neither optional nor defaulted, and skips $$ settings", () => {
+    expect(objectSchema({ $$strict: "remove", name: "string", limit: { type: "number", default: 5 }, note: { type: "string", optional: true } })).toEqual({
+      type: "object",
+      properties: { name: { type: "string" }, limit: { type: "number", default: 5 }, note: { type: "string" } },
+      required: ["name"],
+    });
+  });
+});
+
+describe("openApiDocument", () => {
+  const doc = openApiDocument(
+    [
+      { method: "GET", path: "/api/v1/tools/:tool_id", action: "tools.get", params: { tool_id: { type: "number", integer: true } } },
+      { method: "PUT", path: "/api/v1/tools/:tool_id", action: "tools.update", params: { tool_id: "number", name: { type: "string", optional: true } } },
+      { method: "PATCH", path: "/api/v1/tools/:tool_id", action: "tools.update", params: { tool_id: "number" } },
+      { method: "GET", path: "/api/v1/tools", action: "tools.list", params: { limit: { type: "number", default: 50 } } },
+      { method: "POST", path: "/api/v1/login/access-token", action: "users.login", params: { email: "email", password: "string" }, auth: "none" },
+    ],
+    { title: "agent-platform", serverUrl: "http://localhost:3000" },
+  );
+
+  it("is an OpenAPI 3.1.0 document, version 1.0.0, with both credential schemes", () => {
+    expect(doc).toMatchObject({ openapi: "3.1.0", info: { title: "agent-platform", version: "1.0.0" }, security: [{ HTTPBearer: [] }, { APIKeyHeader: [] }] });
+  });
+
+  it("turns :params into {params}, puts the rest in the query for GET and in the body for writes", () => {
+    const byId = doc.paths["/api/v1/tools/{tool_id}"] as Record<string, any>;
+    expect(byId.get.parameters).toEqual([{ name: "tool_id", in: "path", required: true, schema: { type: "integer" } }]);
+    expect(byId.put.requestBody.content["application/json"].schema).toEqual({ type: "object", properties: { name: { type: "string" } } });
+    expect(byId.patch.requestBody).toBeUndefined();
+    expect((doc.paths["/api/v1/tools"] as Record<string, any>).get.parameters).toEqual([{ name: "limit", in: "query", required: false, schema: { type: "number", default: 50 } }]);
+  });
+
+  it("gives every operation a unique id and opens routes that need no credentials", () => {
+    expect([(doc.paths["/api/v1/tools/{tool_id}"] as any).put.operationId, (doc.paths["/api/v1/tools/{tool_id}"] as any).patch.operationId].sort()).toEqual(["tools.update", "tools.update_2"]);
+    expect((doc.paths["/api/v1/login/access-token"] as any).post.security).toEqual([]);
+  });
+});
