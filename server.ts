@@ -42,7 +42,9 @@ async function main() {
   }
 
   const broker = new ServiceBroker(brokerOptions());
-  for (const schema of selectServices(config.services)) broker.createService(schema);
+  const schemas = selectServices(config.services);
+  const gateway = schemas.find((schema) => schema.name === "gateway");
+  for (const schema of schemas) if (schema !== gateway) broker.createService(schema);
 
   const shutdown = async (signal: string) => {
     broker.logger.info(`${signal} received, stopping`);
@@ -57,6 +59,12 @@ async function main() {
   process.once("SIGINT", () => void shutdown("SIGINT"));
 
   await broker.start();
+  // The gateway starts listening last, when every service of this process has started: its routes exist from
+  // the first request, so nothing a probe lets through answers 404 for a service still starting.
+  if (gateway) {
+    broker.createService(gateway);
+    await broker.waitForServices("gateway");
+  }
   phase = "running";
 }
 
