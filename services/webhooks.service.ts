@@ -230,7 +230,9 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** One attempt of a claimed delivery; a 410 Gone answer also disables the subscription. */
     async attempt(delivery) {
       const owner = this.broker.nodeID;
-      const subscription = await this.models.subscriptions.findById(delivery.subscription_id).lean<WebhookSubscriptionRecord>();
+      const subscription = await this.models.subscriptions
+        .findOne({ _id: delivery.subscription_id, account_id: delivery.account_id })
+        .lean<WebhookSubscriptionRecord>();
       if (!subscription?.enabled) {
         const error = subscription ? "the subscription is disabled" : "the subscription was deleted";
         await finishAttempt(this.models.deliveries, delivery, owner, { status: "failed", httpStatus: null, error });
