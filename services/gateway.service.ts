@@ -8,6 +8,9 @@ import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
 import { healthReport } from "../lib/health";
 import { renderError } from "./gateway/errors";
 import { openApiDocument, type RoutedAction } from "./gateway/openapi";
+import { mcpHttpHandler } from "./mcp/http";
+
+type McpProxy = ReturnType<typeof mcpHttpHandler>;
 
 /** The part of a moleculer-web alias the OpenAPI document reads. */
 interface GatewayAlias {
@@ -90,6 +93,19 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
           );
         },
       },
+      {
+        // MCP clients that only know the API's address find the MCP server here too; the mcp service answers.
+        path: "/mcp",
+        authentication: false,
+        authorization: false,
+        mappingPolicy: "restrict",
+        bodyParsers: { json: false, urlencoded: false },
+        aliases: {
+          "/"(this: { mcpProxy: McpProxy }, req: IncomingMessage, res: ServerResponse) {
+            return this.mcpProxy(req, res);
+          },
+        },
+      },
     ],
     onError(this: { logger: { error(...args: unknown[]): void } }, req: GatewayRequest, res: ServerResponse, err: Error & { code?: unknown }) {
       const { status, body } = renderError(err, req);
@@ -141,6 +157,12 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
     },
   },
 
+  created() {
+    this.mcpProxy = mcpHttpHandler({
+      answer: (request) => this.broker.call("mcp.handle", request),
+      logError: (message, err) => this.logger.error(message, err),
+    });
+  },
 };
 
 export default GatewayService;

@@ -1,16 +1,18 @@
-import http, { type IncomingMessage } from "node:http";
+import http from "node:http";
 import type { ServiceSchema } from "moleculer";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { identityResolver, type Identity, type IdentityResolver } from "../lib/auth/identity";
 import { loadConfig, type Config } from "../lib/config";
 import { healthReport, VERSION } from "../lib/health";
+import type { Ctx } from "../lib/meta";
 import { loadMcpConfig } from "./mcp/config";
+import { answerMcpRequest, MAX_BODY_BYTES, type McpExchangeRequest } from "./mcp/exchange";
 import { mcpHttpHandler } from "./mcp/http";
 import { buildMcpServer } from "./mcp/server";
 import type { EntitiesCall } from "./mcp/tools";
 
 interface Methods {
-  serverFor(req: IncomingMessage): McpServer;
+  serverFor(headers: Record<string, string>): McpServer;
 }
 
 interface Vars {
@@ -20,22 +22,36 @@ interface Vars {
 }
 
 /**
- * The MCP server: its own HTTP listener (MCP_HOST:MCP_PORT) with the three tools of the interface. Data tools
- * resolve the caller the way the gateway does (lib/auth/identity) and call the entities service as that
- * caller over the transporter.
+ * The MCP server: its own HTTP listener (MCP_HOST:MCP_PORT) with the three tools of the interface, and the
+ * `handle` action behind the gateway's /mcp route. Data tools resolve the caller the way the gateway does
+ * (lib/auth/identity) and call the entities service as that caller over the transporter.
  */
 const McpService: ServiceSchema<Record<string, never>, Methods, Vars> = {
   name: "mcp",
 
+  actions: {
+    /** One POST /mcp received by the gateway (its /mcp route), answered here as plain data. */
+    handle: {
+      visibility: "public",
+      params: {
+        headers: { type: "record", key: { type: "string" }, value: { type: "string" } },
+        body: { type: "string", max: MAX_BODY_BYTES },
+      },
+      handler(ctx: Ctx<McpExchangeRequest>) {
+        return answerMcpRequest(this.serverFor(ctx.params.headers), ctx.params);
+      },
+    },
+  },
+
   methods: {
     /** One MCP server per HTTP request; the caller is resolved at most once, when a data tool first needs it. */
-    serverFor(req: IncomingMessage) {
+    serverFor(headers: Record<string, string>) {
       let identity: Promise<Identity | null> | undefined;
       return buildMcpServer({
         serverName: this.config.serverName,
         version: VERSION,
         health: () => healthReport(this.config),
-        identity: () => (identity ??= this.resolveIdentity(req.headers, this.broker)),
+        identity: () => (identity ??= this.resolveIdentity(headers, this.broker)),
         callEntities: ({ action, params }: EntitiesCall, caller: Identity) => this.broker.call(action, params, { meta: caller }),
       });
     },
@@ -49,7 +65,7 @@ const McpService: ServiceSchema<Record<string, never>, Methods, Vars> = {
   async started() {
     const { port, host } = loadMcpConfig();
     const handler = mcpHttpHandler({
-      serverFor: (req) => this.serverFor(req),
+      answer: (request) => answerMcpRequest(this.serverFor(request.headers), request),
       health: () => healthReport(this.config),
       logError: (message, err) => this.logger.error(message, err),
     });

@@ -89,7 +89,9 @@ describe("fuzzing every route: bad input is a 4xx with an error body, never a 50
     await api("POST", "/api/v1/tasks", { token, body: { title: "Task" } });
     await api("POST", "/api/v1/entities", { token, body: { agent_id: agent.body.id, entity_type_name: "Lead", attributes: { a: 1 } } });
     await api("POST", "/api/v1/webhook-subscriptions", { token, body: { url: "http://127.0.0.1:9/hook" } });
-    routes = await cluster.brokers[0]!.call<RouteInfo[], object>("gateway.listAliases", { withActionSchema: true });
+    // Routes that call an action (the /mcp route is a raw handler, covered by the MCP tests).
+    const aliases = await cluster.brokers[0]!.call<RouteInfo[], object>("gateway.listAliases", { withActionSchema: true });
+    routes = aliases.filter((alias) => alias.actionName);
   }, 60_000);
   afterAll(async () => {
     await cluster?.stop();

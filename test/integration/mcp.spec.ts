@@ -31,9 +31,9 @@ describe("MCP server over NATS", () => {
   });
 
   /** A real MCP client over loopback HTTP; `headers` go on every request it sends. */
-  async function connect(headers: Record<string, string> = {}): Promise<Client> {
+  async function connect(headers: Record<string, string> = {}, base = mcpUrl): Promise<Client> {
     const client = new Client({ name: "mcp-spec", version: "1.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`${mcpUrl}/mcp`), { requestInit: { headers } }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { requestInit: { headers } }));
     clients.push(client);
     return client;
   }
@@ -366,6 +366,33 @@ describe("MCP server over NATS", () => {
 
     it("answers unknown paths with 404", async () => {
       expect((await fetch(`${mcpUrl}/nothing`)).status).toBe(404);
+    });
+  });
+
+  describe("through the gateway at /mcp (the API's own address)", () => {
+    it("serves the same tools, with credentials checked the same way", async () => {
+      const anonymous = await connect({}, cluster.baseUrl);
+      expect((await anonymous.listTools()).tools.map((t) => t.name).sort()).toEqual(["svc_collected_data", "svc_collected_data_delete", "svc_health"]);
+      expect(JSON.parse(textOf(await call(anonymous, "svc_health")))).toEqual((await api("GET", "/health")).body);
+      expect((await call(anonymous, "svc_collected_data", { action: "stats" })).isError).toBe(true);
+
+      const signedIn = await connect({ authorization: `Bearer ${token}` }, cluster.baseUrl);
+      const stats = await call(signedIn, "svc_collected_data", { action: "stats" });
+      expect(stats.isError).toBeFalsy();
+      expect(stats.structuredContent).toMatchObject({ total: expect.any(Number), period_days: null });
+    });
+
+    it("answers GET with 405 and bodies over 1 MB with 413", async () => {
+      const get = await fetch(`${cluster.baseUrl}/mcp`);
+      expect(get.status).toBe(405);
+      expect(get.headers.get("allow")).toBe("POST");
+      const huge = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: { pad: "x".repeat(1024 * 1024) } });
+      const res = await fetch(`${cluster.baseUrl}/mcp`, {
+        method: "POST",
+        headers: { accept: "application/json, text/event-stream", "content-type": "application/json" },
+        body: huge,
+      });
+      expect(res.status).toBe(413);
     });
   });
 });
