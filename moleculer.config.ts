@@ -1,6 +1,7 @@
 import os from "node:os";
 import type { BrokerOptions, LogLevels } from "moleculer";
 import { loadConfig } from "./lib/config";
+import { CoalescingNatsTransporter } from "./lib/nats-transporter";
 
 /**
  * Broker options for every process. No TRANSPORTER means one process holding every service (the embedded
@@ -8,7 +9,7 @@ import { loadConfig } from "./lib/config";
  */
 export function brokerOptions(overrides: Partial<BrokerOptions> = {}): BrokerOptions {
   const config = loadConfig();
-  return {
+  const options: BrokerOptions = {
     namespace: config.namespace,
     nodeID: `${os.hostname()}-${process.pid}`,
     // A NATS URL string is a valid transporter setting; the typings only list transporter names.
@@ -31,6 +32,12 @@ export function brokerOptions(overrides: Partial<BrokerOptions> = {}): BrokerOpt
     tracking: { enabled: true, shutdownTimeout: 10_000 },
     ...overrides,
   };
+  return { ...options, transporter: natsTransporter(options.transporter) };
+}
+
+/** A NATS URL becomes the coalescing NATS transporter (lib/nats-transporter.ts); anything else is kept. */
+function natsTransporter(transporter: BrokerOptions["transporter"]): BrokerOptions["transporter"] {
+  return typeof transporter === "string" && transporter.startsWith("nats://") ? new CoalescingNatsTransporter(transporter) : transporter;
 }
 
 export default brokerOptions();
