@@ -31,6 +31,13 @@ const userFields = {
 
 const userIdParam = { user_id: { type: "number", integer: true, positive: true, convert: true } } as const;
 
+/**
+ * In the last third of a cached read's lifetime one caller refreshes it while the others still get the cached
+ * value, and a miss is fetched once for all concurrent callers: an expiry never sends every in-flight request
+ * to the database at once.
+ */
+const HOT_READ_LOCK = { enabled: true, staleTime: Math.max(1, Math.floor(config.cacheTtlSeconds / 3)) };
+
 interface Methods extends TenancyMethods {
   publishEvents(userId: number): Promise<number>;
   accessToken(user: { _id: number; account_id: number }): Promise<{ access_token: string; token_type: string; expires_in: number }>;
@@ -122,7 +129,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     me: {
       rest: "GET /users/me",
       // Every authenticated client reads this; cached per caller, cleared on every user write (forgetCachedReads).
-      cache: { keys: ["#accountId", "#userId"] },
+      cache: { keys: ["#accountId", "#userId"], lock: HOT_READ_LOCK },
       async handler(ctx: Ctx) {
         return (await this.findOwned(ctx, this.models.users, this.requireSelf(ctx), "User")).toJSON();
       },
@@ -139,7 +146,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     get: {
       rest: "GET /users/:user_id",
       params: userIdParam,
-      cache: { keys: ["#accountId", "user_id"] },
+      cache: { keys: ["#accountId", "user_id"], lock: HOT_READ_LOCK },
       async handler(ctx: Ctx<{ user_id: number }>) {
         return (await this.findOwned(ctx, this.models.users, ctx.params.user_id, "User")).toJSON();
       },
