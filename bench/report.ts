@@ -22,6 +22,33 @@ export function compareToCeiling(results: (Measurement & { scenario: string })[]
   });
 }
 
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Per scenario and connection count, the median of each figure over the rounds (ratios were taken within rounds). */
+export function medianRows(rounds: Row[][]): Row[] {
+  return rounds[0]!.map((first) => {
+    const same = rounds.map((round) => round.find((r) => r.scenario === first.scenario && r.connections === first.connections)!);
+    const of = (pick: (r: Row) => number) => median(same.map(pick));
+    return {
+      ...first,
+      requestsPerSecond: of((r) => r.requestsPerSecond),
+      p50Ms: of((r) => r.p50Ms),
+      p99Ms: of((r) => r.p99Ms),
+      totalRequests: same.reduce((sum, r) => sum + r.totalRequests, 0),
+      ratioToCeiling: of((r) => r.ratioToCeiling),
+    };
+  });
+}
+
+/** The target row's ratio to the ceiling in one round. */
+export function ratioOf(round: Row[]): number {
+  return round.find((r) => r.scenario === TARGET.scenario && r.connections === TARGET.connections)?.ratioToCeiling ?? NaN;
+}
+
 function p99VersusTarget(row: Row): string {
   if (row.connections !== TARGET.connections) return "—";
   return row.p99Ms < TARGET.maxP99Ms ? `ok (< ${TARGET.maxP99Ms} ms)` : `miss (≥ ${TARGET.maxP99Ms} ms)`;

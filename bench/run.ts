@@ -6,7 +6,7 @@ import { CEILING_PATH } from "./ceiling";
 import { runBench, type Lifecycle } from "./lifecycle";
 import { measure } from "./load";
 import { startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
-import { compareToCeiling, machine, markdownTable, targetVerdict, TARGET, writeResults } from "./report";
+import { compareToCeiling, machine, markdownTable, medianRows, ratioOf, targetVerdict, TARGET, writeResults, type Row } from "./report";
 import { positiveIntEnv } from "./env";
 
 const ROOT = path.resolve(__dirname, "..", "..");
@@ -18,11 +18,16 @@ const ROUTE = "/api/v1/users/me";
 const HEALTH_PATH = "/health";
 const CONNECTIONS = [1, 32];
 const WARMUP_SECONDS = 2;
-const DURATION_SECONDS = positiveIntEnv("BENCH_DURATION", 10);
+const DURATION_SECONDS = positiveIntEnv("BENCH_DURATION", 6);
+/**
+ * The deployments are measured in turn, this many rounds; the table shows medians, and each ratio is taken
+ * within a round, so a machine that drifts (2 shared cores) skews ceiling and scenario alike.
+ */
+const ROUNDS = positiveIntEnv("BENCH_ROUNDS", 3);
 const STARTUP_TIMEOUT_MS = 60_000;
 const RETRY_INTERVAL_MS = 200;
 /** Hard bound on the run once NATS and mongo are up: every startup and every load run, plus slack. */
-const RUN_BUDGET_MS = 3 * STARTUP_TIMEOUT_MS + 3 * CONNECTIONS.length * (WARMUP_SECONDS + DURATION_SECONDS) * 1000 + 60_000;
+const RUN_BUDGET_MS = ROUNDS * 3 * STARTUP_TIMEOUT_MS + ROUNDS * 3 * CONNECTIONS.length * (WARMUP_SECONDS + DURATION_SECONDS) * 1000 + 60_000;
 /** Child processes log only warnings, as a loaded production deployment would. */
 const CHILD_LOG_LEVEL = "warn";
 
@@ -81,32 +86,48 @@ async function signupWhenReady(baseUrl: string, procs: BenchProcess[]): Promise<
   }
 }
 
-/** Starts a scenario's processes, waits until its route answers, measures it at each connection count, stops it. */
-async function runScenario(scenario: Scenario) {
+/** A started deployment: where to send load and with which credentials. */
+interface Running {
+  scenario: Scenario;
+  url: string;
+  headers: Record<string, string>;
+  procs: BenchProcess[];
+}
+
+/** Starts a scenario's processes and waits until its route answers (signing up first when it needs a token). */
+async function startScenario(scenario: Scenario): Promise<Running> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   console.error(`${scenario.name}: starting ${scenario.processes.map((p) => p.name).join(" + ")} on ${baseUrl}`);
   const procs = scenario.processes.map((p) => startNode(p.name, p.script, { ...p.env, PORT: String(port) }));
-  try {
-    let headers: Record<string, string> = {};
-    if (scenario.authenticated) {
-      await waitForOk(baseUrl + HEALTH_PATH, procs, STARTUP_TIMEOUT_MS);
-      headers = { authorization: `Bearer ${await signupWhenReady(baseUrl, procs)}` };
-    }
-    await waitForOk(baseUrl + scenario.path, procs, STARTUP_TIMEOUT_MS, headers);
-    const results = [];
-    for (const connections of CONNECTIONS) {
-      const m = await Promise.race([
-        measure(baseUrl + scenario.path, headers, connections, WARMUP_SECONDS, DURATION_SECONDS),
-        ...procs.map((p) => p.exited),
-      ]);
-      console.error(`${scenario.name} @ ${connections}: ${Math.round(m.requestsPerSecond)} req/s, p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms`);
-      results.push({ scenario: scenario.name, ...m });
-    }
-    return results;
-  } finally {
-    await stopAll();
+  let headers: Record<string, string> = {};
+  if (scenario.authenticated) {
+    await waitForOk(baseUrl + HEALTH_PATH, procs, STARTUP_TIMEOUT_MS);
+    headers = { authorization: `Bearer ${await signupWhenReady(baseUrl, procs)}` };
   }
+  await waitForOk(baseUrl + scenario.path, procs, STARTUP_TIMEOUT_MS, headers);
+  return { scenario, url: baseUrl + scenario.path, headers, procs };
+}
+
+/**
+ * One round: each deployment started, measured at every connection count, and stopped before the next starts,
+ * so nothing of one scenario (the embedded process's pollers, its database sessions) runs under another's load.
+ */
+async function measureRound(list: Scenario[], round: number) {
+  const results = [];
+  for (const scenario of list) {
+    try {
+      const d = await startScenario(scenario);
+      for (const connections of CONNECTIONS) {
+        const m = await Promise.race([measure(d.url, d.headers, connections, WARMUP_SECONDS, DURATION_SECONDS), ...d.procs.map((p) => p.exited)]);
+        console.error(`round ${round} ${scenario.name} @ ${connections}: ${Math.round(m.requestsPerSecond)} req/s, p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms`);
+        results.push({ scenario: scenario.name, ...m });
+      }
+    } finally {
+      await stopAll();
+    }
+  }
+  return results;
 }
 
 async function main({ own, startWatchdog }: Lifecycle) {
@@ -116,24 +137,30 @@ async function main({ own, startWatchdog }: Lifecycle) {
   console.error(`NATS ${nats.url}; MongoDB (${mongo.kind}) ${mongo.url}`);
   const disarmWatchdog = startWatchdog(RUN_BUDGET_MS);
 
-  const measured = [];
-  for (const scenario of scenarios(nats.url, mongo.url)) measured.push(...(await runScenario(scenario)));
+  const rounds: Row[][] = [];
+  const list = scenarios(nats.url, mongo.url);
+  for (let round = 1; round <= ROUNDS; round++) rounds.push(compareToCeiling(await measureRound(list, round)));
   disarmWatchdog();
 
-  const rows = compareToCeiling(measured);
+  const rows = medianRows(rounds);
   console.log(
     `\nmachine: nproc ${host.nproc}, ${host.cpu}, node ${host.node}, ${host.platform}; ` +
       `load average ${host.loadAverage1mBefore} before the run; autocannon shares these cores`,
   );
-  console.log(`route: GET ${ROUTE} (Bearer JWT), ceiling GET ${CEILING_PATH}; ${WARMUP_SECONDS} s warm-up, ${DURATION_SECONDS} s measured\n`);
+  console.log(
+    `route: GET ${ROUTE} (Bearer JWT), ceiling GET ${CEILING_PATH}; ${ROUNDS} rounds, each deployment started and measured in turn, ` +
+      `${WARMUP_SECONDS} s warm-up + ${DURATION_SECONDS} s measured each; medians of the rounds, ratios taken within each round\n`,
+  );
   console.log(markdownTable(rows));
   console.log(`\n${targetVerdict(rows)}`);
+  console.log(`${TARGET.scenario} @ ${TARGET.connections} ratio per round: ${rounds.map((r) => ratioOf(r).toFixed(2)).join(", ")}`);
   writeResults(RESULTS_FILE, {
     date: new Date().toISOString(),
     machine: host,
     route: ROUTE,
     warmupSeconds: WARMUP_SECONDS,
     durationSeconds: DURATION_SECONDS,
+    rounds,
     target: TARGET,
     rows,
   });
