@@ -10,7 +10,7 @@ import { startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
 import { machine, writeResults } from "./report";
 import { startBenchSite, type BenchSite } from "./knowledge/site";
 import { cpuSnapshot, machineTicks } from "./knowledge/procs";
-import { positiveIntEnv } from "./env";
+import { listEnv, positiveIntEnv } from "../lib/env";
 
 /**
  * Knowledge-loading bench (the knowledge-loading issue's target): pages per second per loader replica for a
@@ -29,11 +29,6 @@ import { positiveIntEnv } from "./env";
 const ROOT = path.resolve(__dirname, "..", "..");
 const SERVER_SCRIPT = path.join(ROOT, "dist", "server.js");
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "knowledge.json");
-
-function listEnv(name: string, fallback: string[]): string[] {
-  const raw = process.env[name];
-  return raw ? raw.split(",").map((s) => s.trim()).filter(Boolean) : fallback;
-}
 
 /** Pages of the site loaded in each throughput scenario and in the resume scenario. */
 const PAGES = positiveIntEnv("BENCH_PAGES", 2000);

@@ -7,7 +7,7 @@ import { runBench, type Lifecycle } from "./lifecycle";
 import { measure } from "./load";
 import { startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
 import { compareToCeiling, machine, markdownTable, medianRows, ratioOf, targetVerdict, TARGET, writeResults, type Row } from "./report";
-import { positiveIntEnv } from "./env";
+import { positiveIntEnv } from "../lib/env";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const SERVER_SCRIPT = path.join(ROOT, "dist", "server.js");

@@ -11,7 +11,7 @@ import { startNode, waitForOk, type BenchProcess } from "./processes";
 import { machine, writeResults } from "./report";
 import { AGENTS_PER_TEAM, CHANGED_AGENT_INDEX, teamDocument, TOOLS_PER_TEAM, TRAITS_PER_TEAM } from "./teams/document";
 import { loadPaths, push, runJobs, summarize, type PushedTeam, type Stats } from "./teams/measure";
-import { positiveIntEnv } from "./env";
+import { positiveIntEnv } from "../lib/env";
 
 /**
  * Agents/teams benchmark: push throughput for a 20-agent team document, and GET /api/v1/agents/{id}

@@ -13,10 +13,14 @@ export function numberEnv(name: string, fallback: number, { min = -Infinity, int
   return value;
 }
 
-/** A comma-separated list setting, trimmed, without empty entries. */
-export function listEnv(name: string): string[] {
-  return (process.env[name] ?? "")
+/** A positive integer setting (counts, intervals in ms), refusing garbage like numberEnv. */
+export const positiveIntEnv = (name: string, fallback: number) => numberEnv(name, fallback, { min: 1, integer: true });
+
+/** A comma-separated list setting, trimmed, without empty entries; `fallback` when it names nothing. */
+export function listEnv(name: string, fallback: string[] = []): string[] {
+  const list = (process.env[name] ?? "")
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
+  return list.length ? list : fallback;
 }

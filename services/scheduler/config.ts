@@ -1,6 +1,4 @@
-import { numberEnv } from "../../lib/env";
-
-const positiveIntEnv = (name: string, fallback: number) => numberEnv(name, fallback, { min: 1, integer: true });
+import { positiveIntEnv } from "../../lib/env";
 
 /** Scheduler settings, read when the service starts (tests set the environment before starting a cluster). */
 export function loadSchedulerConfig() {
