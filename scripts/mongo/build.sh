@@ -10,7 +10,8 @@ OUT_DIR="$ROOT_DIR/.cache/mongo"
 OUT="$OUT_DIR/ferretdb"
 WORK_DIR="$OUT_DIR/build"
 FERRETDB_MODULE="github.com/FerretDB/FerretDB"
-SOURCES=("$SRC_DIR/main.go" "$SRC_DIR/go.mod" "$SRC_DIR/go.sum" "$SRC_DIR/build.sh" "$SRC_DIR/patches/resource.go")
+SOURCES=("$SRC_DIR/main.go" "$SRC_DIR/go.mod" "$SRC_DIR/go.sum" "$SRC_DIR/build.sh" "$SRC_DIR/patches/resource.go"
+  "$SRC_DIR/patches/pushdown.patch")
 
 up_to_date() {
   [ -x "$OUT" ] || return 1
@@ -74,17 +75,6 @@ if cmp -s "$group_go" "$group_go.orig"; then
   exit 1
 fi
 
-# The SQLite backend narrows a query in SQL only when the filter is exactly {_id: <string or ObjectId>}; every
-# other query reads and decodes the whole collection. Our ids are integers and our filters add account_id, so
-# let any filter with an integer or string _id equality use the _id column (handlers re-apply the full filter).
-collection_go="$WORK_DIR/FerretDB/internal/backends/sqlite/collection.go"
-cp "$collection_go" "$collection_go.orig"
-perl -0pi -e 's/if params\.Filter\.Len\(\) == 1 \{\n(\s*)v, _ := params\.Filter\.Get\("_id"\)\n(\s*)switch v\.\(type\) \{\n(\s*)case string, types\.ObjectID:/if params.Filter.Len() >= 1 {\n$1v, _ := params.Filter.Get("_id")\n$2switch v.(type) {\n$3case string, types.ObjectID, int32, int64:/' "$collection_go"
-if cmp -s "$collection_go" "$collection_go.orig"; then
-  echo "local mongo: FerretDB _id pushdown patch did not apply ($collection_go)" >&2
-  exit 1
-fi
-
 # Lookups, updates and deletes by _id compare the expression _ferretdb_sjson->'$._id', but the unique _id index is
 # built on _ferretdb_sjson->"_id"; SQLite uses an index only for the identical expression, so every one of
 # them scanned the table. Spell the column the way the index does.
@@ -95,6 +85,18 @@ if cmp -s "$metadata_go" "$metadata_go.orig"; then
   echo "local mongo: FerretDB _id column patch did not apply ($metadata_go)" >&2
   exit 1
 fi
+
+# The SQLite backend narrows a query in SQL only when the filter is exactly {_id: <string or ObjectId>}; every
+# other query reads and decodes the whole collection, so a request's cost grew with every account's data.
+# patches/pushdown.patch (against the tree as patched above):
+# - secondary indexes are built on the field's SQL value (metadata.FieldExpr, numbers ordered numerically) and
+#   existing ones are rebuilt on the next createIndexes;
+# - a filter's top-level equalities, $in and ranges on strings, numbers, booleans, dates and ObjectIDs become a
+#   WHERE clause on those expressions, exact per MongoDB's rules (type brackets from the sjson schema; elements
+#   matched only for fields that ever held an array); the handler still re-applies the whole filter;
+# - when the whole filter is in SQL, find's sort, skip and limit follow it (ORDER BY on the indexed expressions),
+#   and countDocuments ($match + $group {$sum: 1}) runs count(*) without decoding documents.
+patch -s -p1 -d "$WORK_DIR/FerretDB" < "$SRC_DIR/patches/pushdown.patch"
 
 # FerretDB's resource tracker panics from a finalizer when any iterator is garbage-collected unclosed, which
 # takes the whole server down on a leak in a code path we do not control; our build makes tracking a no-op.
