@@ -90,8 +90,9 @@ export function namedRecordSchema<T extends NamedRecord>(
     { ...recordSchemaOptions(["sort_name", ...hidden]), ...schemaOptions } as SchemaOptions,
   );
   schema.index({ account_id: 1, identifier: 1 }, { unique: true });
-  schema.index({ account_id: 1, sort_name: 1 });
-  schema.index({ account_id: 1, updated_at: -1 });
+  // Lists sort by name or by last update, ties broken by _id: the index gives the whole order.
+  schema.index({ account_id: 1, sort_name: 1, _id: 1 });
+  schema.index({ account_id: 1, updated_at: -1, _id: -1 });
   schema.pre("validate", function () {
     this.set("sort_name", String(this.get("name")).toLowerCase());
   });

@@ -23,7 +23,7 @@ export interface ApiKeyRecord {
 const apiKeySchema = new Schema<ApiKeyRecord>(
   {
     _id: { type: Number, required: true },
-    account_id: { type: Number, required: true, index: true },
+    account_id: { type: Number, required: true },
     name: { type: String, required: true },
     status: { type: String, enum: API_KEY_STATUSES, default: "active" },
     // Every authenticated request with a key looks it up by hash.
@@ -35,6 +35,8 @@ const apiKeySchema = new Schema<ApiKeyRecord>(
   },
   recordSchemaOptions<ApiKeyRecord>(["key_hash"]),
 );
+// The account's keys, in id order.
+apiKeySchema.index({ account_id: 1, _id: 1 });
 
 /** The account API keys model on a given connection. */
 export function apiKeyModel(db: Connection): Model<ApiKeyRecord> {

@@ -28,7 +28,7 @@ const entitySchema = new Schema<EntityRecord>(
   },
   { ...recordSchemaOptions<EntityRecord>(["search_text", "entity_type_key", "attribute_keys"]), collection: "entities", minimize: false },
 );
-entitySchema.index({ account_id: 1, created_at: -1 });
+entitySchema.index({ account_id: 1, created_at: -1, _id: -1 });
 entitySchema.index({ account_id: 1, agent_id: 1 });
 // Every write goes through save(), so the derived fields are always in step with what they derive from.
 entitySchema.pre("validate", function () {

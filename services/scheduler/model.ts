@@ -55,8 +55,8 @@ const scheduledTaskSchema = new Schema<ScheduledTaskRecord>(
   { ...recordSchemaOptions<ScheduledTaskRecord>(), collection: "scheduled_tasks", minimize: false },
 );
 // The account's list, and the scheduler's due query across accounts.
-scheduledTaskSchema.index({ account_id: 1, created_at: -1 });
-scheduledTaskSchema.index({ enabled: 1, next_run_at: 1 });
+scheduledTaskSchema.index({ account_id: 1, created_at: -1, _id: -1 });
+scheduledTaskSchema.index({ enabled: 1, next_run_at: 1, _id: 1 });
 
 /** The scheduled tasks model on a given connection. */
 export function scheduledTaskModel(db: Connection): Model<ScheduledTaskRecord> {

@@ -101,7 +101,8 @@ const documentSchema = new Schema<DocumentRecord>(
   { ...recordSchemaOptions<DocumentRecord>(["chunk_ids", "index_key", "index_state", "chunk_overlap"]), minimize: false },
 );
 // Listings filter by account (and source) and sort newest first.
-documentSchema.index({ account_id: 1, source_id: 1, indexed_at: -1 });
+documentSchema.index({ account_id: 1, source_id: 1, indexed_at: -1, _id: 1 });
+documentSchema.index({ account_id: 1, indexed_at: -1, _id: 1 });
 
 const chunkSchema = new Schema<ChunkRecord>(
   {

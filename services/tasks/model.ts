@@ -60,9 +60,9 @@ const taskSchema = new Schema<TaskRecord>(
   { ...recordSchemaOptions<TaskRecord>(), minimize: false },
 );
 // The list's sort and filters, subtasks of a parent, and the links a delete removes.
-taskSchema.index({ account_id: 1, created_at: -1 });
+taskSchema.index({ account_id: 1, created_at: -1, _id: -1 });
 taskSchema.index({ account_id: 1, status: 1 });
-taskSchema.index({ account_id: 1, parent_id: 1 });
+taskSchema.index({ account_id: 1, parent_id: 1, _id: 1 });
 taskSchema.index({ account_id: 1, dependency_ids: 1 });
 
 /** The tasks model on a given connection. */

@@ -1,4 +1,5 @@
 import { Schema, type Connection, type Model } from "mongoose";
+import { DOMAINS_COLLECTION } from "../../lib/collections";
 import { namedRecordSchema, type NamedRecord } from "../../lib/db";
 
 export const TEAM_ACCESS_LEVELS = ["PRIVATE", "PASSWORD_PROTECTED", "PUBLIC"] as const;
@@ -38,6 +39,26 @@ const teamSchema = namedRecordSchema<TeamRecord>(
 );
 // Anonymous reads of public and password-protected teams by identifier.
 teamSchema.index({ identifier: 1, access_level: 1 });
+// Team push finds the team by identifier or by name, the oldest first.
+teamSchema.index({ account_id: 1, name: 1, _id: 1 });
+
+/** A custom domain an account may publish agents on (operators register them; push checks them). */
+export interface DomainRecord {
+  account_id: number;
+  hostname: string;
+}
+
+const domainSchema = new Schema<DomainRecord>(
+  { account_id: { type: Number, required: true }, hostname: { type: String, required: true } },
+  { collection: DOMAINS_COLLECTION, versionKey: false },
+);
+// Push reads the account's domains.
+domainSchema.index({ account_id: 1 });
+
+/** The domains model on a given connection. */
+export function domainModel(db: Connection): Model<DomainRecord> {
+  return (db.models.Domain as Model<DomainRecord>) ?? db.model<DomainRecord>("Domain", domainSchema);
+}
 
 /** The teams model on a given connection. */
 export function teamModel(db: Connection): Model<TeamRecord> {

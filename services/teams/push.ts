@@ -1,5 +1,4 @@
 import type { Connection, Model } from "mongoose";
-import { DOMAINS_COLLECTION } from "../../lib/collections";
 import { ERRORS, isDuplicateKeyError, type FieldProblem } from "../../lib/errors";
 import { nextId, slugify } from "../../lib/ids";
 import { UnitOfWork } from "../../lib/unit-of-work";
@@ -19,7 +18,7 @@ import {
   traitMatches,
   type TeamDocument,
 } from "./config";
-import { teamModel, type TeamRecord } from "./model";
+import { domainModel, teamModel, type DomainRecord, type TeamRecord } from "./model";
 
 /** Concurrent pushes of one team race on unique identifiers; the loser backs off and re-plans against the winner's state. */
 const PUSH_ATTEMPTS = 8;
@@ -34,7 +33,7 @@ async function loadState(db: Connection, accountId: number, teamName: string) {
     traitModel(db).find(scope).lean<TraitRecord[]>(),
     toolModel(db).find(scope).lean<ToolRecord[]>(),
     agentModel(db).find(scope).lean<AgentRecord[]>(),
-    db.collection<{ hostname: string }>(DOMAINS_COLLECTION).find(scope).toArray(),
+    domainModel(db).find(scope).lean<DomainRecord[]>(),
     teamModel(db)
       .findOne({ ...scope, $or: [{ identifier: slugify(teamName) }, { name: teamName }] })
       .sort({ _id: 1 })

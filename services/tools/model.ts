@@ -13,6 +13,8 @@ const toolSchema = namedRecordSchema<ToolRecord>(
   },
   { minimize: false },
 );
+// The list is newest first.
+toolSchema.index({ account_id: 1, created_at: -1, _id: -1 });
 
 /** The tools model on a given connection. */
 export function toolModel(db: Connection): Model<ToolRecord> {

@@ -20,7 +20,7 @@ export interface UserRecord {
 const userSchema = new Schema<UserRecord>(
   {
     _id: { type: Number, required: true },
-    account_id: { type: Number, required: true, index: true },
+    account_id: { type: Number, required: true },
     // Login is by email, so emails are unique across the platform, not only per account.
     email: { type: String, required: true, unique: true },
     full_name: { type: String, default: null },
@@ -37,6 +37,8 @@ const userSchema = new Schema<UserRecord>(
 );
 // The outbox sweeper looks for users with unpublished events.
 userSchema.index({ "outbox.created_at": 1 }, { sparse: true });
+// The account's users, in id order.
+userSchema.index({ account_id: 1, _id: 1 });
 
 /** The users model on a given connection. */
 export function userModel(db: Connection): Model<UserRecord> {

@@ -38,7 +38,7 @@ const subscriptionSchema = new Schema<WebhookSubscriptionRecord>(
     collection: "webhook_subscriptions",
   },
 );
-subscriptionSchema.index({ account_id: 1, created_at: -1 });
+subscriptionSchema.index({ account_id: 1, created_at: -1, _id: -1 });
 
 /** The subscriptions model on a given connection. */
 export function subscriptionModel(db: Connection): Model<WebhookSubscriptionRecord> {
@@ -92,7 +92,7 @@ const deliverySchema = new Schema<WebhookDeliveryRecord>(
   { ...recordSchemaOptions<WebhookDeliveryRecord>(["body", "lease_owner", "lease_expires_at"]), collection: "webhook_deliveries" },
 );
 deliverySchema.index({ status: 1, next_attempt_at: 1 });
-deliverySchema.index({ account_id: 1, subscription_id: 1, created_at: -1 });
+deliverySchema.index({ account_id: 1, subscription_id: 1, created_at: -1, _id: -1 });
 
 /** The deliveries model on a given connection. */
 export function deliveryModel(db: Connection): Model<WebhookDeliveryRecord> {
