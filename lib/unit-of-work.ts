@@ -40,7 +40,8 @@ export class UnitOfWork {
     for (const undo of this.undos.reverse()) {
       const filter = { _id: undo.id, account_id: undo.accountId };
       try {
-        if (undo.before) await undo.model.collection.replaceOne(filter as never, undo.before);
+        // Through the model, so free-form fields are stored encoded again (lib/free-json); timestamps as they were.
+        if (undo.before) await undo.model.replaceOne(filter, undo.before, { timestamps: false });
         else await undo.model.collection.deleteOne(filter as never);
       } catch {
         // Best effort: the remaining undos still run.
