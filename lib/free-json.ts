@@ -15,43 +15,58 @@ export const MAX_JSON_DEPTH = 64;
 /** Levels a whole request body may nest: the free-form limit plus room for the fields around it. */
 export const MAX_BODY_DEPTH = 100;
 
-/** What makes a JSON value unacceptable: where (a path inside it) and why. */
+/** What makes a JSON value unacceptable: where (the keys leading to it) and why. */
 export interface JsonProblem {
-  path: string;
+  path: (string | number)[];
   type: "jsonDepth" | "jsonKey";
   message: string;
 }
 
+/** Longest path shown in a message: keys may be long, and a too-deep path is as long as the limit. */
+const SHOWN_PATH_LENGTH = 200;
 const identifierKey = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const pathStep = (key: string | number) => (typeof key === "number" ? `[${key}]` : identifierKey.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`);
+
+/** `a.b[0]["x.y"]`: where inside a value a problem is, as readable text. */
+export function describeJsonPath(path: (string | number)[]): string {
+  const text = path
+    .map((key, i) => (typeof key === "number" ? `[${key}]` : identifierKey.test(key) ? (i ? `.${key}` : key) : `[${JSON.stringify(key)}]`))
+    .join("");
+  return text.length > SHOWN_PATH_LENGTH ? `${text.slice(0, SHOWN_PATH_LENGTH)}...` : text;
+}
 
 /**
- * The first problem of a JSON value, or null: nesting deeper than `maxDepth`, or a key containing NUL.
- * Walks with an explicit stack, so a body nested 100,000 levels deep is measured, not a stack overflow.
+ * The first problem of a JSON value, or null: nesting deeper than `maxDepth`, or (unless `keys` is false) a key
+ * containing NUL. Walks with an explicit stack, so a body nested 100,000 levels deep is measured, not a stack
+ * overflow.
  */
-export function jsonProblem(value: unknown, maxDepth = MAX_JSON_DEPTH): JsonProblem | null {
-  const stack: { value: unknown; depth: number; path: string }[] = [{ value, depth: 1, path: "" }];
+export function jsonProblem(value: unknown, { maxDepth = MAX_JSON_DEPTH, keys = true } = {}): JsonProblem | null {
+  const stack: { value: unknown; path: (string | number)[] }[] = [{ value, path: [] }];
   while (stack.length) {
     const item = stack.pop()!;
     if (item.value === null || typeof item.value !== "object") continue;
-    if (item.depth > maxDepth) {
+    if (item.path.length >= maxDepth) {
       return { path: item.path, type: "jsonDepth", message: `Nested deeper than ${maxDepth} levels of objects and arrays` };
     }
     const entries: [string | number, unknown][] = Array.isArray(item.value) ? item.value.map((v, i) => [i, v]) : Object.entries(item.value);
     for (const [key, child] of entries) {
-      if (typeof key === "string" && key.includes("\0")) {
-        return { path: item.path + pathStep(key), type: "jsonKey", message: "Keys must not contain the NUL character (\\u0000)" };
+      if (keys && typeof key === "string" && key.includes("\0")) {
+        return { path: [...item.path, key], type: "jsonKey", message: "Keys must not contain the NUL character (\\u0000)" };
       }
-      stack.push({ value: child, depth: item.depth + 1, path: item.path + pathStep(key) });
+      stack.push({ value: child, path: [...item.path, key] });
     }
   }
   return null;
 }
 
+/** A problem as one line: what, and where when not at the top. */
+export function jsonProblemMessage(problem: JsonProblem): string {
+  return problem.path.length ? `${problem.message} (at ${describeJsonPath(problem.path)})` : problem.message;
+}
+
 /** fastest-validator `custom` checker (new signature, as moleculer configures it): reports a JsonProblem on the field. */
-function checkFreeJson(value: unknown, errors: { type: string; message: string; actual?: unknown }[]): unknown {
+function checkFreeJson(value: unknown, errors: { type: string; message: string }[]): unknown {
   const problem = jsonProblem(value);
-  if (problem) errors.push({ type: problem.type, message: problem.path ? `${problem.message} (at ${problem.path.replace(/^\./, "")})` : problem.message });
+  if (problem) errors.push({ type: problem.type, message: jsonProblemMessage(problem) });
   return value;
 }
 

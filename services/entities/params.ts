@@ -1,3 +1,4 @@
+import { freeJsonRule } from "../../lib/free-json";
 import { paginationParams } from "../../lib/pagination";
 import { ENTITY_STATUSES, MESSAGE_ROLES } from "./types";
 
@@ -5,9 +6,6 @@ const positiveId = { type: "number", integer: true, positive: true, convert: tru
 const text = (max: number) => ({ type: "string", max, optional: true, nullable: true }) as const;
 const flag = { type: "boolean", convert: true, default: false, optional: true } as const;
 const status = { type: "enum", values: [...ENTITY_STATUSES] } as const;
-
-/** Attribute names are MongoDB field names and CSV column suffixes: no dots, no leading $. */
-const ATTRIBUTE_NAME = /^[^.$][^.]*$/;
 
 /** Filters of list, facets and export (query strings are converted). */
 export const filterParams = {
@@ -31,14 +29,15 @@ export const statsParams = {
 
 export const entityIdParam = { entity_id: positiveId } as const;
 
-const attributesRule = {
+/** Attribute names are CSV column suffixes (`attributes.<name>`): not empty, at most 100 characters. */
+const attributesRule = freeJsonRule({
   type: "record",
   optional: true,
-  key: { type: "string", min: 1, max: 100, pattern: ATTRIBUTE_NAME },
-  value: { type: "any" },
-} as const;
+  key: { type: "string", min: 1, max: 100 },
+  value: { type: "any", nullable: true },
+} as const);
 
-const provenanceRule = {
+const provenanceRule = freeJsonRule({
   type: "record",
   optional: true,
   nullable: true,
@@ -51,7 +50,7 @@ const provenanceRule = {
       quote: { type: "string", max: 2000, default: "", optional: true },
     },
   },
-} as const;
+} as const);
 
 /** What a recorded collected data record carries (POST /entities and entities.record). */
 export const recordFields = {
