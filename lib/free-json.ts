@@ -7,7 +7,7 @@ import mongoose, { type MongooseQueryMiddleware, type Schema, type SchemaTypeOpt
  * Stored as one JSON string per field (decoded on every read, hydrated or lean), so any JSON round-trips
  * exactly on every store: keys with `.` or a leading `$`, empty keys, nested arrays and any depth, which
  * MongoDB field names (and FerretDB v1 in every backend) cannot hold. The params rule below keeps what a
- * client may send within a documented contract: at most MAX_JSON_DEPTH levels, no NUL in keys.
+ * client may send within a documented contract: at most MAX_JSON_DEPTH levels, no NUL in keys, no "__proto__" key.
  */
 
 /** Levels of objects and arrays a free-form value may nest (`{"rows": [[1]]}` has 3). */
@@ -36,8 +36,9 @@ export function describeJsonPath(path: (string | number)[]): string {
 
 /**
  * The first problem of a JSON value, or null: nesting deeper than `maxDepth`, or (unless `keys` is false) a key
- * containing NUL. Walks with an explicit stack, so a body nested 100,000 levels deep is measured, not a stack
- * overflow.
+ * containing NUL or a "__proto__" key (assignment, as in mongoose's update cloning, turns it into a prototype
+ * instead of keeping it; Fastify refuses it too). Walks with an explicit stack, so a body nested 100,000 levels
+ * deep is measured, not a stack overflow.
  */
 export function jsonProblem(value: unknown, { maxDepth = MAX_JSON_DEPTH, keys = true } = {}): JsonProblem | null {
   const stack: { value: unknown; path: (string | number)[] }[] = [{ value, path: [] }];
@@ -52,6 +53,9 @@ export function jsonProblem(value: unknown, { maxDepth = MAX_JSON_DEPTH, keys = 
       if (keys && typeof key === "string" && key.includes("\0")) {
         return { path: [...item.path, key], type: "jsonKey", message: "Keys must not contain the NUL character (\\u0000)" };
       }
+      if (keys && key === "__proto__") {
+        return { path: [...item.path, key], type: "jsonKey", message: 'Keys must not be "__proto__"' };
+      }
       stack.push({ value: child, path: [...item.path, key] });
     }
   }
@@ -63,20 +67,26 @@ export function jsonProblemMessage(problem: JsonProblem): string {
   return problem.path.length ? `${problem.message} (at ${describeJsonPath(problem.path)})` : problem.message;
 }
 
-/** fastest-validator `custom` checker (new signature, as moleculer configures it): reports a JsonProblem on the field. */
-function checkFreeJson(value: unknown, errors: { type: string; message: string }[]): unknown {
+/** Where a fastest-validator `custom` checker (new signature, as moleculer configures it) reports problems. */
+export type FreeJsonErrors = { type: string; message: string }[];
+
+/** The `custom` checker of free-form fields: reports a JsonProblem on the field. */
+function checkFreeJson(value: unknown, errors: FreeJsonErrors): unknown {
   const problem = jsonProblem(value);
   if (problem) errors.push({ type: problem.type, message: jsonProblemMessage(problem) });
   return value;
 }
 
+type Checker = (value: unknown, errors: FreeJsonErrors) => unknown;
+
 /**
  * The params rule of a free-form field: the given rule (its type, optional, props of any structured part) plus
- * the free-form contract. Every free-form param uses it, so nothing reaches a store that the contract refuses.
- * A fastest-validator instance compiling it must have `useNewCustomCheckerFunction: true` (moleculer's has).
+ * the free-form contract, then any field-specific `checks`. Every free-form param uses it, so nothing reaches a
+ * store that the contract refuses. A fastest-validator instance compiling it must have
+ * `useNewCustomCheckerFunction: true` (moleculer's has).
  */
-export function freeJsonRule<R extends object>(rule: R): R & { custom: typeof checkFreeJson } {
-  return { ...rule, custom: checkFreeJson };
+export function freeJsonRule<R extends object>(rule: R, ...checks: Checker[]): R & { custom: Checker[] } {
+  return { ...rule, custom: [checkFreeJson, ...checks] };
 }
 
 /** The stored form: a JSON string; null and undefined stay themselves (a nullable field reads null). */
@@ -84,7 +94,7 @@ function encode(value: unknown): unknown {
   return value === null || value === undefined ? value : JSON.stringify(value);
 }
 
-/** The value back from its stored form. Raw values written before this encoding pass through unchanged. */
+/** The value back from its stored form. Raw values written before this encoding (lean reads) pass through unchanged. */
 function decode(stored: unknown): unknown {
   return typeof stored === "string" ? JSON.parse(stored) : stored;
 }
@@ -98,9 +108,13 @@ class FreeJson extends mongoose.SchemaType {
     this.get(decode);
   }
 
-  /** `init` is a value read from the database: kept in its stored form, decoded by the getter. */
+  /**
+   * `init` is a value read from the database, kept in its stored form and decoded by the getter; a decoded value
+   * there (a lean record hydrated, or a raw object written before this encoding) is encoded, so the document
+   * holds one form only. Outside init, whatever is set is a client value, strings included.
+   */
   override cast(value: unknown, _doc?: unknown, init?: boolean): unknown {
-    return init ? value : encode(value);
+    return init && typeof value === "string" ? value : encode(value);
   }
 }
 (mongoose.Schema.Types as unknown as Record<string, unknown>).FreeJson = FreeJson;

@@ -20,7 +20,7 @@ const SEED = 20261124;
 /** Keys MongoDB field names cannot hold, and ordinary ones. */
 const key = fc
   .oneof(
-    fc.constantFrom("", ".", "a.b", "api.base_url", "$", "$set", "$where", "$ref", "..", "a.", ".a", "x", "name"),
+    fc.constantFrom("", ".", "a.b", "api.base_url", "$", "$set", "$where", "$ref", "..", "a.", ".a", "x", "name", "constructor", "toString", "hasOwnProperty"),
     fc.string({ maxLength: 8 }),
     fc.string({ unit: "grapheme", maxLength: 6 }),
     fc.tuple(fc.constantFrom("$", ".", "a."), fc.string({ maxLength: 6 })).map(([head, tail]) => head + tail),
@@ -192,6 +192,8 @@ describe("free-form JSON through the REST API and team push/pull", () => {
       const nul = await call("POST", "/tasks", { title: "Task", input: { rows: [[{ "a\u0000b": 1 }]] } });
       expect(nul.status).toBe(422);
       expect(detail(nul)).toEqual([{ loc: ["body", "input"], msg: 'Keys must not contain the NUL character (\\u0000) (at rows[0][0]["a\\u0000b"])', type: "jsonKey" }]);
+      const proto = await api("POST", "/api/v1/entities", { token, rawBody: `{"agent_id":${agentId},"entity_type_name":"Lead","attributes":{"a":{"__proto__":{"x":1}}}}` });
+      expect(detail(proto)).toEqual([{ loc: ["body", "attributes"], msg: 'Keys must not be "__proto__" (at a.__proto__)', type: "jsonKey" }]);
       const pushed = await call("POST", "/teams/push", { name: "Nul", tools: [{ name: "t", type: "function", config: { "\u0000": 1 } }] });
       expect(pushed.status).toBe(400);
       expect(pushed.body.errors).toEqual([{ loc: ["body", "tools", 0, "config"], msg: expect.stringContaining("NUL"), type: "jsonKey" }]);

@@ -64,6 +64,9 @@ describe("free-form JSON fields on the database", () => {
     doc.set("extra", { $ref: "x" });
     await doc.save();
     expect((await notes.findById(1).lean<Note>())!.extra).toEqual({ $ref: "x" });
+    // A lean record hydrated (as the teams service renders one) reads back the same.
+    await notes.create({ _id: 5, account_id: 1, body: AWKWARD });
+    expect(notes.hydrate((await notes.findById(5).lean<Note>())!).toJSON().body).toEqual(AWKWARD);
     // Defaults and null: an empty object and a real null.
     await notes.create({ _id: 2, account_id: 1 });
     expect(await notes.findById(2).lean<Note>()).toMatchObject({ body: {}, extra: null });
@@ -89,6 +92,7 @@ describe("free-form JSON fields on the database", () => {
     const nul = jsonProblem({ a: [{ "b\u0000": 1 }] })!;
     expect(nul).toMatchObject({ type: "jsonKey", path: ["a", 0, "b\u0000"] });
     expect(jsonProblemMessage(nul)).toBe('Keys must not contain the NUL character (\\u0000) (at a[0]["b\\u0000"])');
+    expect(jsonProblem(JSON.parse('{"a": [{"__proto__": {}}]}'))).toMatchObject({ type: "jsonKey", path: ["a", 0, "__proto__"] });
     const tooDeep = JSON.parse(`${"[".repeat(MAX_JSON_DEPTH + 1)}${"]".repeat(MAX_JSON_DEPTH + 1)}`);
     expect(jsonProblem(tooDeep)).toMatchObject({ type: "jsonDepth" });
     const veryDeep = JSON.parse(`${'{"a":'.repeat(200_000)}1${"}".repeat(200_000)}`);
