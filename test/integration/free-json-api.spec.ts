@@ -20,7 +20,7 @@ const SEED = 20261124;
 /** Keys MongoDB field names cannot hold, and ordinary ones. */
 const key = fc
   .oneof(
-    fc.constantFrom("", ".", "a.b", "api.base_url", "$", "$set", "$where", "$ref", "..", "a.", ".a", "x", "name", "constructor", "toString", "hasOwnProperty"),
+    fc.constantFrom("", ".", "a.b", "api.base_url", "lone \ud800", "$", "$set", "$where", "$ref", "..", "a.", ".a", "x", "name", "constructor", "toString", "hasOwnProperty"),
     fc.string({ maxLength: 8 }),
     fc.string({ unit: "grapheme", maxLength: 6 }),
     fc.tuple(fc.constantFrom("$", ".", "a."), fc.string({ maxLength: 6 })).map(([head, tail]) => head + tail),
@@ -34,7 +34,14 @@ const number = fc.oneof(
   fc.constantFrom(Number.MAX_SAFE_INTEGER, -Number.MAX_SAFE_INTEGER, 2 ** 53 + 2, 1e21, 1.7976931348623157e308, 5e-324, -2.5e-308, 0.1),
 );
 
-const scalar = fc.oneof(fc.constant(null), fc.boolean(), number, fc.string({ maxLength: 12 }), fc.string({ unit: "grapheme", maxLength: 8 }));
+const scalar = fc.oneof(
+  fc.constant(null),
+  fc.boolean(),
+  number,
+  fc.string({ maxLength: 12 }),
+  fc.string({ unit: "grapheme", maxLength: 8 }),
+  fc.constantFrom("\ud800", "a\udfffb", "\u2028", "tab\tnew\nline"),
+);
 
 /** Nested values a few levels deep (the limit itself is covered by an example below). */
 const { value } = fc.letrec<{ value: Json; array: Json[]; object: Record<string, Json> }>((tie) => ({

@@ -23,6 +23,7 @@ const AWKWARD = {
   "": "empty key",
   rows: [[1, 2], [3, 4], [[[]]]],
   unicode: "ünïcødé ✓ 😀 \u2028",
+  "lone \ud800 surrogate": "a\udfffb",
   big: 1.7976931348623157e308,
   small: -5e-324,
   int: 9007199254740991,
