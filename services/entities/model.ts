@@ -34,9 +34,11 @@ entitySchema.index({ account_id: 1, created_at: -1 });
 entitySchema.index({ account_id: 1, agent_id: 1 });
 // Every write goes through save(), so the derived fields are always in step with what they derive from.
 entitySchema.pre("validate", function () {
-  this.search_text = searchText(this.agent_name, this.entity_type_name, this.attributes ?? {});
+  // Read once: each read of a free-form field decodes it.
+  const attributes = this.attributes ?? {};
+  this.search_text = searchText(this.agent_name, this.entity_type_name, attributes);
   this.entity_type_key = templateKey(this.entity_type_name);
-  this.attribute_keys = attributeKeys(this.attributes ?? {});
+  this.attribute_keys = attributeKeys(attributes);
 });
 
 const sessionMessageSchema = new Schema<SessionMessageRecord>(
