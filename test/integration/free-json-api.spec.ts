@@ -20,7 +20,7 @@ const SEED = 20261124;
 /** Keys MongoDB field names cannot hold, and ordinary ones. */
 const key = fc
   .oneof(
-    fc.constantFrom("", ".", "a.b", "api.base_url", "lone \ud800", "$", "$set", "$where", "$ref", "..", "a.", ".a", "x", "name", "constructor", "toString", "hasOwnProperty"),
+    fc.constantFrom("", ".", "a.b", "api.base_url", "lone \ud800", "$", "$set", "$where", "$ref", "..", "a.", ".a", "x", "name", "constructor", "prototype", "toString", "hasOwnProperty"),
     fc.string({ maxLength: 8 }),
     fc.string({ unit: "grapheme", maxLength: 6 }),
     fc.tuple(fc.constantFrom("$", ".", "a."), fc.string({ maxLength: 6 })).map(([head, tail]) => head + tail),
@@ -159,23 +159,32 @@ describe("free-form JSON through the REST API and team push/pull", () => {
     );
   });
 
-  it("team push then pull: agent configuration, event config, tool config, knowledge processing", () => {
+  it("team push then pull, and a second push updating every part: agent configuration, event config, tool config, knowledge processing", () => {
     const configuration = object.filter((c) => !("chat_ui" in c));
+    const parts = fc.record({ configuration, eventConfig: object, toolConfig: object, processing: object });
     return check(
-      fc.asyncProperty(configuration, object, object, object, async (agentConfiguration, eventConfig, toolConfig, processing) => {
+      fc.asyncProperty(parts, parts, async (first, second) => {
         const name = unique("Pushed team");
-        const document = {
+        const document = (p: typeof first) => ({
           name,
-          agents: [{ name: `${name} agent`, model: "gpt-4o-mini", configuration: agentConfiguration, events: [{ type: "webhook", config: eventConfig }] }],
-          tools: [{ name: `${name} tool`, type: "function", config: toolConfig }],
-          knowledge: [{ name: "Docs", type: "url", source: "https://docs.example.com", processing }],
-        };
-        const team = await ok("POST", "/teams/push", document);
+          agents: [{ name: `${name} agent`, model: "gpt-4o-mini", configuration: p.configuration, events: [{ type: "webhook", config: p.eventConfig }] }],
+          tools: [{ name: `${name} tool`, type: "function", config: p.toolConfig }],
+          knowledge: [{ name: "Docs", type: "url", source: "https://docs.example.com", processing: p.processing }],
+        });
+        const team = await ok("POST", "/teams/push", document(first));
         const pulled = await ok("GET", `/teams/${team.identifier}/pull`);
-        expect(pulled.agents[0].configuration).toEqual(mergeConfiguration({}, wire(agentConfiguration)));
-        expect(pulled.agents[0].events).toEqual([{ type: "webhook", config: wire(eventConfig) }]);
-        expect(pulled.tools[0].config).toEqual(wire(toolConfig));
-        expect(pulled.knowledge[0].processing).toEqual(wire(processing));
+        const configured = mergeConfiguration({}, wire(first.configuration));
+        expect(pulled.agents[0].configuration).toEqual(configured);
+        expect(pulled.agents[0].events).toEqual([{ type: "webhook", config: wire(first.eventConfig) }]);
+        expect(pulled.tools[0].config).toEqual(wire(first.toolConfig));
+        expect(pulled.knowledge[0].processing).toEqual(wire(first.processing));
+        // The second push updates the same records ($set through the unit of work); configuration deep-merges.
+        await ok("POST", "/teams/push", document(second));
+        const updated = await ok("GET", `/teams/${team.identifier}/pull`);
+        expect(updated.agents[0].configuration).toEqual(mergeConfiguration(configured, wire(second.configuration)));
+        expect(updated.agents[0].events).toEqual([{ type: "webhook", config: wire(second.eventConfig) }]);
+        expect(updated.tools[0].config).toEqual(wire(second.toolConfig));
+        expect(updated.knowledge[0].processing).toEqual(wire(second.processing));
       }),
     );
   });
