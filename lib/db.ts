@@ -1,4 +1,5 @@
 import mongoose, { Schema, type Connection, type SchemaDefinition, type SchemaOptions } from "mongoose";
+import { freeJsonFields } from "./free-json";
 
 /** One connection per URL per process: brokers started side by side in one process share it. */
 const connections = new Map<string, Promise<Connection>>();
@@ -69,7 +70,8 @@ export interface NamedRecord {
 
 /**
  * Schema of a named tenant record (agents, teams, tools, traits, knowledge sources): the shared fields, the
- * per-account unique identifier, list indexes, and sort_name derived from name on every save and update.
+ * per-account unique identifier, list indexes, sort_name derived from name on every save and update, and
+ * free-form fields (lib/free-json) decoded on every read.
  */
 export function namedRecordSchema<T extends NamedRecord>(
   fields: SchemaDefinition,
@@ -89,6 +91,7 @@ export function namedRecordSchema<T extends NamedRecord>(
     },
     { ...recordSchemaOptions(["sort_name", ...hidden]), ...schemaOptions } as SchemaOptions,
   );
+  schema.plugin(freeJsonFields);
   schema.index({ account_id: 1, identifier: 1 }, { unique: true });
   // Lists sort by name or by last update, ties broken by _id: the index gives the whole order.
   schema.index({ account_id: 1, sort_name: 1, _id: 1 });

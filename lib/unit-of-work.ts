@@ -1,4 +1,4 @@
-import type { Model } from "mongoose";
+import mongoose, { type Model } from "mongoose";
 
 type AnyRecord = { _id: number; account_id: number };
 
@@ -25,14 +25,24 @@ export class UnitOfWork {
     return created;
   }
 
-  /** Sets fields of an existing record, remembering its previous state. No-op when nothing changes. */
+  /**
+   * Sets fields of an existing record, remembering its previous state. No-op when nothing changes. Written
+   * through a document, not an update query: mongoose clones update values and drops keys named "constructor"
+   * or "prototype" inside them, which free-form values (lib/free-json) must keep.
+   */
   async update<T extends AnyRecord>(model: Model<T>, before: T, changes: Partial<T>): Promise<T> {
     if (!Object.keys(changes).length) return before;
-    const after = await model
-      .findOneAndUpdate({ _id: before._id, account_id: before.account_id } as never, { $set: changes }, { returnDocument: "after", runValidators: true })
-      .lean<T>();
+    const doc = model.hydrate(before);
+    doc.set(changes);
+    try {
+      await doc.save();
+    } catch (err) {
+      // Deleted meanwhile: nothing to update, as with a no-match update.
+      if (err instanceof mongoose.Error.DocumentNotFoundError) return before;
+      throw err;
+    }
     this.undos.push({ model, id: before._id, accountId: before.account_id, before: before as unknown as Record<string, unknown> });
-    return after ?? before;
+    return doc.toObject() as T;
   }
 
   /** Undoes every recorded write, newest first; keeps going past individual failures. */
@@ -40,7 +50,8 @@ export class UnitOfWork {
     for (const undo of this.undos.reverse()) {
       const filter = { _id: undo.id, account_id: undo.accountId };
       try {
-        if (undo.before) await undo.model.collection.replaceOne(filter as never, undo.before);
+        // The record as a document stores it (free-form fields encoded, lib/free-json), timestamps as they were.
+        if (undo.before) await undo.model.collection.replaceOne(filter as never, undo.model.hydrate(undo.before).toBSON());
         else await undo.model.collection.deleteOne(filter as never);
       } catch {
         // Best effort: the remaining undos still run.

@@ -18,7 +18,7 @@ interface GatewayAlias {
   fullPath: string;
   action?: string;
 }
-import { preferredLocale, SECURITY_HEADERS } from "./gateway/request";
+import { bodyProblem, preferredLocale, SECURITY_HEADERS } from "./gateway/request";
 
 type GatewayRequest = IncomingMessage & {
   $action?: { auth?: AuthRequirement; name?: string };
@@ -86,6 +86,8 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
         authorization: true,
         bodyParsers: { json: { strict: false, limit: config.bodyLimit }, urlencoded: false },
         onBeforeCall(ctx: Context, _route: unknown, req: GatewayRequest) {
+          const problem = bodyProblem(req.body);
+          if (problem) throw ERRORS.validation([problem]);
           const meta = ctx.meta as RequestMeta;
           meta.locale = preferredLocale(req.headers["accept-language"]);
           meta.headers = Object.fromEntries(

@@ -231,7 +231,9 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       if (process.env.ONBOARDING_TASK_ENABLED !== "true") return;
       const { user_id, account_id, email } = ctx.params;
       try {
-        if (await this.models.tasks.exists({ account_id, task_type: ONBOARDING_TASK_TYPE, "input.user_id": user_id })) return;
+        // input is free-form, stored encoded (lib/free-json): matched here among the account's few onboarding tasks.
+        const onboarding = await this.models.tasks.find({ account_id, task_type: ONBOARDING_TASK_TYPE }, { input: 1 }).lean<Pick<TaskRecord, "input">[]>();
+        if (onboarding.some((task) => task.input?.user_id === user_id)) return;
         await this.broker.call("tasks.create", onboardingTask(user_id, email), { meta: { accountId: account_id } });
       } catch (err) {
         this.logger.warn(`Onboarding task for user ${user_id} not created`, err);

@@ -1,6 +1,7 @@
 import type { Connection, HydratedDocument, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
 import { ERRORS, type FieldProblem } from "../lib/errors";
+import { freeJsonRule } from "../lib/free-json";
 import { identifierRule, isIdRef } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
@@ -24,7 +25,7 @@ const teamFields = {
   // Length is checked by the handler: the interface answers 400, not 422, for a bad team password.
   access_password: { type: "string", max: 128, optional: true },
   image_url: { type: "string", max: 2048, optional: true, nullable: true },
-  configuration: { type: "object", optional: true },
+  configuration: freeJsonRule({ type: "object", optional: true }),
   agent_ids: { type: "array", max: 200, optional: true, items: { type: "number", integer: true, positive: true } },
 } as const;
 

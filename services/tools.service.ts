@@ -1,5 +1,6 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
+import { freeJsonRule } from "../lib/free-json";
 import { identifierRule } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
@@ -13,7 +14,7 @@ const toolFields = {
   identifier: { ...identifierRule, optional: false },
   description: { type: "string", max: 10_000, optional: true, nullable: true },
   tool_type: { type: "string", min: 1, max: 50, trim: true, optional: true },
-  configuration: { type: "object", optional: true },
+  configuration: freeJsonRule({ type: "object", optional: true }),
 } as const;
 
 const idParam = { tool_id: { type: "number", integer: true, positive: true, convert: true } } as const;

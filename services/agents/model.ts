@@ -1,5 +1,6 @@
-import { Schema, type Connection, type Model } from "mongoose";
+import type { Connection, Model } from "mongoose";
 import { namedRecordSchema, type NamedRecord } from "../../lib/db";
+import { freeJson } from "../../lib/free-json";
 
 export const AGENT_ACCESS_LEVELS = ["private", "public", "password_protected"] as const;
 export type AgentAccessLevel = (typeof AGENT_ACCESS_LEVELS)[number];
@@ -36,13 +37,13 @@ const agentSchema = namedRecordSchema<AgentRecord>(
     max_tokens: { type: Number, default: null },
     access_level: { type: String, enum: AGENT_ACCESS_LEVELS, default: "private" },
     image_url: { type: String, default: null },
-    configuration: { type: Schema.Types.Mixed, default: () => ({}) },
+    configuration: freeJson({ default: () => ({}) }),
     trait_ids: { type: [Number], default: [] },
     tool_ids: { type: [Number], default: [] },
     knowledge_source_ids: { type: [Number], default: [] },
-    publication: { type: Schema.Types.Mixed, default: null },
-    events: { type: Schema.Types.Mixed, default: () => [] },
-    delegations: { type: Schema.Types.Mixed, default: () => [] },
+    publication: freeJson({ default: null }),
+    events: freeJson({ default: () => [] }),
+    delegations: freeJson({ default: () => [] }),
   },
   { minimize: false },
 );

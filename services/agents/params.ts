@@ -1,3 +1,4 @@
+import { freeJsonRule } from "../../lib/free-json";
 import { identifierRule } from "../../lib/ids";
 import { ACCESS_LEVEL_VALUES, MAX_SUGGESTED_PROMPTS } from "./rules";
 
@@ -46,7 +47,7 @@ export const agentFields = {
   max_tokens: { type: "number", integer: true, positive: true, optional: true, nullable: true },
   access_level: { type: "enum", values: ACCESS_LEVEL_VALUES, optional: true },
   image_url: { type: "string", max: 2048, optional: true, nullable: true },
-  configuration: { type: "object", optional: true, props: { chat_ui: chatUiRule } },
+  configuration: freeJsonRule({ type: "object", optional: true, props: { chat_ui: chatUiRule } }),
   traits: refList,
   tools: refList,
   knowledge_sources: refList,

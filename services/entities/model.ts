@@ -1,5 +1,6 @@
 import { Schema, type Connection, type Model } from "mongoose";
 import { recordSchemaOptions } from "../../lib/db";
+import { freeJson, freeJsonFields } from "../../lib/free-json";
 import { attributeKeys, searchText, templateKey } from "./rules";
 import { DISPLAY_FIELDS, ENTITY_STATUSES, MESSAGE_ROLES, type EntityRecord, type SessionMessageRecord } from "./types";
 
@@ -15,11 +16,11 @@ const entitySchema = new Schema<EntityRecord>(
     entity_type_name: { type: String, required: true },
     entity_type_icon: nullableString,
     status: { type: String, enum: ENTITY_STATUSES, default: "new" },
-    attributes: { type: Schema.Types.Mixed, default: () => ({}) },
+    attributes: freeJson({ default: () => ({}) }),
     confidence_score: { type: Number, default: null },
     ...Object.fromEntries(DISPLAY_FIELDS.map((f) => [f, nullableString])),
     session_id: nullableString,
-    provenance: { type: Schema.Types.Mixed, default: null },
+    provenance: freeJson({ default: null }),
     search_text: { type: String, default: "" },
     entity_type_key: { type: String, default: "" },
     attribute_keys: { type: [String], default: [] },
@@ -28,13 +29,16 @@ const entitySchema = new Schema<EntityRecord>(
   },
   { ...recordSchemaOptions<EntityRecord>(["search_text", "entity_type_key", "attribute_keys"]), collection: "entities", minimize: false },
 );
+entitySchema.plugin(freeJsonFields);
 entitySchema.index({ account_id: 1, created_at: -1, _id: -1 });
 entitySchema.index({ account_id: 1, agent_id: 1 });
 // Every write goes through save(), so the derived fields are always in step with what they derive from.
 entitySchema.pre("validate", function () {
-  this.search_text = searchText(this.agent_name, this.entity_type_name, this.attributes ?? {});
+  // Read once: each read of a free-form field decodes it.
+  const attributes = this.attributes ?? {};
+  this.search_text = searchText(this.agent_name, this.entity_type_name, attributes);
   this.entity_type_key = templateKey(this.entity_type_name);
-  this.attribute_keys = attributeKeys(this.attributes ?? {});
+  this.attribute_keys = attributeKeys(attributes);
 });
 
 const sessionMessageSchema = new Schema<SessionMessageRecord>(

@@ -1,3 +1,4 @@
+import { freeJsonRule, type FreeJsonErrors } from "../../lib/free-json";
 import { paginationParams } from "../../lib/pagination";
 import { ENTITY_STATUSES, MESSAGE_ROLES } from "./types";
 
@@ -5,9 +6,6 @@ const positiveId = { type: "number", integer: true, positive: true, convert: tru
 const text = (max: number) => ({ type: "string", max, optional: true, nullable: true }) as const;
 const flag = { type: "boolean", convert: true, default: false, optional: true } as const;
 const status = { type: "enum", values: [...ENTITY_STATUSES] } as const;
-
-/** Attribute names are MongoDB field names and CSV column suffixes: no dots, no leading $. */
-const ATTRIBUTE_NAME = /^[^.$][^.]*$/;
 
 /** Filters of list, facets and export (query strings are converted). */
 export const filterParams = {
@@ -31,18 +29,35 @@ export const statsParams = {
 
 export const entityIdParam = { entity_id: positiveId } as const;
 
-const attributesRule = {
-  type: "record",
-  optional: true,
-  key: { type: "string", min: 1, max: 100, pattern: ATTRIBUTE_NAME },
-  value: { type: "any" },
-} as const;
+const MAX_ATTRIBUTE_NAME = 100;
 
-const provenanceRule = {
+/** Attribute names are CSV column suffixes (`attributes.<name>`): 1 to 100 characters, otherwise anything. */
+function checkAttributeNames(value: unknown, errors: FreeJsonErrors): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  for (const name of Object.keys(value)) {
+    if (name.length < 1 || name.length > MAX_ATTRIBUTE_NAME) {
+      errors.push({ type: "attributeName", message: `Attribute names must be 1 to ${MAX_ATTRIBUTE_NAME} characters long (got ${name.length})` });
+    }
+  }
+  return value;
+}
+
+// An object rule, not a record rule: fastest-validator's record rule rebuilds the object by assignment, which
+// would turn a "__proto__" attribute into the result's prototype instead of keeping it.
+const attributesRule = freeJsonRule({ type: "object", optional: true } as const, checkAttributeNames);
+
+/** Provenance is keyed by attribute name; "__proto__", the one name the record rule cannot carry, is refused. */
+const provenanceRule = freeJsonRule({
   type: "record",
   optional: true,
   nullable: true,
-  key: { type: "string", min: 1, max: 100 },
+  key: {
+    type: "string",
+    min: 1,
+    max: MAX_ATTRIBUTE_NAME,
+    pattern: /^(?!__proto__$)/,
+    messages: { stringPattern: "Provenance cannot be recorded for an attribute named __proto__" },
+  },
   value: {
     type: "object",
     strict: "remove",
@@ -51,7 +66,7 @@ const provenanceRule = {
       quote: { type: "string", max: 2000, default: "", optional: true },
     },
   },
-} as const;
+} as const);
 
 /** What a recorded collected data record carries (POST /entities and entities.record). */
 export const recordFields = {

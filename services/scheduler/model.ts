@@ -1,5 +1,6 @@
 import { Schema, type Connection, type Model } from "mongoose";
 import { recordSchemaOptions } from "../../lib/db";
+import { freeJson, freeJsonFields } from "../../lib/free-json";
 
 /** What each run creates: the fields of a new task (validated like a task create). */
 export interface TaskTemplate {
@@ -45,7 +46,7 @@ const scheduledTaskSchema = new Schema<ScheduledTaskRecord>(
     schedule: { type: String, required: true },
     timezone: { type: String, default: "UTC" },
     enabled: { type: Boolean, default: true },
-    task_template: { type: Schema.Types.Mixed, required: true },
+    task_template: freeJson({ required: true }),
     next_run_at: { type: Date, default: null },
     last_run_at: { type: Date, default: null },
     last_task_id: { type: Number, default: null },
@@ -54,6 +55,7 @@ const scheduledTaskSchema = new Schema<ScheduledTaskRecord>(
   },
   { ...recordSchemaOptions<ScheduledTaskRecord>(), collection: "scheduled_tasks", minimize: false },
 );
+scheduledTaskSchema.plugin(freeJsonFields);
 // The account's list, and the scheduler's due query across accounts.
 scheduledTaskSchema.index({ account_id: 1, created_at: -1, _id: -1 });
 scheduledTaskSchema.index({ enabled: 1, next_run_at: 1, _id: 1 });

@@ -1,5 +1,6 @@
 import { Schema, type Connection, type Model } from "mongoose";
 import { recordSchemaOptions } from "../../lib/db";
+import { freeJson, freeJsonFields } from "../../lib/free-json";
 
 /** pending until picked up; blocked is set by clients (e.g. waiting for input); the last three are final. */
 export const TASK_STATUSES = ["pending", "in_progress", "blocked", "completed", "failed", "cancelled"] as const;
@@ -50,8 +51,8 @@ const taskSchema = new Schema<TaskRecord>(
     team_id: { type: Number, default: null },
     agent_id: { type: Number, default: null },
     session_id: { type: String, default: null },
-    input: { type: Schema.Types.Mixed, default: () => ({}) },
-    result: { type: Schema.Types.Mixed, default: null },
+    input: freeJson({ default: () => ({}) }),
+    result: freeJson({ default: null }),
     dependency_ids: { type: [Number], default: [] },
     scheduled_task_id: { type: Number, default: null },
     scheduled_for: { type: Date, default: null },
@@ -59,6 +60,7 @@ const taskSchema = new Schema<TaskRecord>(
   },
   { ...recordSchemaOptions<TaskRecord>(), minimize: false },
 );
+taskSchema.plugin(freeJsonFields);
 // The list's sort and filters, subtasks of a parent, and the links a delete removes.
 taskSchema.index({ account_id: 1, created_at: -1, _id: -1 });
 taskSchema.index({ account_id: 1, status: 1 });

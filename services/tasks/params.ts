@@ -1,3 +1,4 @@
+import { freeJsonRule } from "../../lib/free-json";
 import { TASK_PRIORITIES, TASK_STATUSES } from "./model";
 
 const text = (max: number) => ({ type: "string", max, optional: true, nullable: true }) as const;
@@ -15,8 +16,8 @@ export const taskFields = {
   team_id: taskRef,
   agent_id: taskRef,
   session_id: { type: "string", min: 1, max: 255, optional: true, nullable: true },
-  input: { type: "object", optional: true },
-  result: { type: "object", optional: true, nullable: true },
+  input: freeJsonRule({ type: "object", optional: true }),
+  result: freeJsonRule({ type: "object", optional: true, nullable: true }),
 } as const;
 
 /** TaskUpdate: the create fields, all optional; null clears a nullable one. */

@@ -1,5 +1,6 @@
 import Validator from "fastest-validator";
 import type { FieldProblem } from "../../lib/errors";
+import { freeJsonRule } from "../../lib/free-json";
 import { chatUiRule } from "../agents/params";
 
 /** Tool types a team configuration may declare. */
@@ -7,7 +8,11 @@ export const CONFIG_TOOL_TYPES = ["mcp", "external", "function"] as const;
 const PUBLICATION_LEVELS = ["public", "private", "password_protected"];
 
 const str = (max: number, optional = true) => ({ type: "string", max, optional }) as const;
-const obj = { type: "object", optional: true } as const;
+/**
+ * A free-form object of the document (tool config, event config, knowledge processing, overrides). A new rule
+ * object each time: fastest-validator compiles a rule object met twice as a cycle, without its custom check.
+ */
+const obj = () => freeJsonRule({ type: "object", optional: true } as const);
 
 /** The team configuration document (push body, pull result), as the interface defines it. */
 const documentSchema = {
@@ -40,13 +45,13 @@ const documentSchema = {
               password: { type: "string", min: 8, max: 128, optional: true },
             },
           },
-          configuration: { type: "object", optional: true, props: { chat_ui: chatUiRule } },
+          configuration: freeJsonRule({ type: "object", optional: true, props: { chat_ui: chatUiRule } }),
           events: {
             type: "array",
             optional: true,
             items: {
               type: "object",
-              props: { type: { type: "string", min: 1, max: 100 }, description: str(2000), enabled: { type: "boolean", optional: true }, config: obj },
+              props: { type: { type: "string", min: 1, max: 100 }, description: str(2000), enabled: { type: "boolean", optional: true }, config: obj() },
             },
           },
           traits: { type: "array", optional: true, items: { type: "string", min: 1, max: 100 } },
@@ -64,7 +69,7 @@ const documentSchema = {
       max: 200,
       items: {
         type: "object",
-        props: { name: { type: "string", min: 1, max: 255 }, description: str(10_000), type: { type: "enum", values: [...CONFIG_TOOL_TYPES] }, config: obj },
+        props: { name: { type: "string", min: 1, max: 255 }, description: str(10_000), type: { type: "enum", values: [...CONFIG_TOOL_TYPES] }, config: obj() },
       },
     },
     knowledge: {
@@ -78,7 +83,7 @@ const documentSchema = {
           description: str(10_000),
           type: { type: "string", min: 1, max: 50 },
           source: { type: "string", min: 1, max: 4096 },
-          processing: obj,
+          processing: obj(),
         },
       },
     },
@@ -94,7 +99,7 @@ const documentSchema = {
     overrides: {
       type: "object",
       optional: true,
-      props: { global: obj, agent_specific: { type: "record", optional: true, key: { type: "string" }, value: { type: "object" } } },
+      props: { global: obj(), agent_specific: { type: "record", optional: true, key: { type: "string" }, value: freeJsonRule({ type: "object" }) } },
     },
     filters: {
       type: "object",
@@ -112,7 +117,8 @@ const documentSchema = {
   },
 };
 
-const check = new Validator({ haltOnFirstError: false }).compile(documentSchema);
+// The new custom checker signature, as moleculer's validator uses it (free-form rules rely on it).
+const check = new Validator({ haltOnFirstError: false, useNewCustomCheckerFunction: true }).compile(documentSchema);
 
 /** Structural problems of a configuration document; empty when it is well formed. */
 export function documentProblems(doc: unknown): FieldProblem[] {

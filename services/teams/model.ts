@@ -1,6 +1,7 @@
 import { Schema, type Connection, type Model } from "mongoose";
 import { DOMAINS_COLLECTION } from "../../lib/collections";
 import { namedRecordSchema, type NamedRecord } from "../../lib/db";
+import { freeJson } from "../../lib/free-json";
 
 export const TEAM_ACCESS_LEVELS = ["PRIVATE", "PASSWORD_PROTECTED", "PUBLIC"] as const;
 export type TeamAccessLevel = (typeof TEAM_ACCESS_LEVELS)[number];
@@ -30,10 +31,10 @@ const teamSchema = namedRecordSchema<TeamRecord>(
     access_level: { type: String, enum: TEAM_ACCESS_LEVELS, default: "PRIVATE" },
     access_password_hash: { type: String, default: null },
     image_url: { type: String, default: null },
-    configuration: { type: Schema.Types.Mixed, default: () => ({}) },
+    configuration: freeJson({ default: () => ({}) }),
     agent_ids: { type: [Number], default: [] },
     tool_ids: { type: [Number], default: [] },
-    knowledge: { type: Schema.Types.Mixed, default: () => [] },
+    knowledge: freeJson({ default: () => [] }),
   },
   { hidden: ["access_password_hash", "tool_ids", "knowledge"], minimize: false },
 );

@@ -1,5 +1,6 @@
-import { Schema, type Connection, type Model } from "mongoose";
+import type { Connection, Model } from "mongoose";
 import { namedRecordSchema, type NamedRecord } from "../../lib/db";
+import { freeJson } from "../../lib/free-json";
 
 export interface ToolRecord extends NamedRecord {
   tool_type: string;
@@ -9,7 +10,7 @@ export interface ToolRecord extends NamedRecord {
 const toolSchema = namedRecordSchema<ToolRecord>(
   {
     tool_type: { type: String, default: "function" },
-    configuration: { type: Schema.Types.Mixed, default: () => ({}) },
+    configuration: freeJson({ default: () => ({}) }),
   },
   { minimize: false },
 );

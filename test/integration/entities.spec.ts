@@ -115,7 +115,7 @@ describe("entities (collected data) over NATS", () => {
       for (const bad of [
         { status: "deleted" },
         { confidence_score: 1.5 },
-        { attributes: { "a.b": 1 } },
+        { attributes: { "": 1 } },
         { attributes: ["x"] },
         { entity_type_name: "" },
         { provenance: { name: { message_id: "x", quote: "q" } } },

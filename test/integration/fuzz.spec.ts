@@ -20,13 +20,15 @@ interface RouteInfo {
 const REQUESTS_PER_ROUTE = 12;
 const SEED = 20261123;
 
-const JUNK: unknown[] = [null, true, false, 0, -1, 1.5, 1e21, "", "x", "x".repeat(5000), "<script>", "../../etc/passwd", [], [1, "a"], {}, { $gt: "" }];
+/** JSON nested `levels` deep: past every limit the API documents (64 in a free-form field, 100 for a body). */
+const nested = (levels: number): unknown => JSON.parse(`${"[".repeat(levels)}${"]".repeat(levels)}`);
+const JUNK: unknown[] = [null, true, false, 0, -1, 1.5, 1e21, "", "x", "x".repeat(5000), "<script>", "../../etc/passwd", [], [1, "a"], {}, { $gt: "" }, nested(1000)];
 const BY_TYPE: Record<string, unknown[]> = {
   number: [1, 2, 3, 0, -7, 2.5, "12", "abc", 1e15, Number.MAX_SAFE_INTEGER],
   string: ["", "a", "Name with spaces", "x".repeat(1200), 42, "ünïcødé ✓", "https://127.0.0.1:1/x", "UPPER", "a,b"],
   boolean: [true, false, "true", "yes", 1, 0],
   array: [[], [1, 2], ["a", "b"], [{}], [null], "not-an-array"],
-  object: [{}, { a: 1 }, { nested: { deep: [1] } }, [], "x"],
+  object: [{}, { a: 1 }, { nested: { deep: [1] } }, [], "x", { "a.b": { $c: [[1, 2]], "": null } }, { "\u0000": 1 }, { deep: nested(70) }],
   date: ["2026-01-01T00:00:00Z", "yesterday", 0],
   email: ["a@example.com", "not-an-email", ""],
   enum: ["asc", "desc", "name", "new", "archived", "pending", "completed", "PUBLIC", "PRIVATE", "nope"],

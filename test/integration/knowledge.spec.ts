@@ -154,6 +154,15 @@ describe("knowledge sources and background loading over NATS", () => {
     expect(sites.hits.get("/crawl/private")).toBeUndefined();
   });
 
+  it("crawls a host whose name has dots (discovery on 127.0.0.1): the crawl state keeps no URL as a key", async () => {
+    const created = await call("POST", "/knowledge", { name: "Dotted crawl", data_type: "discovery", paths: [`${sites.base}/crawl/`] });
+    expect(created.body.data_type).toBe("discovery");
+    const loaded = await poll(created.body.id, ["loaded", "partial", "failed"]);
+    expect(loaded).toMatchObject({ loading_status: "loaded", loading_error: null });
+    const urls = (await call("GET", `/knowledge/${created.body.id}/documents?limit=50`)).body.documents.map((d: { url: string }) => d.url).sort();
+    expect(urls).toEqual([`${sites.base}/crawl`, `${sites.base}/crawl/canyon`, `${sites.base}/crawl/lagoon`, `${sites.base}/crawl/prairie`]);
+  });
+
   it("with auto_load=false stays unloaded until preloaded; list filters by status", async () => {
     const created = await call("POST", "/knowledge?auto_load=false", { name: "Manual", data_type: "website", paths: [`${sites.base}/map/mesa`] });
     expect(created.body.data_type).toBe("website");

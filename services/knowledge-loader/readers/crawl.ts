@@ -27,7 +27,8 @@ export interface CrawlLimits {
 
 /**
  * Everything a crawl knows, as plain JSON: the loader persists it at the end of a window and the next window
- * continues from it. Keys of `seen`, `emitted` and `hashes` are sets stored as objects.
+ * continues from it. `seen`, `emitted` and `hashes` are sets stored as objects, keyed by hashes (urlKey, the
+ * content hash): never by URLs, whose dots no MongoDB field name may hold.
  */
 export interface CrawlState {
   startUrl: string;
@@ -35,9 +36,9 @@ export interface CrawlState {
   host: string;
   limits: CrawlLimits;
   queue: { url: string; depth: number }[];
-  /** Canonical URLs ever queued or fetched: never queued twice. */
+  /** Canonical URLs ever queued or fetched (by urlKey): never queued twice. */
   seen: Record<string, 1>;
-  /** Canonical URLs of pages yielded (after <link rel=canonical>): never yielded twice. */
+  /** Canonical URLs of pages yielded, after <link rel=canonical> (by urlKey): never yielded twice. */
   emitted: Record<string, 1>;
   /** Content hashes of pages yielded: the same text under two URLs is one page. */
   hashes: Record<string, 1>;
@@ -49,6 +50,11 @@ export interface CrawlState {
   skipped: number;
   failed: number;
   failures: PageFailure[];
+}
+
+/** A URL as a key of the crawl's sets: 128 bits of its SHA-1 in base64url (no dots, no `$`). */
+function urlKey(url: string): string {
+  return createHash("sha1").update(url).digest("base64url").slice(0, 22);
 }
 
 /** A page the crawl yields, at its canonical URL. */
@@ -66,7 +72,7 @@ export function createCrawlState(startUrl: string, limits: Partial<CrawlLimits> 
     host: new URL(start).host,
     limits: { maxPages, maxDepth: DEFAULT_MAX_DEPTH, maxQueued: DEFAULT_MAX_QUEUED, maxFetches: maxPages * FETCHES_PER_PAGE, ...limits },
     queue: [{ url: start, depth: 0 }],
-    seen: { [start]: 1 },
+    seen: { [urlKey(start)]: 1 },
     emitted: {},
     hashes: {},
     pagesRead: 0,
@@ -85,10 +91,10 @@ export function crawlFinished(state: CrawlState): boolean {
 
 function enqueue(state: CrawlState, link: string, depth: number): void {
   const url = canonicalUrl(link);
-  if (!url || state.seen[url] || state.queue.length >= state.limits.maxQueued) return;
+  if (!url || state.seen[urlKey(url)] || state.queue.length >= state.limits.maxQueued) return;
   if (new URL(url).host !== state.host || looksNonHtml(url)) return;
   if (state.robots && !isAllowed(state.robots, url)) return;
-  state.seen[url] = 1;
+  state.seen[urlKey(url)] = 1;
   state.queue.push({ url, depth });
 }
 
@@ -105,17 +111,17 @@ function processPage(state: CrawlState, item: { url: string; depth: number }, fi
   if (state.pagesRead === 0 && item.url === state.startUrl) state.host = new URL(final).host;
   // Redirected off-site, or to a path robots.txt closes: the redirect is not an invitation.
   if (new URL(final).host !== state.host || (state.robots && !isAllowed(state.robots, final))) return void state.skipped++;
-  state.seen[final] = 1;
+  state.seen[urlKey(final)] = 1;
   const page = extractHtml(html, final);
   if (!page.nofollow && item.depth < state.limits.maxDepth) for (const link of page.links) enqueue(state, link, item.depth + 1);
 
   const declared = page.canonical ? canonicalUrl(page.canonical) : undefined;
   const key = declared && new URL(declared).host === state.host ? declared : final;
   const hash = createHash("sha1").update(page.content).digest("base64url").slice(0, 16);
-  if (page.noindex || state.emitted[key] || state.hashes[hash] || page.content === "") return void state.skipped++;
+  if (page.noindex || state.emitted[urlKey(key)] || state.hashes[hash] || page.content === "") return void state.skipped++;
   // The canonical target counts as seen: fetching it later would only find this page again.
-  state.seen[key] = 1;
-  state.emitted[key] = 1;
+  state.seen[urlKey(key)] = 1;
+  state.emitted[urlKey(key)] = 1;
   state.hashes[hash] = 1;
   state.pagesRead++;
   return { url: key, title: page.title, content: page.content, depth: item.depth };
