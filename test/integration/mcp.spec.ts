@@ -364,6 +364,19 @@ describe("MCP server over NATS", () => {
       expect((await post(huge)).status).toBe(413);
     });
 
+    it("answers bodies nested 1,000 and 100,000 levels deep below 500", async () => {
+      for (const levels of [1_000, 100_000]) {
+        const deep = `${"[".repeat(levels)}${"]".repeat(levels)}`;
+        for (const body of [
+          `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"svc_health","arguments":{"x":${deep}}}}`,
+          `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"svc_health","arguments":${deep}}}`,
+          `{"jsonrpc":"2.0","id":${deep},"method":"ping"}`,
+        ]) {
+          expect((await post(body)).status).toBeLessThan(500);
+        }
+      }
+    });
+
     it("answers unknown paths with 404", async () => {
       expect((await fetch(`${mcpUrl}/nothing`)).status).toBe(404);
     });

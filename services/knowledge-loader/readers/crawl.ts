@@ -91,10 +91,12 @@ export function crawlFinished(state: CrawlState): boolean {
 
 function enqueue(state: CrawlState, link: string, depth: number): void {
   const url = canonicalUrl(link);
-  if (!url || state.seen[urlKey(url)] || state.queue.length >= state.limits.maxQueued) return;
+  if (!url) return;
+  const id = urlKey(url);
+  if (state.seen[id] || state.queue.length >= state.limits.maxQueued) return;
   if (new URL(url).host !== state.host || looksNonHtml(url)) return;
   if (state.robots && !isAllowed(state.robots, url)) return;
-  state.seen[urlKey(url)] = 1;
+  state.seen[id] = 1;
   state.queue.push({ url, depth });
 }
 
@@ -118,10 +120,11 @@ function processPage(state: CrawlState, item: { url: string; depth: number }, fi
   const declared = page.canonical ? canonicalUrl(page.canonical) : undefined;
   const key = declared && new URL(declared).host === state.host ? declared : final;
   const hash = createHash("sha1").update(page.content).digest("base64url").slice(0, 16);
-  if (page.noindex || state.emitted[urlKey(key)] || state.hashes[hash] || page.content === "") return void state.skipped++;
+  const keyId = urlKey(key);
+  if (page.noindex || state.emitted[keyId] || state.hashes[hash] || page.content === "") return void state.skipped++;
   // The canonical target counts as seen: fetching it later would only find this page again.
-  state.seen[urlKey(key)] = 1;
-  state.emitted[urlKey(key)] = 1;
+  state.seen[keyId] = 1;
+  state.emitted[keyId] = 1;
   state.hashes[hash] = 1;
   state.pagesRead++;
   return { url: key, title: page.title, content: page.content, depth: item.depth };
