@@ -36,6 +36,8 @@ export function loadConfig() {
     },
     masterApiKey: process.env.MASTER_API_KEY ?? "",
     corsOrigins: listEnv("CORS_ORIGINS"),
+    /** Proxies of ours in front of the gateway (ingress, load balancer): X-Forwarded-For is read past that many. */
+    trustedProxies: numberEnv("TRUSTED_PROXIES", 0, { min: 0, integer: true }),
     bodyLimit: process.env.BODY_LIMIT ?? "1mb",
     serverName: process.env.SERVER_NAME ?? "agent-platform",
     apiUrl: process.env.API_URL ?? `http://localhost:${port}/api/v1`,

@@ -18,7 +18,7 @@ interface GatewayAlias {
   fullPath: string;
   action?: string;
 }
-import { preferredLocale, SECURITY_HEADERS } from "./gateway/request";
+import { clientAddress, preferredLocale, SECURITY_HEADERS } from "./gateway/request";
 
 type GatewayRequest = IncomingMessage & {
   $action?: { auth?: AuthRequirement; name?: string };
@@ -88,6 +88,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
         onBeforeCall(ctx: Context, _route: unknown, req: GatewayRequest) {
           const meta = ctx.meta as RequestMeta;
           meta.locale = preferredLocale(req.headers["accept-language"]);
+          meta.clientIp = clientAddress(req, config.trustedProxies);
           meta.headers = Object.fromEntries(
             FORWARDED_HEADERS.map((h) => [h, req.headers[h] as string | undefined]),
           );

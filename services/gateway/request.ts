@@ -1,3 +1,5 @@
+import type { IncomingMessage } from "node:http";
+
 /** First language tag of an Accept-Language header ("de-DE,de;q=0.9" gives "de-DE"); undefined when absent or "*". */
 export function preferredLocale(header: string | undefined): string | undefined {
   if (!header) return undefined;
@@ -21,3 +23,17 @@ export const SECURITY_HEADERS: Record<string, string> = {
   "Cross-Origin-Resource-Policy": "same-origin",
   "Cache-Control": "no-store",
 };
+
+/**
+ * The client's address for throttling: the socket's peer, or, behind `trustedProxies` proxies of our own, the
+ * X-Forwarded-For entry the outermost of them appended (entries further left are whatever the client sent).
+ */
+export function clientAddress(req: Pick<IncomingMessage, "headers" | "socket">, trustedProxies: number): string {
+  const peer = req.socket.remoteAddress ?? "unknown";
+  if (trustedProxies <= 0) return peer;
+  const forwarded = String(req.headers["x-forwarded-for"] ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return forwarded[forwarded.length - trustedProxies] ?? peer;
+}
