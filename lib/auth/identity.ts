@@ -1,9 +1,8 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { Config } from "../config";
 import { ERRORS } from "../errors";
 import type { RequestMeta } from "../meta";
 import { isMasterKey } from "./api-keys";
-import { cachedVerifier } from "./jwt";
+import { cachedVerifier, type JwtSettings } from "./jwt";
 
 /** Who the caller is: what an HTTP edge puts on ctx.meta for the services it calls. */
 export type Identity = Pick<RequestMeta, "accountId" | "userId" | "apiKeyId" | "authType" | "role" | "permissions">;
@@ -32,7 +31,7 @@ export type IdentityResolver = (headers: IncomingHttpHeaders, caller: ActionCall
  * key acting for the account in X-Account-Id. Invalid credentials throw (401, or 400 for a master key without
  * an account): a bad token is never silently treated as no token.
  */
-export function identityResolver(config: Pick<Config, "jwt" | "masterApiKey">): IdentityResolver {
+export function identityResolver(config: { jwt: JwtSettings; masterApiKey: string }): IdentityResolver {
   const verifyAccessToken = cachedVerifier(config.jwt);
   return async (headers, caller) => {
     const authorization = headers.authorization;
