@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { listEnv, numberEnv } from "./env";
+import { listEnv, numberEnv, positiveIntEnv } from "./env";
 
 /** Reads an integer env var, refusing garbage instead of silently running with NaN. */
 const intEnv = (name: string, fallback: number) => numberEnv(name, fallback, { integer: true });
@@ -81,6 +81,11 @@ export function loadConfig() {
     },
     masterApiKey: process.env.MASTER_API_KEY ?? "",
     corsOrigins: listEnv("CORS_ORIGINS"),
+    /** Failed credential checks allowed per identity (login email, team) and per client address in one window. */
+    throttle: {
+      identity: { max: positiveIntEnv("AUTH_MAX_FAILURES", 10), windowSeconds: positiveIntEnv("AUTH_FAILURE_WINDOW_SECONDS", 900) },
+      client: { max: positiveIntEnv("AUTH_MAX_FAILURES_PER_CLIENT", 50), windowSeconds: positiveIntEnv("AUTH_FAILURE_WINDOW_SECONDS", 900) },
+    },
     /** Proxies of ours in front of the gateway (ingress, load balancer): X-Forwarded-For is read past that many. */
     trustedProxies: numberEnv("TRUSTED_PROXIES", 0, { min: 0, integer: true }),
     bodyLimit: process.env.BODY_LIMIT ?? "1mb",

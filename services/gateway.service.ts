@@ -109,12 +109,13 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
       },
     ],
     onError(this: { logger: { error(...args: unknown[]): void } }, req: GatewayRequest, res: ServerResponse, err: Error & { code?: unknown }) {
-      const { status, body } = renderError(err, req);
+      const { status, body, headers } = renderError(err, req);
       if (status >= 500) this.logger.error("Request failed", req.method, req.url, err);
       if (res.headersSent) return res.end();
       setSecurityHeaders(res);
       res.setHeader("Content-Type", "application/json; charset=utf-8");
       if (status === 401) res.setHeader("WWW-Authenticate", 'Bearer realm="api"');
+      for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
       res.writeHead(status);
       res.end(JSON.stringify(body));
     },

@@ -10,6 +10,7 @@ import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
 import { signToken, verifyToken } from "../lib/auth/jwt";
+import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
 import { publishOutbox, sweepOutbox } from "../lib/outbox";
 import { USER_ROLES, type UserRole } from "../lib/meta";
 import { userModel, type UserRecord } from "./users/model";
@@ -66,8 +67,9 @@ interface Methods extends TenancyMethods {
 }
 interface Vars {
   db: Connection;
-  models: { users: Model<UserRecord>; audit: Model<UserAuditRecord> };
+  models: { users: Model<UserRecord>; audit: Model<UserAuditRecord>; failures: ReturnType<typeof failureCounterModel> };
   sweepTimer?: NodeJS.Timeout;
+  throttle: FailureThrottle;
 }
 
 /**
@@ -78,7 +80,7 @@ interface Vars {
  */
 const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "users",
-  mixins: [MongoMixin((db) => ({ users: userModel(db), audit: userAuditModel(db) })), TenancyMixin],
+  mixins: [MongoMixin((db) => ({ users: userModel(db), audit: userAuditModel(db), failures: failureCounterModel(db) })), TenancyMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -95,6 +97,9 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const role: UserRole = joining ? (ctx.params.role ?? "member") : "owner";
         const refusal = joining ? userCreateRefusal(actorOf(ctx.meta), role) : null;
         if (refusal) throw ERRORS.forbidden(refusal);
+        // Probing which emails are registered costs the same budget as guessing passwords.
+        const probes = attemptKeys(config.throttle, null, ctx.meta.clientIp);
+        await this.throttle.check(probes);
         const accountId = ctx.meta.accountId ?? (await nextId(this.db, "accounts"));
         const id = await nextId(this.db, "users");
         const email = normalizeEmail(ctx.params.email);
@@ -114,8 +119,9 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
             outbox: [event],
           });
         } catch (err) {
-          if (isDuplicateKeyError(err)) throw ERRORS.conflict("A user with this email already exists");
-          throw err;
+          if (!isDuplicateKeyError(err)) throw err;
+          await this.throttle.fail(probes);
+          throw ERRORS.conflict("A user with this email already exists");
         }
         await this.publishEvents(id);
         const actor: UserActor = joining ? actorOf(ctx.meta) : { kind: "user", userId: id, role };
@@ -129,9 +135,16 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       auth: "none",
       params: { email: { type: "email", max: 254 }, password: { type: "string", min: 1, max: 128 } },
       async handler(ctx: Ctx<{ email: string; password: string }>) {
-        const user = await this.models.users.findOne({ email: normalizeEmail(ctx.params.email) });
+        const email = normalizeEmail(ctx.params.email);
+        const attempt = attemptKeys(config.throttle, `login:${email}`, ctx.meta.clientIp);
+        await this.throttle.check(attempt);
+        const user = await this.models.users.findOne({ email });
         const ok = await verifyPassword(ctx.params.password, user?.password_hash ?? (await DUMMY_PASSWORD_HASH));
-        if (!user || !ok) throw ERRORS.unauthorized("Incorrect email or password");
+        if (!user || !ok) {
+          await this.throttle.fail(attempt);
+          throw ERRORS.unauthorized("Incorrect email or password");
+        }
+        await this.throttle.clear(`login:${email}`);
         if (!user.is_active) throw ERRORS.forbidden("Inactive user");
         return this.accessToken(user);
       },
@@ -327,9 +340,11 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   },
 
   started() {
+    this.throttle = new FailureThrottle(this.models.failures);
     const emit = (event: string, payload: Record<string, unknown>) => this.broker.emit(event, payload);
     this.sweepTimer = setInterval(() => {
       sweepOutbox(this.models.users, emit, OUTBOX_SWEEP_AGE_MS).catch((err) => this.logger.warn("Outbox sweep failed", err));
+      this.throttle.prune().catch((err) => this.logger.warn("Pruning failure counters failed", err));
     }, OUTBOX_SWEEP_INTERVAL_MS);
     this.sweepTimer.unref();
   },

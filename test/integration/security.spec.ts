@@ -121,4 +121,43 @@ describe("security over NATS: users, sessions, throttling, malformed requests", 
       expect((await api("POST", "/api/v1/login/access-token", { body: { email: member.email, password: "long-enough-pw" } })).status).toBe(200);
     });
   });
+
+  // Last: the per-address limit, once reached, refuses every later credential check from this test's address.
+  describe("throttled guessing (finding 4)", () => {
+    it("wrong logins for one email end in 429 with Retry-After, even for the right password", async () => {
+      const { email, password } = await signup(api, "guessed");
+      const statuses = [];
+      for (let i = 0; i < 11; i++) statuses.push((await api("POST", "/api/v1/login/access-token", { body: { email, password: `wrong-${i}` } })).status);
+      expect(statuses).toEqual([...Array(10).fill(401), 429]);
+      const right = await api("POST", "/api/v1/login/access-token", { body: { email, password } });
+      expect(right.status).toBe(429);
+      expect(Number(right.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(right.body.detail).toMatch(/Too many/);
+    });
+
+    it("wrong team passwords end in 429 for anonymous callers", async () => {
+      const { token } = await signup(api, "teamowner");
+      const team = await api("POST", "/api/v1/teams", { token, body: { name: "Guarded", access_level: "PASSWORD_PROTECTED", access_password: "team-secret-1" } });
+      expect(team.status).toBe(201);
+      const read = (password: string) => api("GET", `/api/v1/teams/${team.body.id}`, { headers: { "x-access-password": password } });
+      const statuses = [];
+      for (let i = 0; i < 11; i++) statuses.push((await read(`wrong-${i}`)).status);
+      expect(statuses).toEqual([...Array(10).fill(403), 429]);
+      const right = await read("team-secret-1");
+      expect(right.status).toBe(429);
+      expect(right.headers.get("retry-after")).toBeTruthy();
+    });
+
+    it("one address guessing across many emails is stopped, and so are its signups", async () => {
+      const taken = await signup(api, "taken");
+      let status = 0;
+      for (let i = 0; i < 60 && status !== 429; i++) {
+        status = (await api("POST", "/api/v1/login/access-token", { body: { email: uniqueEmail("spray"), password: "guess-guess" } })).status;
+      }
+      expect(status).toBe(429);
+      const probe = await api("POST", "/api/v1/users/", { body: { email: taken.email, password: "long-enough-pw" } });
+      expect(probe.status).toBe(429);
+      expect(probe.headers.get("retry-after")).toBeTruthy();
+    });
+  });
 });
