@@ -1,4 +1,7 @@
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import bodyParser from "body-parser";
+import { Errors } from "moleculer";
+import type { FieldProblem } from "../../lib/errors";
 
 /** First language tag of an Accept-Language header ("de-DE,de;q=0.9" gives "de-DE"); undefined when absent or "*". */
 export function preferredLocale(header: string | undefined): string | undefined {
@@ -36,4 +39,66 @@ export function clientAddress(req: Pick<IncomingMessage, "headers" | "socket">, 
     .map((s) => s.trim())
     .filter(Boolean);
   return forwarded[forwarded.length - trustedProxies] ?? peer;
+}
+
+/** Bodies nested deeper than this are refused (422) before any validator, serializer or database walks them. */
+export const MAX_BODY_DEPTH = 64;
+
+type Next = (err?: unknown) => void;
+
+/**
+ * The JSON body parser of the API routes (gzip, deflate and br bodies are decoded). Its errors keep their HTTP
+ * status: moleculer-web would take zlib's string code ("Z_DATA_ERROR") for a bad gzip body and answer 500.
+ */
+export function jsonBodyParser(limit: string) {
+  const parse = bodyParser.json({ strict: false, limit });
+  return (req: IncomingMessage, res: ServerResponse, next: Next) => parse(req, res, (err?: unknown) => next(err ? bodyError(err) : undefined));
+}
+
+/** A body-parser error as a client error with its status; undecodable compressed bodies get a plain message. */
+function bodyError(err: unknown): Errors.MoleculerClientError {
+  const e = err as { status?: number; statusCode?: number; type?: string; message?: string };
+  const status = e.status ?? e.statusCode ?? 400;
+  if (status === 400 && !e.type) {
+    return new Errors.MoleculerClientError("Request body does not match its Content-Encoding", 400, "encoding.invalid");
+  }
+  return new Errors.MoleculerClientError(e.message ?? "Bad Request", status, e.type ?? "BAD_REQUEST");
+}
+
+/** Why a parsed request body cannot be taken as parameters: not a JSON object, or nested too deep. Null when it can. */
+export function bodyProblem(body: unknown): FieldProblem | null {
+  if (body === undefined) return null;
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    return { field: "", location: "body", message: "The request body must be a JSON object", type: "object" };
+  }
+  if (depthExceeds(body, MAX_BODY_DEPTH)) {
+    return { field: "", location: "body", message: `The request body is nested deeper than ${MAX_BODY_DEPTH} levels`, type: "object.depth" };
+  }
+  return null;
+}
+
+/** Whether `value` nests objects or arrays deeper than `max`; iterative, so no depth can overflow the stack. */
+function depthExceeds(value: object, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [node, depth] = stack.pop()!;
+    if (node === null || typeof node !== "object") continue;
+    if (depth > max) return true;
+    for (const child of Object.values(node)) if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** What the gateway's alias table says about a route: its method, and whether a path matches it. */
+export interface MatchableAlias {
+  method: string;
+  match(path: string): unknown;
+}
+
+const METHOD_ORDER = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/** The methods some alias serves at `path`, in the usual order; empty when no alias matches the path at all. */
+export function allowedMethods(aliases: MatchableAlias[], path: string): string[] {
+  const methods = new Set(aliases.filter((a) => a.method !== "*" && a.match(path)).map((a) => a.method.toUpperCase()));
+  return METHOD_ORDER.filter((m) => methods.has(m));
 }

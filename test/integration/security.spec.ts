@@ -1,3 +1,5 @@
+import { request } from "node:http";
+import { gzipSync } from "node:zlib";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, uniqueEmail, type Api } from "../harness/http";
 
@@ -119,6 +121,76 @@ describe("security over NATS: users, sessions, throttling, malformed requests", 
       expect((await api("PUT", `/api/v1/users/${member.id}`, { token: owner.token, body: { is_active: true } })).status).toBe(200);
       expect((await api("GET", "/api/v1/users/me", { token: member.token })).status).toBe(401);
       expect((await api("POST", "/api/v1/login/access-token", { body: { email: member.email, password: "long-enough-pw" } })).status).toBe(200);
+    });
+  });
+
+  describe("malformed requests (finding 5)", () => {
+    it("a body that claims gzip but is not answers 400; real gzip is read", async () => {
+      const { token } = await signup(api, "gzip");
+      const bad = await api("POST", "/api/v1/agents", { token, rawBody: "not gzip at all", headers: { "content-encoding": "gzip" } });
+      expect(bad.status).toBe(400);
+      expect(typeof bad.body.detail).toBe("string");
+      const good = await fetch(`${cluster.baseUrl}/api/v1/agents`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-encoding": "gzip" },
+        body: gzipSync(JSON.stringify({ name: "Zipped" })),
+      });
+      expect(good.status).toBe(201);
+      const unknown = await api("POST", "/api/v1/agents", { token, rawBody: "{}", headers: { "content-encoding": "br2" } });
+      expect(unknown.status).toBe(415);
+    });
+
+    it("deeply nested bodies answer 4xx, never 500", async () => {
+      const { token } = await signup(api, "deep");
+      for (const depth of [1000, 5000, 100_000]) {
+        const objects = "{\"a\":".repeat(depth) + "1" + "}".repeat(depth);
+        const arrays = "[".repeat(depth) + "]".repeat(depth);
+        for (const nested of [objects, arrays]) {
+          const res = await api("POST", "/api/v1/agents", { token, rawBody: `{"name":"Deep","configuration":{"x":${nested}}}` });
+          expect([400, 413, 422]).toContain(res.status);
+          const put = await api("PUT", "/api/v1/users/me", { token, rawBody: `{"full_name":"x","extra":${nested}}` });
+          expect([200, 400, 413, 422]).toContain(put.status);
+        }
+      }
+    });
+
+    it("a JSON body that is not an object answers 422", async () => {
+      const { token } = await signup(api, "scalar");
+      for (const rawBody of ["123", '"text"', "null", "true", "[]", '[{"full_name":"x"}]']) {
+        const res = await api("PUT", "/api/v1/users/me", { token, rawBody });
+        expect(res.status).toBe(422);
+        expect(res.body.detail[0].loc).toEqual(["body"]);
+      }
+    });
+
+    it("a known path with an unsupported method answers 405 with Allow", async () => {
+      const { token } = await signup(api, "methods");
+      // fetch refuses TRACE: send it with node:http.
+      const trace = await new Promise<{ status?: number; allow?: string }>((resolve, reject) => {
+        const req = request(`${cluster.baseUrl}/api/v1/agents`, { method: "TRACE", headers: { authorization: `Bearer ${token}` } }, (res) => {
+          res.resume();
+          res.on("end", () => resolve({ status: res.statusCode, allow: res.headers.allow }));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+      expect(trace).toEqual({ status: 405, allow: "GET, POST" });
+      const patch = await api("PATCH", "/api/v1/agents", { token, body: {} });
+      expect(patch.status).toBe(405);
+      expect(patch.body.detail).toBe("Method Not Allowed");
+      const one = await api("POST", "/api/v1/users/me", { token });
+      expect(one.status).toBe(405);
+      expect(one.headers.get("allow")).toBe("GET, PUT, DELETE");
+      expect((await api("GET", "/api/v1/nothing-here", { token })).status).toBe(404);
+    });
+  });
+
+  describe("internal surface (finding 6)", () => {
+    it("the gateway's alias listing is not served and not described", async () => {
+      const { token } = await signup(api, "internal");
+      expect((await api("GET", "/api/v1/gateway/list-aliases?withActionSchema=true", { token })).status).toBe(404);
+      const doc = await api("GET", "/openapi.json");
+      expect(Object.keys(doc.body.paths).filter((p) => p.includes("gateway"))).toEqual([]);
     });
   });
 
