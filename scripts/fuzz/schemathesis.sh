@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Fuzzes a running platform from its served OpenAPI document with schemathesis (pinned, installed from PyPI into
+# a venv under .cache/): every check, every phase (examples, coverage, fuzzing, stateful links), time-bounded.
+# Exits non-zero on any 5xx, any response outside its declared schema and any undeclared status.
+#
+#   scripts/fuzz/schemathesis.sh BASE_URL ACCESS_TOKEN [MAX_SECONDS]
+#
+# test/integration/schemathesis.spec.ts runs it (part of `npm test`) against a platform it starts on loopback
+# with a seeded account. SCHEMATHESIS_WORKERS (default 2) and SCHEMATHESIS_SEED (fixed default) tune a run.
+set -euo pipefail
+VERSION=4.32.5
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+VENV="$ROOT/.cache/schemathesis-$VERSION"
+BASE_URL="${1:?base URL, e.g. http://127.0.0.1:3000}"
+TOKEN="${2:?access token}"
+MAX_SECONDS="${3:-180}"
+
+if [ ! -x "$VENV/bin/schemathesis" ]; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$VERSION"
+fi
+
+exec "$VENV/bin/schemathesis" run "$BASE_URL/openapi.json" \
+  --url "$BASE_URL" \
+  --header "Authorization: Bearer $TOKEN" \
+  --checks all \
+  --phases examples,coverage,fuzzing,stateful \
+  --max-time "$MAX_SECONDS" \
+  --workers "${SCHEMATHESIS_WORKERS:-2}" \
+  --seed "${SCHEMATHESIS_SEED:-20261124}" \
+  --request-timeout 20 \
+  --suppress-health-check all \
+  --no-color

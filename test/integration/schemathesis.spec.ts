@@ -1,0 +1,48 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { startCluster, type Cluster } from "../harness/cluster";
+import { apiClient, signup } from "../harness/http";
+
+/** Whole run: install (first time only) plus the fuzzing budget; the budget stays a few minutes. */
+const FUZZ_SECONDS = Number(process.env.SCHEMATHESIS_SECONDS ?? 150);
+
+/**
+ * schemathesis over the served /openapi.json (scripts/fuzz/schemathesis.sh): every check and phase, stateful
+ * links on, authenticated as a seeded account's owner. Any 5xx, response outside its declared schema or
+ * undeclared status fails the run. Every request goes to this loopback cluster; webhook deliveries stay queued
+ * (the dispatcher polls once a day here) and no knowledge loader runs, so fuzzed URLs are never fetched.
+ */
+describe("schemathesis against the served OpenAPI document", () => {
+  let cluster: Cluster;
+  let token: string;
+
+  beforeAll(async () => {
+    process.env.EMBEDDING_PROVIDER = "none";
+    process.env.WEBHOOK_POLL_MS = String(24 * 3600 * 1000);
+    cluster = await startCluster({
+      database: "schemathesis",
+      nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], ["search", "knowledge", "webhooks"]],
+    });
+    token = (await signup(apiClient(cluster.baseUrl), "schemathesis")).token;
+  }, 60_000);
+  afterAll(() => cluster?.stop());
+
+  it(
+    "finds no failures",
+    async () => {
+      const script = path.resolve(__dirname, "..", "..", "scripts", "fuzz", "schemathesis.sh");
+      const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve) => {
+        const child = spawn("bash", [script, cluster.baseUrl, token, String(FUZZ_SECONDS)], { stdio: ["ignore", "pipe", "pipe"] });
+        let output = "";
+        child.stdout.on("data", (d) => (output += d));
+        child.stderr.on("data", (d) => (output += d));
+        child.on("close", (code) => resolve({ code, output }));
+      });
+      // The summary (operations, requests, checks) goes to the test log; failures are printed in full.
+      const summary = output.slice(output.lastIndexOf("=====", output.indexOf("SUMMARY")) >= 0 ? output.indexOf("SUMMARY") - 40 : 0);
+      console.log(`[schemathesis]\n${code === 0 ? summary : output}`);
+      expect(code).toBe(0);
+    },
+    (FUZZ_SECONDS + 240) * 1000,
+  );
+});
