@@ -140,6 +140,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
 
     /** Liveness and identity of this deployment; served without credentials. */
     health: {
+      auth: "none",
       handler() {
         return healthReport(config);
       },

@@ -13,9 +13,10 @@ export function normalizeEmail(email: string): string {
 /** The fields a UserUpdate may change, taken from validated params (never account or password hash). */
 export function userChanges(params: { email?: string; full_name?: string | null; locale?: string | null } & ManagedChanges) {
   const changes: Record<string, unknown> = {};
-  if (params.role !== undefined) changes.role = params.role;
-  if (params.is_active !== undefined) changes.is_active = params.is_active;
-  if (params.email !== undefined) changes.email = normalizeEmail(params.email);
+  // The validator lets null through for optional fields; email, role and is_active cannot be null: not given.
+  if (params.role != null) changes.role = params.role;
+  if (params.is_active != null) changes.is_active = params.is_active;
+  if (params.email != null) changes.email = normalizeEmail(params.email);
   if (params.full_name !== undefined) changes.full_name = params.full_name;
   if (params.locale !== undefined) changes.locale = params.locale;
   return changes;
