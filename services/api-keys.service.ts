@@ -80,10 +80,10 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
       async handler(ctx: Ctx<{ api_key_id: number; name?: string; status?: ApiKeyRecord["status"]; permissions?: ApiKeyPermission[] }>) {
         const key = await this.findOwned(ctx, this.models.keys, ctx.params.api_key_id, "API key");
         // Dropping permissions is always allowed; adding any needs an owner or admin.
-        const added = ctx.params.permissions?.filter((p) => !key.permissions.includes(p));
+        const added = ctx.params.permissions?.filter((p) => !key.permissions.includes(p)) ?? [];
         const refusal = permissionGrantRefusal(ctx.meta, added);
         if (refusal) throw ERRORS.forbidden(refusal);
-        if (ctx.params.permissions !== undefined) key.permissions = ctx.params.permissions;
+        if (ctx.params.permissions != null) key.permissions = ctx.params.permissions;
         if (ctx.params.name !== undefined) key.name = ctx.params.name;
         if (ctx.params.status !== undefined) key.status = ctx.params.status;
         await key.save();
