@@ -92,7 +92,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const { users } = this.models;
         const joining = typeof ctx.meta.accountId === "number";
         if (!joining && ctx.params.role !== undefined && ctx.params.role !== "owner") {
-          throw ERRORS.badRequest("A signup without credentials opens a new account, whose first user is its owner");
+          throw ERRORS.validation([{ field: "role", message: "A signup without credentials opens a new account, whose first user is its owner", type: "role" }]);
         }
         const role: UserRole = joining ? (ctx.params.role ?? "member") : "owner";
         const refusal = joining ? userCreateRefusal(actorOf(ctx.meta), role) : null;

@@ -9,8 +9,9 @@ const FUZZ_SECONDS = Number(process.env.SCHEMATHESIS_SECONDS ?? 150);
 /**
  * schemathesis over the served /openapi.json (scripts/fuzz/schemathesis.sh): every check and phase, stateful
  * links on, authenticated as a seeded account's owner. Any 5xx, response outside its declared schema or
- * undeclared status fails the run. Every request goes to this loopback cluster; webhook deliveries stay queued
- * (the dispatcher polls once a day here) and no knowledge loader runs, so fuzzed URLs are never fetched.
+ * undeclared status fails the run. Every request goes to this loopback cluster. Neither the webhooks service
+ * (its dispatcher would POST to fuzzed URLs) nor a knowledge loader runs, so no fuzzed URL is ever reached;
+ * the webhook routes are fuzzed by test/integration/fuzz.spec.ts, whose targets are all on loopback.
  */
 describe("schemathesis against the served OpenAPI document", () => {
   let cluster: Cluster;
@@ -18,10 +19,9 @@ describe("schemathesis against the served OpenAPI document", () => {
 
   beforeAll(async () => {
     process.env.EMBEDDING_PROVIDER = "none";
-    process.env.WEBHOOK_POLL_MS = String(24 * 3600 * 1000);
     cluster = await startCluster({
       database: "schemathesis",
-      nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], ["search", "knowledge", "webhooks"]],
+      nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], ["search", "knowledge"]],
     });
     token = (await signup(apiClient(cluster.baseUrl), "schemathesis")).token;
   }, 60_000);

@@ -195,7 +195,10 @@ describe("security over NATS: users, sessions, throttling, malformed requests", 
   });
 
   // Last: the per-address limit, once reached, refuses every later credential check from this test's address.
+  // Each failed attempt costs a password hash (~50 ms alone, far more on a busy machine): generous timeouts.
   describe("throttled guessing (finding 4)", () => {
+    jest.setTimeout(120_000);
+
     it("wrong logins for one email end in 429 with Retry-After, even for the right password", async () => {
       const { email, password } = await signup(api, "guessed");
       const statuses = [];
