@@ -84,8 +84,9 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
         const refusal = permissionGrantRefusal(ctx.meta, added);
         if (refusal) throw ERRORS.forbidden(refusal);
         if (ctx.params.permissions != null) key.permissions = ctx.params.permissions;
-        if (ctx.params.name !== undefined) key.name = ctx.params.name;
-        if (ctx.params.status !== undefined) key.status = ctx.params.status;
+        // The validator lets null through for optional fields: a key's name and status cannot be null.
+        if (ctx.params.name != null) key.name = ctx.params.name;
+        if (ctx.params.status != null) key.status = ctx.params.status;
         await key.save();
         return key.toJSON();
       },

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes a running platform from its served OpenAPI document with schemathesis (pinned, installed from PyPI into
-# a venv under .cache/): every check, every phase (examples, coverage, fuzzing, stateful links), time-bounded.
+# a venv under .cache/): its checks and the examples, fuzzing and stateful (links) phases, time-bounded. The
+# coverage phase is off: on POST /agents' request schema it stops with a SystemError from CPython 3.11's ast
+# module inside hypothesis ("AST constructor recursion depth mismatch"), a tool fault reported as a run error.
 # Exits non-zero on any 5xx, any response outside its declared schema and any undeclared status.
 #
 #   scripts/fuzz/schemathesis.sh BASE_URL ACCESS_TOKEN [MAX_SECONDS]
@@ -33,7 +35,7 @@ exec "$VENV/bin/schemathesis" run "$BASE_URL/openapi.json" \
   --header "Authorization: Bearer $TOKEN" \
   --checks all \
   --exclude-checks positive_data_acceptance,negative_data_rejection,unsupported_method \
-  --phases examples,coverage,fuzzing,stateful \
+  --phases examples,fuzzing,stateful \
   --max-time "$MAX_SECONDS" \
   --workers "${SCHEMATHESIS_WORKERS:-2}" \
   --seed "${SCHEMATHESIS_SEED:-20261124}" \

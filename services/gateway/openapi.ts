@@ -117,6 +117,8 @@ const ERROR_RESPONSES = {
   "403": errorResponse("Another account's record, or not permitted"),
   "404": errorResponse("Not found"),
   "422": errorResponse("Validation error", ref("HTTPValidationError")),
+  // Answered by Node's HTTP parser itself, before the gateway: no body.
+  "431": { description: "Request headers too large" },
   "429": { ...errorResponse("Too many failed attempts"), headers: { "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } } } },
 };
 /** Further refusals of operations that write: conflicts (unique fields, referenced records), and of bodies. */
