@@ -30,6 +30,8 @@ if [ ! -x "$VENV/bin/schemathesis" ]; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$VERSION"
 fi
 
+# schemathesis keeps its state (.schemathesis/) in the working directory: keep it under .cache/ too.
+cd "$ROOT/.cache"
 exec "$VENV/bin/schemathesis" run "$BASE_URL/openapi.json" \
   --url "$BASE_URL" \
   --header "Authorization: Bearer $TOKEN" \
