@@ -42,6 +42,11 @@ async function main() {
   }
 
   const broker = new ServiceBroker(brokerOptions());
+  if (config.jwt.generatedSecret) {
+    broker.logger.warn(
+      `JWT_SECRET is not set: using the secret generated in ${config.dataDir}/secrets/jwt-secret (fine for one process; set JWT_SECRET in production and clusters)`,
+    );
+  }
   const schemas = selectServices(config.services);
   const gateway = schemas.find((schema) => schema.name === "gateway");
   for (const schema of schemas) if (schema !== gateway) broker.createService(schema);

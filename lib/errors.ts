@@ -9,6 +9,8 @@ export const ErrorType = {
   CONFLICT: "CONFLICT",
   VALIDATION: "VALIDATION_ERROR",
   PAYLOAD_TOO_LARGE: "PAYLOAD_TOO_LARGE",
+  METHOD_NOT_ALLOWED: "METHOD_NOT_ALLOWED",
+  TOO_MANY_REQUESTS: "TOO_MANY_REQUESTS",
   CONVERSION_FAILED: "CONVERSION_FAILED",
 } as const;
 
@@ -36,6 +38,12 @@ export const ERRORS = {
   notFound: (what: string, id?: unknown) =>
     clientError(id === undefined ? `${what} not found` : `${what} ${String(id)} not found`, 404, ErrorType.NOT_FOUND),
   conflict: (message: string, data?: unknown) => clientError(message, 409, ErrorType.CONFLICT, data),
+  /** The gateway answers it with an Allow header listing `allow`. */
+  methodNotAllowed: (allow: string[]) =>
+    clientError("Method Not Allowed", 405, ErrorType.METHOD_NOT_ALLOWED, { allow: allow.join(", ") }),
+  /** Too many failed attempts; the gateway sends `retry_after` (seconds) as a Retry-After header too. */
+  tooManyRequests: (message: string, retryAfterSeconds: number) =>
+    clientError(message, 429, ErrorType.TOO_MANY_REQUESTS, { retry_after: retryAfterSeconds }),
   /** The one 500 the interface names (pull could not express a team as a configuration); its message is shown. */
   conversionFailed: (message: string) => new Errors.MoleculerServerError(message, 500, ErrorType.CONVERSION_FAILED),
   /** A 400 that lists every problem found, for documents validated as a whole (team push). */

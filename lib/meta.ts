@@ -1,5 +1,9 @@
 import type { Context } from "moleculer";
 
+/** A user's standing in its account: owners and admins manage other users, members only themselves. */
+export const USER_ROLES = ["owner", "admin", "member"] as const;
+export type UserRole = (typeof USER_ROLES)[number];
+
 /** How the caller proved who they are. */
 export type AuthType = "jwt" | "api_key" | "master";
 
@@ -9,6 +13,12 @@ export interface RequestMeta {
   userId?: number;
   apiKeyId?: number;
   authType?: AuthType;
+  /** The calling user's role in its account (JWT callers), read with the token check. */
+  role?: UserRole;
+  /** What the calling API key may do beyond the account's records (e.g. "users:manage"). */
+  permissions?: string[];
+  /** The client's address (the socket's, or the trusted proxy's X-Forwarded-For entry): throttling keys on it. */
+  clientIp?: string;
   /** Preferred locale from Accept-Language, e.g. "de-DE". */
   locale?: string;
   /** Selected request headers a service needs (e.g. x-access-password). */

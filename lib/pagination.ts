@@ -4,10 +4,14 @@ export interface PageLimits {
   def: number;
 }
 
+/** The largest skip any list accepts. */
+export const MAX_SKIP = 1_000_000_000;
+
 /** fastest-validator params for skip/limit; query strings are converted to integers. */
 export function paginationParams({ max, def }: PageLimits) {
   return {
-    skip: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true },
+    // Bounded so a huge skip is a 422, not a 500 from the database's 64-bit conversion.
+    skip: { type: "number", integer: true, min: 0, max: MAX_SKIP, default: 0, convert: true, optional: true },
     limit: { type: "number", integer: true, min: 1, ...(max ? { max } : {}), default: def, convert: true, optional: true },
   };
 }

@@ -1,11 +1,15 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
+import { loadConfig } from "./config";
 
 const ALGORITHM = "aes-256-gcm";
 const VERSION = "v1";
 
-/** The key that seals stored credentials: SECRETS_KEY, else derived from JWT_SECRET (both operator secrets). */
+/**
+ * The key that seals stored credentials: SECRETS_KEY, else derived from the JWT secret (JWT_SECRET, or the one
+ * generated under DATA_DIR). Never a constant: a leaked source tree opens nothing.
+ */
 function key(): Buffer {
-  const material = process.env.SECRETS_KEY ?? process.env.JWT_SECRET ?? "dev-only-insecure-jwt-secret-change-me";
+  const material = process.env.SECRETS_KEY || loadConfig().jwt.secret;
   return createHash("sha256").update(`secrets:${material}`).digest();
 }
 

@@ -6,12 +6,13 @@ import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams } from "../lib/pagination";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { generateApiKey, hashApiKey } from "../lib/auth/api-keys";
+import { API_KEY_PERMISSIONS, generateApiKey, hashApiKey, type ApiKeyPermission } from "../lib/auth/api-keys";
 import { apiKeyModel, API_KEY_STATUSES, type ApiKeyRecord } from "./api-keys/model";
-import { keyRejection, shouldTouch } from "./api-keys/rules";
+import { keyRejection, permissionGrantRefusal, shouldTouch } from "./api-keys/rules";
 
 const idParam = { api_key_id: { type: "number", integer: true, positive: true, convert: true } } as const;
 const nameParam = { type: "string", min: 1, max: 255, trim: true } as const;
+const permissionsParam = { type: "array", items: { type: "enum", values: [...API_KEY_PERMISSIONS] }, unique: true, optional: true } as const;
 
 interface Vars {
   db: Connection;
@@ -39,8 +40,11 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
       params: {
         name: nameParam,
         expires_at: { type: "date", convert: true, optional: true, nullable: true },
+        permissions: permissionsParam,
       },
-      async handler(ctx: Ctx<{ name: string; expires_at?: Date | null }>) {
+      async handler(ctx: Ctx<{ name: string; expires_at?: Date | null; permissions?: ApiKeyPermission[] }>) {
+        const refusal = permissionGrantRefusal(ctx.meta, ctx.params.permissions);
+        if (refusal) throw ERRORS.forbidden(refusal);
         if (ctx.params.expires_at && ctx.params.expires_at <= new Date()) {
           throw ERRORS.validation([{ field: "expires_at", message: "expires_at must be in the future", type: "date.min" }]);
         }
@@ -48,6 +52,7 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
         const record = await this.createOwned(ctx, this.models.keys, {
           name: ctx.params.name,
           expires_at: ctx.params.expires_at ?? null,
+          permissions: ctx.params.permissions ?? [],
           key_hash: hash,
           prefix,
           created_by_user_id: ctx.meta.userId ?? null,
@@ -70,11 +75,18 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
         ...idParam,
         name: { ...nameParam, optional: true },
         status: { type: "enum", values: [...API_KEY_STATUSES], optional: true },
+        permissions: permissionsParam,
       },
-      async handler(ctx: Ctx<{ api_key_id: number; name?: string; status?: ApiKeyRecord["status"] }>) {
+      async handler(ctx: Ctx<{ api_key_id: number; name?: string; status?: ApiKeyRecord["status"]; permissions?: ApiKeyPermission[] }>) {
         const key = await this.findOwned(ctx, this.models.keys, ctx.params.api_key_id, "API key");
-        if (ctx.params.name !== undefined) key.name = ctx.params.name;
-        if (ctx.params.status !== undefined) key.status = ctx.params.status;
+        // Dropping permissions is always allowed; adding any needs an owner or admin.
+        const added = ctx.params.permissions?.filter((p) => !key.permissions.includes(p)) ?? [];
+        const refusal = permissionGrantRefusal(ctx.meta, added);
+        if (refusal) throw ERRORS.forbidden(refusal);
+        if (ctx.params.permissions != null) key.permissions = ctx.params.permissions;
+        // The validator lets null through for optional fields: a key's name and status cannot be null.
+        if (ctx.params.name != null) key.name = ctx.params.name;
+        if (ctx.params.status != null) key.status = ctx.params.status;
         await key.save();
         return key.toJSON();
       },
@@ -102,7 +114,7 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
         if (shouldTouch(key.last_used_at)) {
           await this.models.keys.updateOne({ _id: key._id, account_id: key.account_id }, { last_used_at: new Date() }, { timestamps: false });
         }
-        return { accountId: key.account_id, apiKeyId: key._id };
+        return { accountId: key.account_id, apiKeyId: key._id, permissions: key.permissions ?? [] };
       },
     },
   },

@@ -18,11 +18,13 @@ interface GatewayAlias {
   fullPath: string;
   action?: string;
 }
-import { bodyProblem, preferredLocale, SECURITY_HEADERS } from "./gateway/request";
+import { allowedMethods, bodyProblem, clientAddress, jsonBodyParser, preferredLocale, SECURITY_HEADERS, type MatchableAlias } from "./gateway/request";
 
 type GatewayRequest = IncomingMessage & {
   $action?: { auth?: AuthRequirement; name?: string };
   $alias?: { path?: string };
+  /** Full path without the query string and trailing slash (moleculer-web strips the route prefix from req.url). */
+  parsedUrl?: string;
   query?: Record<string, unknown>;
   body?: unknown;
 };
@@ -84,12 +86,15 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
         mappingPolicy: "restrict",
         authentication: true,
         authorization: true,
-        bodyParsers: { json: { strict: false, limit: config.bodyLimit }, urlencoded: false },
+        // Our own JSON parser: its errors keep their 4xx status (see jsonBodyParser).
+        bodyParsers: false,
+        use: [jsonBodyParser(config.bodyLimit)],
         onBeforeCall(ctx: Context, _route: unknown, req: GatewayRequest) {
           const problem = bodyProblem(req.body);
           if (problem) throw ERRORS.validation([problem]);
           const meta = ctx.meta as RequestMeta;
           meta.locale = preferredLocale(req.headers["accept-language"]);
+          meta.clientIp = clientAddress(req, config.trustedProxies);
           meta.headers = Object.fromEntries(
             FORWARDED_HEADERS.map((h) => [h, req.headers[h] as string | undefined]),
           );
@@ -109,21 +114,33 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
         },
       },
     ],
-    onError(this: { logger: { error(...args: unknown[]): void } }, req: GatewayRequest, res: ServerResponse, err: Error & { code?: unknown }) {
-      const { status, body } = renderError(err, req);
+    onError(
+      this: { logger: { error(...args: unknown[]): void }; aliases: MatchableAlias[] },
+      req: GatewayRequest,
+      res: ServerResponse,
+      err: Error & { code?: unknown; type?: string },
+    ) {
+      // The router's 404 for a path that exists under other methods is a 405 naming them.
+      const allow = err.name === "NotFoundError" && err.type === "NOT_FOUND" ? allowedMethods(this.aliases ?? [], req.parsedUrl ?? "") : [];
+      const { status, body, headers } = renderError(allow.length ? ERRORS.methodNotAllowed(allow) : err, req);
       if (status >= 500) this.logger.error("Request failed", req.method, req.url, err);
       if (res.headersSent) return res.end();
       setSecurityHeaders(res);
       res.setHeader("Content-Type", "application/json; charset=utf-8");
       if (status === 401) res.setHeader("WWW-Authenticate", 'Bearer realm="api"');
+      for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
       res.writeHead(status);
       res.end(JSON.stringify(body));
     },
   },
 
   actions: {
+    // moleculer-web's alias listing (every internal action and its validator) is not part of the API.
+    listAliases: false,
+
     /** Liveness and identity of this deployment; served without credentials. */
     health: {
+      auth: "none",
       handler() {
         return healthReport(config);
       },

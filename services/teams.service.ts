@@ -9,12 +9,15 @@ import { namedSort, paginationParams, sortParams, toPage } from "../lib/paginati
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
+import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
+import { loadConfig } from "../lib/config";
 import { agentModel, type AgentRecord } from "./agents/model";
 import { renderAgents } from "./agents/render";
 import { teamModel, type TeamAccessLevel, type TeamRecord } from "./teams/model";
 import { pullDocument, pushDocument } from "./teams/push";
 import { passwordProblem, readDecision, TEAM_ACCESS_VALUES } from "./teams/rules";
 
+const config = loadConfig();
 const SORT_FIELDS = ["updated_at", "created_at", "name"] as const;
 
 const teamFields = {
@@ -51,13 +54,14 @@ interface Methods extends TenancyMethods {
 }
 interface Vars {
   db: Connection;
-  models: { teams: Model<TeamRecord>; agents: Model<AgentRecord> };
+  models: { teams: Model<TeamRecord>; agents: Model<AgentRecord>; failures: ReturnType<typeof failureCounterModel> };
+  throttle: FailureThrottle;
 }
 
 /** Teams of agents, their access levels, and configuration push/pull. */
 const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "teams",
-  mixins: [MongoMixin((db) => ({ teams: teamModel(db), agents: agentModel(db) })), TenancyMixin],
+  mixins: [MongoMixin((db) => ({ teams: teamModel(db), agents: agentModel(db), failures: failureCounterModel(db) })), TenancyMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -205,13 +209,21 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           throw ERRORS.unauthorized();
         case "needs-password":
           throw ERRORS.unauthorized("This team is password protected: send its password in X-Access-Password");
-        case "check-password":
+        case "check-password": {
+          const attempt = attemptKeys(config.throttle, `team:${team._id}`, ctx.meta.clientIp);
+          await this.throttle.check(attempt);
           if (team.access_password_hash && (await verifyPassword(password!, team.access_password_hash))) return team;
+          await this.throttle.fail(attempt);
           throw ERRORS.forbidden("Wrong team password");
+        }
         case "forbidden":
           throw ERRORS.forbidden(`Team ${ref} belongs to another account`);
       }
     },
+  },
+
+  started() {
+    this.throttle = new FailureThrottle(this.models.failures);
   },
 };
 

@@ -5,14 +5,27 @@ import { ERRORS, isDuplicateKeyError } from "../lib/errors";
 import { nextId } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { paginationParams } from "../lib/pagination";
+import { paginationParams, toPage } from "../lib/pagination";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
 import { signToken, verifyToken } from "../lib/auth/jwt";
+import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
 import { publishOutbox, sweepOutbox } from "../lib/outbox";
+import { USER_ROLES, type UserRole } from "../lib/meta";
 import { userModel, type UserRecord } from "./users/model";
-import { normalizeEmail, registrationEvent, userChanges, verificationLink } from "./users/rules";
+import { auditEntry, userAuditModel, type UserAuditAction, type UserAuditRecord } from "./users/audit";
+import {
+  actorOf,
+  managesUsers,
+  normalizeEmail,
+  registrationEvent,
+  userChanges,
+  userCreateRefusal,
+  userUpdateRefusal,
+  verificationLink,
+  type UserActor,
+} from "./users/rules";
 
 const config = loadConfig();
 /** Verification links stay valid for two days. */
@@ -30,6 +43,12 @@ const userFields = {
 } as const;
 
 const userIdParam = { user_id: { type: "number", integer: true, positive: true, convert: true } } as const;
+const passwordParam = { type: "string", min: 8, max: 128 } as const;
+/** Account management fields of a UserUpdate: only owners and admins change them, never on themselves. */
+const managedFields = {
+  role: { type: "enum", values: [...USER_ROLES], optional: true },
+  is_active: { type: "boolean", optional: true },
+} as const;
 
 /**
  * In the last third of a cached read's lifetime one caller refreshes it while the others still get the cached
@@ -40,30 +59,47 @@ const HOT_READ_LOCK = { enabled: true, staleTime: Math.max(1, Math.floor(config.
 
 interface Methods extends TenancyMethods {
   publishEvents(userId: number): Promise<number>;
-  accessToken(user: { _id: number; account_id: number }): Promise<{ access_token: string; token_type: string; expires_in: number }>;
+  accessToken(user: { _id: number; account_id: number; token_version: number }): Promise<{ access_token: string; token_type: string; expires_in: number }>;
   requireSelf(ctx: Ctx<unknown>): number;
   applyUpdate(ctx: Ctx<unknown>, userId: number, params: Record<string, unknown>): Promise<object>;
+  audit(ctx: Ctx<unknown>, actor: UserActor, change: { accountId: number; action: UserAuditAction; targetUserId: number; fields?: string[] }): Promise<void>;
   forgetCachedReads(): Promise<void>;
 }
 interface Vars {
   db: Connection;
-  models: { users: Model<UserRecord> };
+  models: { users: Model<UserRecord>; audit: Model<UserAuditRecord>; failures: ReturnType<typeof failureCounterModel> };
   sweepTimer?: NodeJS.Timeout;
+  throttle: FailureThrottle;
 }
 
-/** Users, signup and login. A signup without credentials opens a new account; an authenticated one adds a user to the caller's account. */
+/**
+ * Users, signup and login. A signup without credentials opens a new account (its first user is the owner); an
+ * authenticated one adds a user to the caller's account, which needs an owner or admin (or an API key with the
+ * users:manage permission). Users change their own profile; owners and admins manage the others. Every change
+ * to a user is recorded in the account's audit log.
+ */
 const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "users",
-  mixins: [MongoMixin((db) => ({ users: userModel(db) })), TenancyMixin],
+  mixins: [MongoMixin((db) => ({ users: userModel(db), audit: userAuditModel(db), failures: failureCounterModel(db) })), TenancyMixin],
   settings: { rest: "/" },
 
   actions: {
     create: {
       rest: "POST /users",
       auth: "optional",
-      params: { ...userFields, password: { type: "string", min: 8, max: 128 } },
-      async handler(ctx: Ctx<{ email: string; password: string; full_name?: string | null }>) {
+      params: { ...userFields, password: passwordParam, role: { ...managedFields.role } },
+      async handler(ctx: Ctx<{ email: string; password: string; full_name?: string | null; role?: UserRole }>) {
         const { users } = this.models;
+        const joining = typeof ctx.meta.accountId === "number";
+        if (!joining && ctx.params.role !== undefined && ctx.params.role !== "owner") {
+          throw ERRORS.validation([{ field: "role", message: "A signup without credentials opens a new account, whose first user is its owner", type: "role" }]);
+        }
+        const role: UserRole = joining ? (ctx.params.role ?? "member") : "owner";
+        const refusal = joining ? userCreateRefusal(actorOf(ctx.meta), role) : null;
+        if (refusal) throw ERRORS.forbidden(refusal);
+        // Probing which emails are registered costs the same budget as guessing passwords.
+        const probes = attemptKeys(config.throttle, null, ctx.meta.clientIp);
+        await this.throttle.check(probes);
         const accountId = ctx.meta.accountId ?? (await nextId(this.db, "accounts"));
         const id = await nextId(this.db, "users");
         const email = normalizeEmail(ctx.params.email);
@@ -79,13 +115,17 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
             full_name: ctx.params.full_name ?? null,
             password_hash: await hashPassword(ctx.params.password),
             locale,
+            role,
             outbox: [event],
           });
         } catch (err) {
-          if (isDuplicateKeyError(err)) throw ERRORS.conflict("A user with this email already exists");
-          throw err;
+          if (!isDuplicateKeyError(err)) throw err;
+          await this.throttle.fail(probes);
+          throw ERRORS.conflict("A user with this email already exists");
         }
         await this.publishEvents(id);
+        const actor: UserActor = joining ? actorOf(ctx.meta) : { kind: "user", userId: id, role };
+        await this.audit(ctx, actor, { accountId, action: "user.created", targetUserId: id, fields: ["email", "role"] });
         return respondCreated(ctx, `/api/v1/users/${id}`, { ...user.toJSON(), ...(await this.accessToken(user)) });
       },
     },
@@ -95,9 +135,16 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       auth: "none",
       params: { email: { type: "email", max: 254 }, password: { type: "string", min: 1, max: 128 } },
       async handler(ctx: Ctx<{ email: string; password: string }>) {
-        const user = await this.models.users.findOne({ email: normalizeEmail(ctx.params.email) });
+        const email = normalizeEmail(ctx.params.email);
+        const attempt = attemptKeys(config.throttle, `login:${email}`, ctx.meta.clientIp);
+        await this.throttle.check(attempt);
+        const user = await this.models.users.findOne({ email });
         const ok = await verifyPassword(ctx.params.password, user?.password_hash ?? (await DUMMY_PASSWORD_HASH));
-        if (!user || !ok) throw ERRORS.unauthorized("Incorrect email or password");
+        if (!user || !ok) {
+          await this.throttle.fail(attempt);
+          throw ERRORS.unauthorized("Incorrect email or password");
+        }
+        await this.throttle.clear(`login:${email}`);
         if (!user.is_active) throw ERRORS.forbidden("Inactive user");
         return this.accessToken(user);
       },
@@ -152,9 +199,61 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       },
     },
 
+    /** Changes the caller's password (the current one is required) and ends every other session of the user. */
+    changePassword: {
+      rest: "PUT /users/me/password",
+      params: { current_password: { type: "string", min: 1, max: 128 }, new_password: passwordParam },
+      async handler(ctx: Ctx<{ current_password: string; new_password: string }>) {
+        const user = await this.findOwned(ctx, this.models.users, this.requireSelf(ctx), "User");
+        if (!(await verifyPassword(ctx.params.current_password, user.password_hash))) {
+          throw ERRORS.validation([{ field: "current_password", message: "The current password is not correct", type: "password.mismatch" }]);
+        }
+        user.password_hash = await hashPassword(ctx.params.new_password);
+        user.token_version += 1;
+        await user.save();
+        await this.forgetCachedReads();
+        await this.audit(ctx, actorOf(ctx.meta), { accountId: user.account_id, action: "user.password_changed", targetUserId: user._id, fields: ["password"] });
+        return this.accessToken(user);
+      },
+    },
+
+    /** The account's user audit log, newest first: owners and admins (and keys with users:manage) only. */
+    auditLog: {
+      rest: "GET /users/audit-log",
+      params: { ...paginationParams({ max: 1000, def: 100 }), user_id: { ...userIdParam.user_id, optional: true } },
+      async handler(ctx: Ctx<{ skip: number; limit: number; user_id?: number }>) {
+        const accountId = this.accountOf(ctx);
+        if (!managesUsers(actorOf(ctx.meta))) throw ERRORS.forbidden("Only account owners and admins can read the audit log");
+        const filter = { account_id: accountId, ...(ctx.params.user_id ? { target_user_id: ctx.params.user_id } : {}) };
+        const [rows, total] = await Promise.all([
+          this.models.audit.find(filter).sort({ at: -1, _id: -1 }).skip(ctx.params.skip).limit(ctx.params.limit),
+          this.models.audit.countDocuments(filter),
+        ]);
+        return toPage(rows.map((r) => r.toJSON()), total, ctx.params.skip, ctx.params.limit);
+      },
+    },
+
+    /**
+     * A token's user as the identity check needs it (account, role, token version, active); null once deleted.
+     * Cached like the other user reads and cleared on every replica by each user write, so a delete, a disable
+     * or a password change ends the user's tokens at once.
+     */
+    session: {
+      visibility: "public",
+      params: userIdParam,
+      cache: { keys: ["user_id"], lock: HOT_READ_LOCK },
+      async handler(ctx: Ctx<{ user_id: number }>) {
+        const user = await this.models.users
+          .findById(ctx.params.user_id, { account_id: 1, role: 1, token_version: 1, is_active: 1 })
+          .lean<Pick<UserRecord, "account_id" | "role" | "token_version" | "is_active">>();
+        if (!user) return null;
+        return { account_id: user.account_id, role: user.role ?? "member", token_version: user.token_version ?? 0, is_active: user.is_active !== false };
+      },
+    },
+
     update: {
       rest: "PUT /users/:user_id",
-      params: { ...userIdParam, ...userFields, email: { ...userFields.email, optional: true } },
+      params: { ...userIdParam, ...userFields, email: { ...userFields.email, optional: true }, ...managedFields },
       handler(ctx: Ctx<{ user_id: number } & Record<string, unknown>>) {
         return this.applyUpdate(ctx, ctx.params.user_id, ctx.params);
       },
@@ -168,6 +267,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const user = await this.findOwned(ctx, this.models.users, ctx.params.user_id, "User");
         await this.models.users.deleteOne({ _id: user._id, account_id: user.account_id });
         await this.forgetCachedReads();
+        await this.audit(ctx, actorOf(ctx.meta), { accountId: user.account_id, action: "user.deleted", targetUserId: user._id });
         return respondNoContent(ctx);
       },
     },
@@ -203,7 +303,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
 
     async accessToken(user) {
-      const access_token = await signToken(config.jwt, { userId: user._id, accountId: user.account_id });
+      const access_token = await signToken(config.jwt, { userId: user._id, accountId: user.account_id, tokenVersion: user.token_version ?? 0 });
       return { access_token, token_type: "bearer", expires_in: config.jwt.ttlSeconds };
     },
 
@@ -215,7 +315,14 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     async applyUpdate(ctx, userId, params) {
       const user = await this.findOwned(ctx, this.models.users, userId, "User");
-      user.set(userChanges(params));
+      const actor = actorOf(ctx.meta);
+      const changes = userChanges(params);
+      const refusal = userUpdateRefusal(actor, { _id: user._id, role: user.role ?? "member" }, changes);
+      if (refusal) throw ERRORS.forbidden(refusal);
+      user.set(changes);
+      // A disabled user's tokens end at once and stay ended when it is enabled again.
+      if (changes.is_active === false && user.isModified("is_active")) user.token_version += 1;
+      const fields = user.modifiedPaths().filter((path) => path !== "token_version");
       try {
         await user.save();
       } catch (err) {
@@ -223,14 +330,21 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         throw err;
       }
       await this.forgetCachedReads();
+      if (fields.length) await this.audit(ctx, actor, { accountId: user.account_id, action: "user.updated", targetUserId: user._id, fields });
       return user.toJSON();
+    },
+
+    async audit(ctx, actor, change) {
+      await this.models.audit.create(auditEntry(actor, { ...change, clientIp: ctx.meta.clientIp }));
     },
   },
 
   started() {
+    this.throttle = new FailureThrottle(this.models.failures);
     const emit = (event: string, payload: Record<string, unknown>) => this.broker.emit(event, payload);
     this.sweepTimer = setInterval(() => {
       sweepOutbox(this.models.users, emit, OUTBOX_SWEEP_AGE_MS).catch((err) => this.logger.warn("Outbox sweep failed", err));
+      this.throttle.prune().catch((err) => this.logger.warn("Pruning failure counters failed", err));
     }, OUTBOX_SWEEP_INTERVAL_MS);
     this.sweepTimer.unref();
   },

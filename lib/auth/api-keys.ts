@@ -2,6 +2,13 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 
 /** Account keys are recognisable in logs and secret scanners by this prefix. */
 export const API_KEY_PREFIX = "apk_";
+/**
+ * Permissions a key may carry beyond reading and writing its account's records. users:manage lets the key add
+ * users (each with their own login) and manage them as an admin would; nothing else grants that to a key.
+ */
+export const API_KEY_PERMISSIONS = ["users:manage"] as const;
+export type ApiKeyPermission = (typeof API_KEY_PERMISSIONS)[number];
+
 /** How much of the key is kept in clear so users can tell keys apart. */
 const VISIBLE_CHARS = 12;
 

@@ -14,6 +14,8 @@ export interface JwtSettings {
 export interface AccessClaims {
   userId: number;
   accountId: number;
+  /** The user's token_version when the token was issued; a higher stored version ends the token. */
+  tokenVersion?: number;
 }
 
 const encoder = new TextEncoder();
@@ -25,7 +27,7 @@ export async function signToken(
   purpose = "access",
   ttlSeconds = settings.ttlSeconds,
 ): Promise<string> {
-  return new SignJWT({ acc: claims.accountId, pur: purpose })
+  return new SignJWT({ acc: claims.accountId, pur: purpose, ver: claims.tokenVersion ?? 0 })
     .setProtectedHeader({ alg: ALGORITHM, typ: "JWT" })
     .setSubject(String(claims.userId))
     .setIssuer(settings.issuer)
@@ -46,8 +48,10 @@ export async function verifyToken(settings: JwtSettings, token: string, purpose 
     });
     const userId = Number(payload.sub);
     const accountId = payload.acc;
-    if (payload.pur !== purpose || !Number.isInteger(userId) || typeof accountId !== "number") return null;
-    return { userId, accountId };
+    // Tokens issued before token versions existed carry none: version 0, the version every user starts with.
+    const tokenVersion = payload.ver ?? 0;
+    if (payload.pur !== purpose || !Number.isInteger(userId) || typeof accountId !== "number" || typeof tokenVersion !== "number") return null;
+    return { userId, accountId, tokenVersion };
   } catch (err) {
     if (err instanceof joseErrors.JOSEError || err instanceof TypeError) return null;
     throw err;

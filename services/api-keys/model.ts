@@ -1,5 +1,6 @@
 import { Schema, type Connection, type Model } from "mongoose";
 import { recordSchemaOptions } from "../../lib/db";
+import { API_KEY_PERMISSIONS, type ApiKeyPermission } from "../../lib/auth/api-keys";
 
 export const API_KEY_STATUSES = ["active", "inactive"] as const;
 export type ApiKeyStatus = (typeof API_KEY_STATUSES)[number];
@@ -14,6 +15,7 @@ export interface ApiKeyRecord {
   /** First characters of the key, shown so users can tell keys apart. */
   prefix: string;
   expires_at: Date | null;
+  permissions: ApiKeyPermission[];
   last_used_at: Date | null;
   created_by_user_id: number | null;
   created_at: Date;
@@ -30,6 +32,7 @@ const apiKeySchema = new Schema<ApiKeyRecord>(
     key_hash: { type: String, required: true, unique: true },
     prefix: { type: String, required: true },
     expires_at: { type: Date, default: null },
+    permissions: { type: [{ type: String, enum: API_KEY_PERMISSIONS }], default: [] },
     last_used_at: { type: Date, default: null },
     created_by_user_id: { type: Number, default: null },
   },

@@ -4,7 +4,12 @@ import { ErrorType, validationItems, type FieldProblem, type ValidationItem } fr
 export interface RenderedError {
   status: number;
   body: Record<string, unknown>;
+  /** Response headers the error carries (Retry-After of a 429, Allow of a 405). */
+  headers?: Record<string, string>;
 }
+
+/** Error data fields that are answered as headers rather than in the body. */
+const HEADER_FIELDS: Record<string, string> = { retry_after: "Retry-After", allow: "Allow" };
 
 type RequestLike = Pick<IncomingMessage, "method"> & {
   query?: Record<string, unknown>;
@@ -52,8 +57,14 @@ export function renderError(err: ErrorLike, req: RequestLike): RenderedError {
     return { status, body: { detail: toValidationItems(err.data as FieldProblem[], req) } };
   }
   if (status >= 400 && status < 500) {
-    const extra = err.data && typeof err.data === "object" && !Array.isArray(err.data) ? err.data : {};
-    return { status, body: { ...extra, detail: clientMessage(err, status) } };
+    const extra: Record<string, unknown> = err.data && typeof err.data === "object" && !Array.isArray(err.data) ? { ...err.data } : {};
+    const headers: Record<string, string> = {};
+    for (const [field, header] of Object.entries(HEADER_FIELDS)) {
+      if (extra[field] === undefined) continue;
+      headers[header] = String(extra[field]);
+      delete extra[field];
+    }
+    return { status, body: { ...extra, detail: clientMessage(err, status) }, ...(Object.keys(headers).length ? { headers } : {}) };
   }
   if (err.type === ErrorType.CONVERSION_FAILED) return { status: 500, body: { detail: err.message } };
   return { status: 500, body: { detail: "Internal Server Error" } };

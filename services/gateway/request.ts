@@ -1,19 +1,8 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import bodyParser from "body-parser";
+import { Errors } from "moleculer";
 import type { FieldProblem } from "../../lib/errors";
 import { jsonProblem, jsonProblemMessage, MAX_BODY_DEPTH } from "../../lib/free-json";
-
-/**
- * A parsed JSON body nested deeper than MAX_BODY_DEPTH, anywhere, as a problem at the top-level field it is in.
- * Checked before any service sees the body, so a body nested 100,000 levels deep is a 422, never a stack
- * overflow in the validator or the transporter's serializer. (Keys are the free-form fields' rule to check.)
- */
-export function bodyProblem(body: unknown): FieldProblem | null {
-  const problem = jsonProblem(body, { maxDepth: MAX_BODY_DEPTH, keys: false });
-  if (!problem) return null;
-  const [top] = problem.path;
-  // The loc names the top-level field when its name reads as one (fieldLoc splits at dots and brackets).
-  const field = typeof top === "string" && /^\w+$/.test(top) ? top : "";
-  return { field, location: "body", message: jsonProblemMessage(problem), type: problem.type };
-}
 
 /** First language tag of an Accept-Language header ("de-DE,de;q=0.9" gives "de-DE"); undefined when absent or "*". */
 export function preferredLocale(header: string | undefined): string | undefined {
@@ -38,3 +27,71 @@ export const SECURITY_HEADERS: Record<string, string> = {
   "Cross-Origin-Resource-Policy": "same-origin",
   "Cache-Control": "no-store",
 };
+
+/**
+ * The client's address for throttling: the socket's peer, or, behind `trustedProxies` proxies of our own, the
+ * X-Forwarded-For entry the outermost of them appended (entries further left are whatever the client sent).
+ */
+export function clientAddress(req: Pick<IncomingMessage, "headers" | "socket">, trustedProxies: number): string {
+  const peer = req.socket.remoteAddress ?? "unknown";
+  if (trustedProxies <= 0) return peer;
+  const forwarded = String(req.headers["x-forwarded-for"] ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  return forwarded[forwarded.length - trustedProxies] ?? peer;
+}
+
+type Next = (err?: unknown) => void;
+
+/**
+ * The JSON body parser of the API routes (gzip, deflate and br bodies are decoded). Its errors keep their HTTP
+ * status: moleculer-web would take zlib's string code ("Z_DATA_ERROR") for a bad gzip body and answer 500.
+ */
+export function jsonBodyParser(limit: string) {
+  const parse = bodyParser.json({ strict: false, limit });
+  return (req: IncomingMessage, res: ServerResponse, next: Next) => parse(req, res, (err?: unknown) => next(err ? bodyError(err) : undefined));
+}
+
+/** A body-parser error as a client error with its status; undecodable compressed bodies get a plain message. */
+function bodyError(err: unknown): Errors.MoleculerClientError {
+  const e = err as { status?: number; statusCode?: number; type?: string; message?: string };
+  const status = e.status ?? e.statusCode ?? 400;
+  if (status === 400 && !e.type) {
+    return new Errors.MoleculerClientError("Request body does not match its Content-Encoding", 400, "encoding.invalid");
+  }
+  return new Errors.MoleculerClientError(e.message ?? "Bad Request", status, e.type ?? "BAD_REQUEST");
+}
+
+/**
+ * A parsed JSON body that is not an object, or is nested deeper than MAX_BODY_DEPTH anywhere, as a problem at the
+ * top-level field it is in. Checked before any service sees the body, so a body nested 100,000 levels deep is a
+ * 422, never a stack overflow in the validator or the transporter's serializer. (Keys are the free-form fields'
+ * rule to check.)
+ */
+export function bodyProblem(body: unknown): FieldProblem | null {
+  if (body === undefined) return null;
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    return { field: "", location: "body", message: "The request body must be a JSON object", type: "object" };
+  }
+  const problem = jsonProblem(body, { maxDepth: MAX_BODY_DEPTH, keys: false });
+  if (!problem) return null;
+  const [top] = problem.path;
+  // The loc names the top-level field when its name reads as one (fieldLoc splits at dots and brackets).
+  const field = typeof top === "string" && /^\w+$/.test(top) ? top : "";
+  return { field, location: "body", message: jsonProblemMessage(problem), type: problem.type };
+}
+
+/** What the gateway's alias table says about a route: its method, and whether a path matches it. */
+export interface MatchableAlias {
+  method: string;
+  match(path: string): unknown;
+}
+
+const METHOD_ORDER = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/** The methods some alias serves at `path`, in the usual order; empty when no alias matches the path at all. */
+export function allowedMethods(aliases: MatchableAlias[], path: string): string[] {
+  const methods = new Set(aliases.filter((a) => a.method !== "*" && a.match(path)).map((a) => a.method.toUpperCase()));
+  return METHOD_ORDER.filter((m) => methods.has(m));
+}

@@ -1,6 +1,7 @@
 import { Schema, type Connection, type Model } from "mongoose";
 import { recordSchemaOptions } from "../../lib/db";
 import type { OutboxEntry } from "../../lib/outbox";
+import { USER_ROLES, type UserRole } from "../../lib/meta";
 
 
 export interface UserRecord {
@@ -12,6 +13,9 @@ export interface UserRecord {
   locale: string | null;
   is_active: boolean;
   email_verified: boolean;
+  role: UserRole;
+  /** Carried in every access token; raising it (password change, disable) ends the user's sessions at once. */
+  token_version: number;
   outbox: OutboxEntry[];
   created_at: Date;
   updated_at: Date;
@@ -28,12 +32,15 @@ const userSchema = new Schema<UserRecord>(
     locale: { type: String, default: null },
     is_active: { type: Boolean, default: true },
     email_verified: { type: Boolean, default: false },
+    // Users from before roles existed read as members: nobody gains rights by the upgrade.
+    role: { type: String, enum: USER_ROLES, default: "member" },
+    token_version: { type: Number, default: 0 },
     outbox: {
       type: [{ _id: false, event: String, payload: Schema.Types.Mixed, created_at: Date }],
       default: [],
     },
   },
-  recordSchemaOptions(["password_hash", "outbox"]),
+  recordSchemaOptions(["password_hash", "outbox", "token_version"]),
 );
 // The outbox sweeper looks for users with unpublished events.
 userSchema.index({ "outbox.created_at": 1 }, { sparse: true });

@@ -1,8 +1,11 @@
+import { randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 
 // Settings every test process shares; set before any service module reads its configuration.
 process.env.MASTER_API_KEY ??= "test-master-key-0123456789abcdef";
+// One random secret per test process, inherited by the platform processes tests spawn (clusters need one).
+process.env.JWT_SECRET ??= randomBytes(32).toString("base64url");
 process.env.LOG_LEVEL ??= "warn";
 // Fixture sites are served on 127.0.0.1; the SSRF guard allows loopback only when told to.
 process.env.ALLOW_LOOPBACK_TARGETS ??= "true";

@@ -82,6 +82,9 @@ describe("fuzzing every route: bad input is a 4xx with an error body, never a 50
       nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], ["search", "knowledge", "webhooks"]],
     });
     api = apiClient(cluster.baseUrl);
+    // Users 1 to 3 belong to other accounts: junk path ids then never delete the fuzzing user itself (its
+    // token would end with it), and reach another account's records.
+    for (let i = 0; i < 3; i++) await signup(api, "neighbour");
     token = (await signup(api, "fuzz")).token;
     // A few real records, so small ids in paths reach existing rows as well as missing ones.
     const agent = await api("POST", "/api/v1/agents", { token, body: { name: "Support Bot" } });
@@ -92,8 +95,13 @@ describe("fuzzing every route: bad input is a 4xx with an error body, never a 50
     await api("POST", "/api/v1/entities", { token, body: { agent_id: agent.body.id, entity_type_name: "Lead", attributes: { a: 1 } } });
     await api("POST", "/api/v1/webhook-subscriptions", { token, body: { url: "http://127.0.0.1:9/hook" } });
     // Routes that call an action (the /mcp route is a raw handler, covered by the MCP tests).
-    const aliases = await cluster.brokers[0]!.call<RouteInfo[], object>("gateway.listAliases", { withActionSchema: true });
-    routes = aliases.filter((alias) => alias.actionName);
+    // The gateway's own alias table (its listing action is not served) and each routed action's params.
+    const gatewayBroker = cluster.brokers[0]!;
+    const gateway = gatewayBroker.getLocalService("gateway") as unknown as { aliases: { method: string; fullPath: string; action?: string }[] };
+    const actions = new Map(gatewayBroker.registry.getActionList({}).map((a) => [a.name, a.action as RouteInfo["action"]]));
+    routes = gateway.aliases
+      .filter((alias) => alias.action)
+      .map((alias) => ({ actionName: alias.action!, fullPath: alias.fullPath, methods: alias.method, action: actions.get(alias.action!) }));
   }, 60_000);
   afterAll(async () => {
     await cluster?.stop();

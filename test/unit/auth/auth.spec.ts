@@ -10,13 +10,13 @@ const b64 = (v: object) => Buffer.from(JSON.stringify(v)).toString("base64url");
 describe("JWT", () => {
   it("round-trips the user and account", async () => {
     const token = await signToken(settings, { userId: 3, accountId: 9 });
-    expect(await verifyToken(settings, token)).toEqual({ userId: 3, accountId: 9 });
+    expect(await verifyToken(settings, token)).toEqual({ userId: 3, accountId: 9, tokenVersion: 0 });
   });
 
   it("refuses another purpose, issuer, audience or secret", async () => {
     const token = await signToken(settings, { userId: 3, accountId: 9 }, "verify-email");
     expect(await verifyToken(settings, token)).toBeNull();
-    expect(await verifyToken(settings, token, "verify-email")).toEqual({ userId: 3, accountId: 9 });
+    expect(await verifyToken(settings, token, "verify-email")).toEqual({ userId: 3, accountId: 9, tokenVersion: 0 });
     const access = await signToken(settings, { userId: 3, accountId: 9 });
     expect(await verifyToken({ ...settings, issuer: "other" }, access)).toBeNull();
     expect(await verifyToken({ ...settings, audience: "other" }, access)).toBeNull();
@@ -83,8 +83,8 @@ describe("cached verifier", () => {
   it("answers like verifyToken, remembering only valid tokens", async () => {
     const verify = cachedVerifier(settings);
     const token = await signToken(settings, { userId: 5, accountId: 6 });
-    expect(await verify(token)).toEqual({ userId: 5, accountId: 6 });
-    expect(await verify(token)).toEqual({ userId: 5, accountId: 6 });
+    expect(await verify(token)).toEqual({ userId: 5, accountId: 6, tokenVersion: 0 });
+    expect(await verify(token)).toEqual({ userId: 5, accountId: 6, tokenVersion: 0 });
     expect(await verify(token.slice(0, -2) + "xx")).toBeNull();
     const expired = await signToken(settings, { userId: 1, accountId: 1 }, "access", -10);
     expect(await verify(expired)).toBeNull();

@@ -39,6 +39,8 @@ describe("openApiDocument", () => {
       { method: "PATCH", path: "/api/v1/tools/:tool_id", action: "tools.update", params: { tool_id: "number" } },
       { method: "GET", path: "/api/v1/tools", action: "tools.list", params: { limit: { type: "number", default: 50 } } },
       { method: "POST", path: "/api/v1/login/access-token", action: "users.login", params: { email: "email", password: "string" }, auth: "none" },
+      { method: "POST", path: "/api/v1/users", action: "users.create", params: { email: "email" }, auth: "optional" },
+      { method: "DELETE", path: "/api/v1/tools/:tool_id", action: "tools.remove", params: { tool_id: "number" } },
     ],
     { title: "agent-platform", serverUrl: "http://localhost:3000" },
   );
@@ -58,5 +60,27 @@ describe("openApiDocument", () => {
   it("gives every operation a unique id and opens routes that need no credentials", () => {
     expect([(doc.paths["/api/v1/tools/{tool_id}"] as any).put.operationId, (doc.paths["/api/v1/tools/{tool_id}"] as any).patch.operationId].sort()).toEqual(["tools.update", "tools.update_2"]);
     expect((doc.paths["/api/v1/login/access-token"] as any).post.security).toEqual([]);
+  });
+
+  it("describes each success with its status and body, and the refusals every operation can answer", () => {
+    const op = (path: string, method: string) => (doc.paths[path] as Record<string, any>)[method];
+    expect(op("/api/v1/login/access-token", "post").responses["200"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Token" });
+    expect(op("/api/v1/users", "post").responses["201"]).toMatchObject({ headers: { Location: {} }, content: { "application/json": { schema: { $ref: "#/components/schemas/UserCreateResponse" } } } });
+    expect(op("/api/v1/users", "post").security).toEqual([{}, { HTTPBearer: [] }, { APIKeyHeader: [] }]);
+    expect(op("/api/v1/tools/{tool_id}", "delete").responses["204"]).toEqual({ description: "No Content" });
+    expect(op("/api/v1/tools", "get").responses["200"].content["application/json"].schema.required).toEqual(["data", "pagination"]);
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(methods as Record<string, any>)) {
+        expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(["400", "401", "403", "404", "422", "429"]));
+        if (method !== "get") expect(operation.responses["409"]).toBeDefined();
+        for (const response of Object.values(operation.responses as Record<string, any>)) {
+          for (const media of Object.values((response.content ?? {}) as Record<string, any>)) {
+            const name = media.schema.$ref?.split("/").pop();
+            if (name) expect(doc.components.schemas).toHaveProperty(name);
+          }
+        }
+        expect(path.startsWith("/api/v1")).toBe(true);
+      }
+    }
   });
 });

@@ -6,11 +6,14 @@ const jwt = { secret: "unit-test-secret-0123456789abcdef0123", issuer: "test", a
 const masterApiKey = "master-key-0123456789";
 const resolve = identityResolver({ jwt, masterApiKey });
 
-/** Stands in for the api-keys service: knows one key, refuses the rest as the service does. */
+/** Stands in for the users and api-keys services: user 2 of account 3 at token version 1, and one key. */
 const apiKeys: ActionCaller & { calls: unknown[] } = {
   calls: [],
   async call<T, P>(action: string, params: P): Promise<T> {
     this.calls.push({ action, params });
+    if (action === "users.session") {
+      return ((params as { user_id: number }).user_id === 2 ? { account_id: 3, role: "admin", token_version: 1, is_active: true } : null) as T;
+    }
     if ((params as { key: string }).key === "apk_known") return { accountId: 4, apiKeyId: 11 } as T;
     throw new Errors.MoleculerClientError("Invalid API key", 401, "UNAUTHORIZED");
   },
@@ -24,11 +27,18 @@ describe("identityResolver (shared by the gateway and the MCP server)", () => {
     expect(await resolve({ "x-auth-token": "" }, apiKeys)).toBeNull();
   });
 
-  it("resolves a Bearer JWT without calling any service", async () => {
-    const token = await signToken(jwt, { userId: 2, accountId: 3 });
+  it("resolves a Bearer JWT whose user still exists at the token's version, with the user's role", async () => {
+    const token = await signToken(jwt, { userId: 2, accountId: 3, tokenVersion: 1 });
     apiKeys.calls = [];
-    expect(await resolve({ authorization: `Bearer ${token}` }, apiKeys)).toEqual({ accountId: 3, userId: 2, authType: "jwt" });
-    expect(apiKeys.calls).toEqual([]);
+    expect(await resolve({ authorization: `Bearer ${token}` }, apiKeys)).toEqual({ accountId: 3, userId: 2, authType: "jwt", role: "admin" });
+    expect(apiKeys.calls).toEqual([{ action: "users.session", params: { user_id: 2 } }]);
+  });
+
+  it("refuses a token of an older version, another account or a deleted user", async () => {
+    for (const claims of [{ userId: 2, accountId: 3 }, { userId: 2, accountId: 4, tokenVersion: 1 }, { userId: 9, accountId: 3 }]) {
+      const token = await signToken(jwt, claims);
+      expect(await rejection(resolve({ authorization: `Bearer ${token}` }, apiKeys))).toEqual({ code: 401, message: "Invalid or expired token" });
+    }
   });
 
   it("refuses a malformed header or an invalid token with 401", async () => {

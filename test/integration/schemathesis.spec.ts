@@ -1,0 +1,49 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { startCluster, type Cluster } from "../harness/cluster";
+import { apiClient, signup } from "../harness/http";
+
+/** Whole run: install (first time only) plus the fuzzing budget; the budget stays a few minutes. */
+const FUZZ_SECONDS = Number(process.env.SCHEMATHESIS_SECONDS ?? 150);
+
+/**
+ * schemathesis over the served /openapi.json (scripts/fuzz/schemathesis.sh): every check and phase, stateful
+ * links on, authenticated as a seeded account's owner. Any 5xx, response outside its declared schema or
+ * undeclared status fails the run. Every request goes to this loopback cluster. Neither the webhooks service
+ * (its dispatcher would POST to fuzzed URLs) nor a knowledge loader runs, so no fuzzed URL is ever reached;
+ * the webhook routes are fuzzed by test/integration/fuzz.spec.ts, whose targets are all on loopback.
+ */
+describe("schemathesis against the served OpenAPI document", () => {
+  let cluster: Cluster;
+  let token: string;
+
+  beforeAll(async () => {
+    process.env.EMBEDDING_PROVIDER = "none";
+    cluster = await startCluster({
+      database: "schemathesis",
+      nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], ["search", "knowledge"]],
+    });
+    token = (await signup(apiClient(cluster.baseUrl), "schemathesis")).token;
+  }, 60_000);
+  afterAll(() => cluster?.stop(), 60_000);
+
+  it(
+    "finds no failures",
+    async () => {
+      const script = path.resolve(__dirname, "..", "..", "scripts", "fuzz", "schemathesis.sh");
+      const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve) => {
+        const child = spawn("bash", [script, cluster.baseUrl, token, String(FUZZ_SECONDS)], { stdio: ["ignore", "pipe", "pipe"] });
+        let output = "";
+        child.stdout.on("data", (d) => (output += d));
+        child.stderr.on("data", (d) => (output += d));
+        child.on("close", (code) => resolve({ code, output }));
+      });
+      // The summary (operations, test cases, failures) goes to the test log; on failure the whole report.
+      const summaryAt = output.indexOf("SUMMARY");
+      const summary = summaryAt >= 0 ? output.slice(output.lastIndexOf("\n", summaryAt)) : output;
+      console.log(`[schemathesis]\n${code === 0 ? summary : output}`);
+      expect(code).toBe(0);
+    },
+    (FUZZ_SECONDS + 240) * 1000,
+  );
+});
