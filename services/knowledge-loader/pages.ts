@@ -3,8 +3,10 @@ import { Schema, type Connection, type Model } from "mongoose";
 import { HostLimiter } from "../../lib/safe-fetch";
 import { openSecret } from "../../lib/secrets";
 import type { KnowledgeSourceRecord } from "../knowledge/model";
-import { ceilingMessage, createFetcher, READERS, type ReaderContext } from "./readers";
-import type { LoadProgress, PageReader } from "./runner";
+import { FetchError } from "../../lib/safe-fetch";
+import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext } from "./readers";
+import { classifyPage, forgetGone, forgetSource, knownPages, pageHash, recordPages, survivors, type PageRecord, type PageUpdate } from "./registry";
+import type { LoadCounts, LoadProgress, PageReader } from "./runner";
 
 /** Requests one loader replica sends to one host at a time: polite to small sites, fast enough for big ones. */
 const PER_HOST_CONCURRENCY = Number(process.env.LOAD_PER_HOST_CONCURRENCY) || 8;
@@ -20,8 +22,13 @@ const CACHED_LISTS = 4;
 interface UrlListRecord {
   _id: string;
   urls: string[];
+  /** Sitemap <lastmod> per URL, when the sitemap gives any. */
+  lastmods?: (string | null)[];
 }
-const urlListSchema = new Schema<UrlListRecord>({ _id: { type: String, required: true }, urls: { type: [String], default: [] } }, { versionKey: false, collection: "load_job_urls" });
+const urlListSchema = new Schema<UrlListRecord>(
+  { _id: { type: String, required: true }, urls: { type: [String], default: [] }, lastmods: { type: [String], default: undefined } },
+  { versionKey: false, collection: "load_job_urls" },
+);
 
 /** The page lists model on a given connection. */
 export function urlListModel(db: Connection): Model<UrlListRecord> {
@@ -37,13 +44,38 @@ interface ReaderProgress extends LoadProgress {
   read: number;
   finished: boolean;
   ceiling: { listed: number; skipped: number } | null;
+  /** The load these pages are marked with in the page registry (the job id, the same across windows). */
+  load_id: string;
+  /** A refresh: ask pages conditionally and leave unchanged ones out of the index call. */
+  conditional: boolean;
+  /** Whether the listing is the whole source; null for crawls until they end. */
+  complete: boolean | null;
 }
 
-function readerContext(source: KnowledgeSourceRecord): ReaderContext {
+/** The loader's fetcher, noting pages that answered 404 or 410 (crawls skip those silently; pruning counts them). */
+function watchedFetcher(notFound: Set<string>): Fetcher {
+  const fetch = createFetcher({ limiter });
+  return async (url, opts) => {
+    try {
+      return await fetch(url, opts);
+    } catch (err) {
+      if (err instanceof FetchError && (err.status === 404 || err.status === 410)) notFound.add(url);
+      throw err;
+    }
+  };
+}
+
+function readerContext(source: KnowledgeSourceRecord, extra: Partial<ReaderContext> = {}): ReaderContext {
   return {
     fetch: createFetcher({ limiter }),
     wikiToken: source.credentials ? openSecret(source.credentials) : undefined,
+    ...extra,
   };
+}
+
+/** A crawl's listing is complete when it ran out of links, not when a limit or robots.txt stopped it. */
+function crawlComplete(state: Record<string, unknown>): boolean {
+  return Array.isArray(state.queue) && state.queue.length === 0 && state.stopReason === undefined;
 }
 
 /** Pages read so far as the reader counts them (list position, crawl pages), else our tally. */
@@ -54,55 +86,113 @@ function pagesDone(progress: ReaderProgress): number {
   return progress.read;
 }
 
-/** Connects the data-type readers to the loader's resumable windows. */
-export function createSourceReader(lists: Model<UrlListRecord>): PageReader {
-  const cache = new Map<string, string[]>();
-  const urlsOf = async (listId: string) => {
-    let urls = cache.get(listId);
-    if (!urls) {
-      urls = (await lists.findById(listId).lean<UrlListRecord>())?.urls ?? [];
+/**
+ * Connects the data-type readers to the loader's resumable windows, and compares what they read with the page
+ * registry: unchanged pages are counted and (on a refresh) not indexed again, 404/410 streaks are counted for
+ * pruning, and a finished load says which documents stay.
+ */
+export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<PageRecord>): PageReader {
+  const cache = new Map<string, Pick<UrlListRecord, "urls" | "lastmods">>();
+  const listOf = async (listId: string) => {
+    let list = cache.get(listId);
+    if (!list) {
+      const stored = await lists.findById(listId).lean<UrlListRecord>();
+      list = { urls: stored?.urls ?? [], ...(stored?.lastmods?.length ? { lastmods: stored.lastmods } : {}) };
       if (cache.size >= CACHED_LISTS) cache.delete(cache.keys().next().value!);
-      cache.set(listId, urls);
+      cache.set(listId, list);
     }
-    return urls;
+    return list;
   };
 
   return {
-    async plan(source) {
+    async plan(source, load) {
       const plan = await READERS[source.data_type].start(source.paths, readerContext(source));
-      const { urls, ...state } = plan.state as { urls?: string[] };
+      const { urls, lastmods, ...state } = plan.state as { urls?: string[]; lastmods?: (string | null)[] };
       let listId: string | null = null;
       if (Array.isArray(urls)) {
         listId = randomUUID();
-        await lists.create({ _id: listId, urls });
-        cache.set(listId, urls);
+        const list = { urls, ...(lastmods ? { lastmods } : {}) };
+        await lists.create({ _id: listId, ...list });
+        cache.set(listId, list);
       }
+      const kind = source.data_type === "discovery" ? "crawl" : source.data_type;
       const progress: ReaderProgress = {
-        kind: source.data_type === "discovery" ? "crawl" : source.data_type,
+        kind,
         state: Array.isArray(urls) ? state : (plan.state as Record<string, unknown>),
         list_id: listId,
         total: plan.total,
         read: 0,
         finished: plan.total === 0,
         ceiling: plan.ceiling ?? null,
+        load_id: load.loadId,
+        conditional: load.conditional,
+        complete: plan.complete ?? (kind === "crawl" ? null : true),
       };
       return progress;
     },
 
     async next(progress, source, max) {
       const p = progress as ReaderProgress;
-      const state = p.list_id ? { ...p.state, urls: await urlsOf(p.list_id) } : p.state;
-      const batch = await READERS[source.data_type].next(state, readerContext(source), max);
+      const state = p.list_id ? { ...p.state, ...(await listOf(p.list_id)) } : p.state;
+      const upcoming = p.list_id ? (state.urls as string[]).slice(state.next as number, (state.next as number) + max) : [];
+      const known = await knownPages(registry, source, upcoming);
+      const notFound = new Set<string>();
+      const previous = (url: string) => {
+        const page = known.get(url);
+        return p.conditional && page?.doc_url ? page : undefined;
+      };
+      const batch = await READERS[source.data_type].next(state, readerContext(source, { fetch: watchedFetcher(notFound), previous }), max);
       if (p.list_id) {
-        const { urls: _urls, ...rest } = state as { urls?: string[] };
+        const { urls: _urls, lastmods: _lastmods, ...rest } = state as { urls?: string[]; lastmods?: unknown };
         p.state = rest;
       }
       p.read += batch.documents.length + batch.failures.length;
       p.finished = batch.done;
+      if (p.finished && p.complete === null) p.complete = crawlComplete(p.state);
+
+      // Crawls and wikis name their pages only now.
+      const keyOf = (d: (typeof batch.documents)[number]) => d.page?.url ?? d.url;
+      const unseen = [...batch.documents.map(keyOf), ...notFound].filter((url) => !known.has(url));
+      for (const [url, page] of await knownPages(registry, source, unseen)) known.set(url, page);
+
+      const counts: Partial<LoadCounts> = { new: 0, changed: 0, unchanged: batch.unchanged?.length ?? 0 };
+      const updates = new Map<string, PageUpdate>();
+      const docs: { url: string; title: string; content: string }[] = [];
+      for (const d of batch.documents) {
+        const hash = pageHash(d);
+        const change = classifyPage(known.get(keyOf(d)), d, hash);
+        counts[change]! += 1;
+        const { etag = null, last_modified = null, lastmod = null } = d.page ?? {};
+        updates.set(keyOf(d), { url: keyOf(d), doc_url: d.url, content_hash: hash, etag, last_modified, lastmod, missing: 0 });
+        if (change !== "unchanged" || !p.conditional) docs.push({ url: d.url, title: d.title, content: d.content });
+      }
+      for (const url of batch.unchanged ?? []) updates.set(url, { url, missing: 0 });
+      // A failure keeps the page as it was (one bad answer proves nothing); a 404/410 extends its streak.
+      for (const f of batch.failures) updates.set(f.url, { url: f.url });
+      for (const url of notFound) updates.set(url, { url, missing: (known.get(url)?.missing ?? 0) + 1 });
+      // Listed but no document (noindex, empty): its old document, if any, goes at the end.
+      for (const url of batch.listed ?? []) if (!updates.has(url)) updates.set(url, { url, doc_url: null, content_hash: null, missing: 0 });
+
       return {
-        docs: batch.documents.map((d) => ({ url: d.url, title: d.title, content: d.content })),
+        docs,
         failures: batch.failures.map((f) => `${f.url}: ${f.error}`),
+        counts,
+        settle: () => recordPages(registry, source, p.load_id, [...updates.values()]),
       };
+    },
+
+    async survivors(progress, source) {
+      const p = progress as ReaderProgress;
+      return survivors(registry, source, p.load_id, p.complete === true);
+    },
+
+    async forgetGone(progress, source) {
+      const p = progress as ReaderProgress;
+      await forgetGone(registry, source, p.load_id, p.complete === true);
+    },
+
+    forget(source) {
+      return forgetSource(registry, source);
     },
 
     counts(progress) {

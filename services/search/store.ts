@@ -196,11 +196,10 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
     // A chunk that exists already (same document, position and text) keeps what it has, title aside.
     for (const i of await insertNew(models.chunks, records)) vectors[i] = await keepStoredChunk(models, records[i]!);
     const indexed = records.map((r, i) => toIndexed({ ...r, vector: vectors[i] ?? null }, vectors[i] ? bufferToVector(vectors[i]!) : null));
-    await index.upsertChunks(indexed);
-
+    // Changed documents swap versions in one index change: searchers never see a page with no chunks or two versions.
     const stale = docs.flatMap((d) => d.stale);
+    await index.replaceChunks(accountId, indexed, stale);
     if (stale.length) {
-      await index.deleteChunks(accountId, stale);
       await inBatches(stale, DELETE_CONCURRENCY, (c) => Promise.all([models.chunks.deleteOne({ _id: c }), models.pending.deleteOne({ _id: c })]));
     }
     const waiting = indexed.map((c, i) => ({ c, r: records[i]!, title: planned[i]!.doc.title })).filter(({ c }) => !c.vector);
@@ -266,6 +265,14 @@ export async function removeDocument(deps: StoreDeps, doc: Pick<DocumentRecord, 
     { resumable: true },
   );
   await models.documents.deleteOne({ _id: doc._id, account_id: doc.account_id });
+}
+
+/** search.removeDocuments: a source's documents at these URLs (a refresh prunes pages gone from the site). */
+export async function removeDocumentsAt(deps: StoreDeps, accountId: number, sourceId: number, urls: string[]): Promise<number> {
+  const ids = [...new Set(urls.map((url) => documentIdFor(accountId, sourceId, url)))];
+  const docs = await deps.models.documents.find({ _id: { $in: ids }, account_id: accountId }, { account_id: 1, chunk_ids: 1 }).lean<DocumentRecord[]>();
+  for (const doc of docs) await removeDocument(deps, doc);
+  return docs.length;
 }
 
 /** search.deleteSourceDocuments: every document of one source of one account. */
