@@ -5,7 +5,7 @@ import { openSecret } from "../../lib/secrets";
 import type { KnowledgeSourceRecord } from "../knowledge/model";
 import { FetchError } from "../../lib/safe-fetch";
 import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext } from "./readers";
-import { classifyPage, forgetGone, forgetSource, knownPages, pageHash, recordPages, survivors, type PageRecord, type PageUpdate } from "./registry";
+import { classifyPage, forgetGone, forgetSource, knownPages, MISSING_LOADS_TO_PRUNE, pageHash, recordPages, survivors, type PageRecord, type PageUpdate } from "./registry";
 import type { LoadCounts, LoadProgress, PageReader } from "./runner";
 
 /** Requests one loader replica sends to one host at a time: polite to small sites, fast enough for big ones. */
@@ -170,12 +170,14 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
       // A failure keeps the page as it was (one bad answer proves nothing); a 404/410 extends its streak.
       for (const f of batch.failures) updates.set(f.url, { url: f.url });
       for (const url of notFound) updates.set(url, { url, missing: (known.get(url)?.missing ?? 0) + 1 });
+      // A page gone for good is pruned at the end, not reported as a failure.
+      const failures = batch.failures.filter((f) => (updates.get(f.url)?.missing ?? 0) < MISSING_LOADS_TO_PRUNE);
       // Listed but no document (noindex, empty): its old document, if any, goes at the end.
       for (const url of batch.listed ?? []) if (!updates.has(url)) updates.set(url, { url, doc_url: null, content_hash: null, missing: 0 });
 
       return {
         docs,
-        failures: batch.failures.map((f) => `${f.url}: ${f.error}`),
+        failures: failures.map((f) => `${f.url}: ${f.error}`),
         counts,
         settle: () => recordPages(registry, source, p.load_id, [...updates.values()]),
       };
