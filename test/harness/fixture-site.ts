@@ -461,8 +461,9 @@ export interface ChangingSite {
 const CHANGING_SITE_EPOCH = Date.UTC(2026, 0, 1);
 
 /**
- * A sitemap site of `pages` pages (/p/00001 ...) that a test or bench changes between loads: changed,
- * removed and failing (flapping 404, transient 503) pages, with all three kinds of validators.
+ * A sitemap site of `pages` pages (/p/00001 ...), also crawlable from its home page, that a test or bench
+ * changes between loads: changed, removed and failing (flapping 404, transient 503) pages, with all three
+ * kinds of validators.
  */
 export async function startChangingSite(pages: number, { paragraphs = 4 }: { paragraphs?: number } = {}): Promise<ChangingSite> {
   const version = new Map<number, number>();
@@ -480,6 +481,8 @@ export async function startChangingSite(pages: number, { paragraphs = 4 }: { par
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? "/", base);
     if (url.pathname === "/robots.txt") return send(res, 200, "text/plain", `User-agent: *\nAllow: /\n\nSitemap: ${base}/sitemap.xml\n`);
+    // The home page links every listed page, so the site can be crawled as well as read from its sitemap.
+    if (url.pathname === "/") return html(res, fixturePage({ title: "Home", seed: 7, paragraphs: 1, links: live().map(pathOf) }));
     if (url.pathname === "/sitemap.xml") {
       const entries = live().map((n) => {
         const lastmod = validatorsOf(n) === "lastmod" ? `<lastmod>${modified(n).toISOString()}</lastmod>` : "";

@@ -45,7 +45,8 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     site = await startChangingSite(PAGES);
     cluster = await startCluster({
       database: "knowledge_refresh",
-      nodes: [["gateway"], ["users", "api-keys", "knowledge", "search", "scheduler", "tasks"], ["knowledge-loader"]],
+      // Two scheduler replicas: each due refresh must still be queued once.
+      nodes: [["gateway"], ["users", "api-keys", "knowledge", "search", "scheduler", "tasks"], ["knowledge-loader", "scheduler"]],
       extraServices: [listener],
     });
     db = await mongoose.createConnection(cluster.mongoUrl).asPromise();
@@ -171,7 +172,35 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     expect(third.last_refresh).toMatchObject({ new: 0, changed: 0, removed: 1, failed: 0, unchanged: listed - 1 });
     expect(await documentUrls(id)).toEqual(site.listed().filter((u) => u !== site.urlOf(dead)));
     expect(third.document_count).toBe(listed - 1);
+    const scheduled = await db.collection("load_jobs").countDocuments({ knowledge_source_id: id, trigger: "schedule" });
+    expect(scheduled).toBe(2);
   }, 90_000);
+
+  it("refreshes a crawl: pages no longer linked are pruned, a page answering 404 once is kept", async () => {
+    const crawlSite = await startChangingSite(12);
+    // Crawled as localhost: the crawl state still keys objects by URL, and the local database refuses keys with dots.
+    const base = crawlSite.baseUrl.replace("127.0.0.1", "localhost");
+    try {
+      const created = await call("POST", "/knowledge", { paths: [`${base}/`], data_type: "discovery", refresh: { interval_seconds: 3600 } });
+      const id = created.body.id as number;
+      const first = await until(() => source(id), (s) => s.loading_status === "loaded");
+      // The home page and the 12 pages it links.
+      expect(first.document_count).toBe(13);
+      crawlSite.change(2);
+      crawlSite.remove(3);
+      crawlSite.fail(4, 404, 1);
+      const second = await refreshNow(id);
+      // The home page reads the same (its links are navigation, not text); page 4's 404 is not a failure of the crawl.
+      expect(second.last_refresh).toMatchObject({ trigger: "schedule", new: 0, changed: 1, removed: 1, failed: 0, unchanged: 10 });
+      const expected = [`${base}/`, ...crawlSite.listed().map((u) => u.replace(crawlSite.baseUrl, base))].sort();
+      expect(await documentUrls(id)).toEqual(expected);
+      const third = await refreshNow(id);
+      expect(third.last_refresh).toMatchObject({ new: 0, changed: 0, removed: 0, unchanged: 12 });
+      expect(await documentUrls(id)).toEqual(expected);
+    } finally {
+      await crawlSite.stop();
+    }
+  }, 60_000);
 
   it("a manual preload keeps working: force re-reads every page unconditionally and reports it unchanged", async () => {
     const created = await call("POST", "/knowledge", { paths: [site.baseUrl], data_type: "sitemap" });
