@@ -177,7 +177,7 @@ async function main() {
       TEST_LOG_LEVEL: "warn",
       MCP_PORT: "0",
       MCP_HOST: "127.0.0.1",
-      SEARCH_SNAPSHOTS: "false",
+      SEARCH_SNAPSHOTS: "off",
       EMBEDDING_PROVIDER: "openai",
       EMBEDDING_URL: embeddings.url,
       EMBEDDING_MODEL: "bench-embeddings",

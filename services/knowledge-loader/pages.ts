@@ -179,7 +179,7 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
         docs,
         failures: failures.map((f) => `${f.url}: ${f.error}`),
         counts,
-        settle: () => recordPages(registry, source, p.load_id, [...updates.values()]),
+        settle: () => recordPages(registry, source, p.load_id, [...updates.values()], known),
       };
     },
 

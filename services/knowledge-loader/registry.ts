@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { Schema, type Connection, type Model } from "mongoose";
+import { insertNew } from "../../lib/db";
 import type { PageValidators, ReaderDocument } from "./readers";
 
 /** Consecutive 404/410 answers after which a page is taken as gone (one may be a deploy or a CDN hiccup). */
@@ -70,28 +71,49 @@ export async function knownPages(pages: Model<PageRecord>, source: SourceKey, ur
 /** A page's new registry fields after a load read it (only the fields given change). */
 export type PageUpdate = { url: string } & Partial<Pick<PageRecord, "doc_url" | "content_hash" | "etag" | "last_modified" | "lastmod" | "missing">>;
 
-/** Writes what a batch learnt, marking each page as listed by this load; one command for the batch. */
-export async function recordPages(pages: Model<PageRecord>, source: SourceKey, loadId: string, updates: PageUpdate[]): Promise<void> {
-  if (!updates.length) return;
+/**
+ * Writes what a batch learnt, marking each page as listed by this load, in at most three commands: new pages
+ * inserted at once, pages that only need the mark updated at once (the usual refresh: nothing changed), and
+ * one update each for pages whose fields changed. `known` is what the batch read of the registry.
+ */
+export async function recordPages(
+  pages: Model<PageRecord>,
+  source: SourceKey,
+  loadId: string,
+  updates: PageUpdate[],
+  known: Map<string, PageRecord>,
+): Promise<void> {
   const now = new Date();
-  await pages.collection.bulkWrite(
-    updates.map(({ url, ...fields }) => ({
-      updateOne: {
-        filter: { account_id: source.account_id, source_id: source._id, url },
-        update: { $set: { ...fields, load_id: loadId, updated_at: now }, $setOnInsert: setOnInsert(fields) },
-        upsert: true,
-      },
-    })) as never,
-    { ordered: false },
+  const scope = { account_id: source.account_id, source_id: source._id };
+  const fresh: PageUpdate[] = [];
+  const marked: string[] = [];
+  const edited: { url: string; fields: Record<string, unknown> }[] = [];
+  for (const { url, ...fields } of updates) {
+    const page = known.get(url);
+    if (!page) fresh.push({ url, ...fields });
+    else {
+      const changed = Object.fromEntries(Object.entries(fields).filter(([key, value]) => page[key as keyof PageRecord] !== value));
+      if (Object.keys(changed).length) edited.push({ url, fields: changed });
+      else marked.push(url);
+    }
+  }
+  const upsert = (url: string, fields: Record<string, unknown>) => ({
+    updateOne: { filter: { ...scope, url }, update: { $set: { ...fields, load_id: loadId, updated_at: now } }, upsert: true },
+  });
+  const duplicates = await insertNew(
+    pages,
+    fresh.map((u) => ({ ...scope, ...NEW_PAGE, ...u, load_id: loadId, updated_at: now }) as PageRecord),
   );
+  // Inserted meanwhile (a batch read again after a lost lease): written over instead.
+  const rewrites = duplicates.map((i) => upsert(fresh[i]!.url, { ...NEW_PAGE, ...fresh[i]! }));
+  const writes = [...edited.map((e) => upsert(e.url, e.fields)), ...rewrites];
+  await Promise.all([
+    marked.length ? pages.updateMany({ ...scope, url: { $in: marked } }, { $set: { load_id: loadId, updated_at: now } }) : null,
+    writes.length ? pages.collection.bulkWrite(writes as never, { ordered: false }) : null,
+  ]);
 }
 
-/** Defaults of a new entry for the fields an update leaves alone ($set and $setOnInsert may not share a field). */
-function setOnInsert(fields: Omit<PageUpdate, "url">): Record<string, unknown> {
-  const defaults: Record<string, unknown> = { doc_url: null, content_hash: null, etag: null, last_modified: null, lastmod: null, missing: 0 };
-  for (const key of Object.keys(fields)) delete defaults[key];
-  return defaults;
-}
+const NEW_PAGE = { doc_url: null, content_hash: null, etag: null, last_modified: null, lastmod: null, missing: 0 };
 
 /**
  * What a finished load keeps. After a complete listing: the documents of pages this load listed and that are not

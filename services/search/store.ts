@@ -1,5 +1,5 @@
 import type { Logger } from "moleculer";
-import type { Model } from "mongoose";
+import { insertNew } from "../../lib/db";
 import type { EmbeddingProvider } from "../../lib/search/embeddings";
 import type { EmbeddedEngine } from "../../lib/search/embedded-engine";
 import type { IndexedChunk, SearchIndex } from "../../lib/search/port";
@@ -100,25 +100,6 @@ interface PlannedDocument {
   /** Chunks of the previous version that the new one no longer has. */
   stale: string[];
   exists: boolean;
-}
-
-/** Indexes (0-based) of the inserts a bulk insert refused as duplicates; any other failure is rethrown. */
-function duplicateIndexes(err: unknown): number[] {
-  const writeErrors = (err as { writeErrors?: unknown }).writeErrors;
-  const list = (Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : []) as { index: number; code: number }[];
-  if (!list.length || list.some((e) => e.code !== 11000)) throw err;
-  return list.map((e) => e.index);
-}
-
-/** Inserts records in one command; returns the indexes that already existed (by _id). */
-async function insertNew<T extends object>(model: Model<T>, records: T[]): Promise<number[]> {
-  if (!records.length) return [];
-  try {
-    await model.collection.insertMany(records as never[], { ordered: false });
-    return [];
-  } catch (err) {
-    return duplicateIndexes(err);
-  }
 }
 
 /**
