@@ -5,7 +5,7 @@ import { openSecret } from "../../lib/secrets";
 import type { KnowledgeSourceRecord } from "../knowledge/model";
 import { FetchError } from "../../lib/safe-fetch";
 import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext } from "./readers";
-import { classifyPage, forgetGone, forgetSource, knownPages, MISSING_LOADS_TO_PRUNE, pageHash, recordPages, survivors, type PageRecord, type PageUpdate } from "./registry";
+import { classifyPage, forgetPages, forgetSource, MISSING_LOADS_TO_PRUNE, pageHash, recordPages, settleLoad, sourcePages, type PageRecord, type PageUpdate } from "./registry";
 import type { LoadCounts, LoadProgress, PageReader } from "./runner";
 
 /** Requests one loader replica sends to one host at a time: polite to small sites, fast enough for big ones. */
@@ -103,6 +103,17 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
     }
     return list;
   };
+  // The source's page registry, read once per job a loader runs (the loader that holds the lease is its only writer).
+  const registries = new Map<string, Map<string, PageRecord>>();
+  const registryOf = async (p: ReaderProgress, source: KnowledgeSourceRecord) => {
+    let pages = registries.get(p.load_id);
+    if (!pages) {
+      pages = await sourcePages(registry, source);
+      if (registries.size >= CACHED_LISTS) registries.delete(registries.keys().next().value!);
+      registries.set(p.load_id, pages);
+    }
+    return pages;
+  };
 
   return {
     async plan(source, load) {
@@ -134,8 +145,7 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
     async next(progress, source, max) {
       const p = progress as ReaderProgress;
       const state = p.list_id ? { ...p.state, ...(await listOf(p.list_id)) } : p.state;
-      const upcoming = p.list_id ? (state.urls as string[]).slice(state.next as number, (state.next as number) + max) : [];
-      const known = await knownPages(registry, source, upcoming);
+      const known = await registryOf(p, source);
       const notFound = new Set<string>();
       const previous = (url: string) => {
         const page = known.get(url);
@@ -150,11 +160,7 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
       p.finished = batch.done;
       if (p.finished && p.complete === null) p.complete = crawlComplete(p.state);
 
-      // Crawls and wikis name their pages only now.
       const keyOf = (d: (typeof batch.documents)[number]) => d.page?.url ?? d.url;
-      const unseen = [...batch.documents.map(keyOf), ...notFound].filter((url) => !known.has(url));
-      for (const [url, page] of await knownPages(registry, source, unseen)) known.set(url, page);
-
       const counts: Partial<LoadCounts> = { new: 0, changed: 0, unchanged: batch.unchanged?.length ?? 0 };
       const updates = new Map<string, PageUpdate>();
       const docs: { url: string; title: string; content: string }[] = [];
@@ -179,18 +185,16 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
         docs,
         failures: failures.map((f) => `${f.url}: ${f.error}`),
         counts,
-        settle: () => recordPages(registry, source, p.load_id, [...updates.values()], known),
+        // A page list is the listing; crawls and wikis mark the pages they listed.
+        settle: () => recordPages(registry, source, { loadId: p.load_id, mark: !p.list_id }, [...updates.values()], known),
       };
     },
 
     async survivors(progress, source) {
       const p = progress as ReaderProgress;
-      return survivors(registry, source, p.load_id, p.complete === true);
-    },
-
-    async forgetGone(progress, source) {
-      const p = progress as ReaderProgress;
-      await forgetGone(registry, source, p.load_id, p.complete === true);
+      const listed = p.list_id ? new Set((await listOf(p.list_id)).urls) : null;
+      const { keep, gone, forget } = settleLoad((await sourcePages(registry, source)).values(), { loadId: p.load_id, listed, complete: p.complete === true });
+      return { keep, gone, forget: () => forgetPages(registry, source, forget) };
     },
 
     forget(source) {
@@ -209,7 +213,8 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
     },
 
     async release(progress) {
-      const listId = (progress as ReaderProgress).list_id;
+      const { list_id: listId, load_id: loadId } = progress as ReaderProgress;
+      registries.delete(loadId);
       if (!listId) return;
       cache.delete(listId);
       await lists.deleteOne({ _id: listId });

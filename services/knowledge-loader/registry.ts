@@ -61,83 +61,87 @@ export function classifyPage(known: Pick<PageRecord, "doc_url" | "content_hash">
   return known.content_hash === hash && known.doc_url === doc.url ? "unchanged" : "changed";
 }
 
-/** Registry entries of these pages of a source, by page URL. */
-export async function knownPages(pages: Model<PageRecord>, source: SourceKey, urls: string[]): Promise<Map<string, PageRecord>> {
-  if (!urls.length) return new Map();
-  const rows = await pages.find({ account_id: source.account_id, source_id: source._id, url: { $in: urls } }).lean<PageRecord[]>();
+/** Every registry entry of a source, by page URL (read once per load window: one query, at most ~10,000 small rows). */
+export async function sourcePages(pages: Model<PageRecord>, source: SourceKey): Promise<Map<string, PageRecord>> {
+  const rows = await pages.find({ account_id: source.account_id, source_id: source._id }).lean<PageRecord[]>();
   return new Map(rows.map((r) => [r.url, r]));
 }
 
 /** A page's new registry fields after a load read it (only the fields given change). */
 export type PageUpdate = { url: string } & Partial<Pick<PageRecord, "doc_url" | "content_hash" | "etag" | "last_modified" | "lastmod" | "missing">>;
 
+const NEW_PAGE = { doc_url: null, content_hash: null, etag: null, last_modified: null, lastmod: null, missing: 0 };
+
 /**
- * Writes what a batch learnt, marking each page as listed by this load, in at most three commands: new pages
- * inserted at once, pages that only need the mark updated at once (the usual refresh: nothing changed), and
- * one update each for pages whose fields changed. `known` is what the batch read of the registry.
+ * Writes what a batch learnt in at most three commands: new pages inserted at once, one update each for pages
+ * whose fields changed, and, when `mark` is set (crawls, whose listing is not kept), the listed-by-this-load mark
+ * of the unchanged rest at once. A page list's loads need no mark: the list is the listing. `known` (the
+ * source's entries, as sourcePages read them) is updated to match.
  */
 export async function recordPages(
   pages: Model<PageRecord>,
   source: SourceKey,
-  loadId: string,
+  load: { loadId: string; mark: boolean },
   updates: PageUpdate[],
   known: Map<string, PageRecord>,
 ): Promise<void> {
   const now = new Date();
   const scope = { account_id: source.account_id, source_id: source._id };
-  const fresh: PageUpdate[] = [];
+  const stamp = { load_id: load.loadId, updated_at: now };
+  const fresh: PageRecord[] = [];
   const marked: string[] = [];
   const edited: { url: string; fields: Record<string, unknown> }[] = [];
   for (const { url, ...fields } of updates) {
     const page = known.get(url);
-    if (!page) fresh.push({ url, ...fields });
+    if (!page) fresh.push({ ...scope, ...NEW_PAGE, ...fields, url, ...stamp });
     else {
       const changed = Object.fromEntries(Object.entries(fields).filter(([key, value]) => page[key as keyof PageRecord] !== value));
       if (Object.keys(changed).length) edited.push({ url, fields: changed });
-      else marked.push(url);
+      else if (load.mark && page.load_id !== load.loadId) marked.push(url);
     }
   }
   const upsert = (url: string, fields: Record<string, unknown>) => ({
-    updateOne: { filter: { ...scope, url }, update: { $set: { ...fields, load_id: loadId, updated_at: now } }, upsert: true },
+    updateOne: { filter: { ...scope, url }, update: { $set: { ...fields, ...stamp } }, upsert: true },
   });
-  const duplicates = await insertNew(
-    pages,
-    fresh.map((u) => ({ ...scope, ...NEW_PAGE, ...u, load_id: loadId, updated_at: now }) as PageRecord),
-  );
   // Inserted meanwhile (a batch read again after a lost lease): written over instead.
-  const rewrites = duplicates.map((i) => upsert(fresh[i]!.url, { ...NEW_PAGE, ...fresh[i]! }));
-  const writes = [...edited.map((e) => upsert(e.url, e.fields)), ...rewrites];
+  const duplicates = await insertNew(pages, fresh);
+  const writes = [...edited.map((e) => upsert(e.url, e.fields)), ...duplicates.map((i) => upsert(fresh[i]!.url, { ...fresh[i]! }))];
   await Promise.all([
-    marked.length ? pages.updateMany({ ...scope, url: { $in: marked } }, { $set: { load_id: loadId, updated_at: now } }) : null,
+    marked.length ? pages.updateMany({ ...scope, url: { $in: marked } }, { $set: stamp }) : null,
     writes.length ? pages.collection.bulkWrite(writes as never, { ordered: false }) : null,
   ]);
+  for (const page of fresh) known.set(page.url, page);
+  for (const { url, fields } of edited) known.set(url, { ...known.get(url)!, ...fields, ...stamp });
+  for (const url of marked) known.set(url, { ...known.get(url)!, ...stamp });
 }
-
-const NEW_PAGE = { doc_url: null, content_hash: null, etag: null, last_modified: null, lastmod: null, missing: 0 };
 
 /**
- * What a finished load keeps. After a complete listing: the documents of pages this load listed and that are not
- * gone (everything else in the index goes). After an incomplete one (a sitemap file failed, the crawl hit a
- * limit) only pages missing `MISSING_LOADS_TO_PRUNE` loads in a row go: an unlisted page may just be unreached.
+ * What a finished load keeps and forgets, from the source's entries. After a complete listing (`listed`, the
+ * page list, or for crawls the pages this load marked) the documents of listed pages that are not gone stay and
+ * everything else in the index goes. After an incomplete one (a sitemap file failed, the crawl hit a limit) only
+ * pages missing `MISSING_LOADS_TO_PRUNE` loads in a row go: an unlisted page may just be unreached.
  */
-export async function survivors(
-  pages: Model<PageRecord>,
-  source: SourceKey,
-  loadId: string,
-  complete: boolean,
-): Promise<{ keep: Set<string> | null; gone: string[] }> {
-  const scope = { account_id: source.account_id, source_id: source._id };
-  const gone = await pages.find({ ...scope, missing: { $gte: MISSING_LOADS_TO_PRUNE }, doc_url: { $ne: null } }, { doc_url: 1 }).lean<PageRecord[]>();
-  if (!complete) return { keep: null, gone: gone.map((p) => p.doc_url!) };
-  const listed = await pages.find({ ...scope, load_id: loadId, missing: { $lt: MISSING_LOADS_TO_PRUNE }, doc_url: { $ne: null } }, { doc_url: 1 }).lean<PageRecord[]>();
-  return { keep: new Set(listed.map((p) => p.doc_url!)), gone: gone.map((p) => p.doc_url!) };
+export function settleLoad(
+  entries: Iterable<PageRecord>,
+  load: { loadId: string; listed: Set<string> | null; complete: boolean },
+): { keep: Set<string> | null; gone: string[]; forget: string[] } {
+  const keep = new Set<string>();
+  const gone: string[] = [];
+  const forget: string[] = [];
+  for (const page of entries) {
+    const listed = load.listed ? load.listed.has(page.url) : page.load_id === load.loadId;
+    const missing = page.missing >= MISSING_LOADS_TO_PRUNE;
+    if (missing || (load.complete && !listed)) {
+      forget.push(page.url);
+      if (page.doc_url) gone.push(page.doc_url);
+    } else if (page.doc_url) keep.add(page.doc_url);
+  }
+  return { keep: load.complete ? keep : null, gone: gone.filter((url) => !keep.has(url)), forget };
 }
 
-/** Drops the entries of pages the load pruned (after their documents left the index, so a crash redoes it). */
-export async function forgetGone(pages: Model<PageRecord>, source: SourceKey, loadId: string, complete: boolean): Promise<void> {
-  const scope = { account_id: source.account_id, source_id: source._id };
-  const gone = complete ? { $or: [{ load_id: { $ne: loadId } }, { missing: { $gte: MISSING_LOADS_TO_PRUNE } }] } : { missing: { $gte: MISSING_LOADS_TO_PRUNE } };
-  await pages.deleteMany({ ...scope, ...gone });
+/** Drops the entries of pages a load pruned (after their documents left the index, so a crash redoes it). */
+export async function forgetPages(pages: Model<PageRecord>, source: SourceKey, urls: string[]): Promise<void> {
+  if (urls.length) await pages.deleteMany({ account_id: source.account_id, source_id: source._id, url: { $in: urls } });
 }
 
 /** Every entry of a deleted source. */

@@ -39,10 +39,11 @@ export interface PageReader {
     source: KnowledgeSourceRecord,
     max: number,
   ): Promise<{ docs: PageDoc[]; failures: string[]; counts: Partial<LoadCounts>; settle(): Promise<void> }>;
-  /** At the end of a load: the document URLs that stay (null: keep all but `gone`) and those that must go. */
-  survivors(progress: LoadProgress, source: KnowledgeSourceRecord): Promise<{ keep: Set<string> | null; gone: string[] }>;
-  /** Forgets the pages pruned at the end of a load, once their documents are out of the index. */
-  forgetGone(progress: LoadProgress, source: KnowledgeSourceRecord): Promise<void>;
+  /**
+   * At the end of a load: the document URLs that stay (null: keep all but `gone`), those that must go, and how to
+   * forget the pruned pages once their documents are out of the index.
+   */
+  survivors(progress: LoadProgress, source: KnowledgeSourceRecord): Promise<{ keep: Set<string> | null; gone: string[]; forget(): Promise<void> }>;
   /** Forgets every page of a deleted source. */
   forget(source: { account_id: number; _id: number }): Promise<void>;
   /** Pages read and known, whether nothing is left, and a note for loading_error (e.g. the sitemap ceiling). */
@@ -213,10 +214,10 @@ function addCounts(a: Partial<LoadCounts> = {}, b: Partial<LoadCounts>): Partial
  * complete) or that answered 404/410 loads in a row go from the index, then from the page registry.
  */
 async function prune(deps: RunnerDeps, source: KnowledgeSourceRecord, progress: LoadProgress): Promise<number> {
-  const { keep, gone } = await deps.reader.survivors(progress, source);
+  const { keep, gone, forget } = await deps.reader.survivors(progress, source);
   const remove = keep ? (await deps.documentUrls(source.account_id, source._id)).filter((url) => !keep.has(url)) : gone;
   const removed = remove.length ? await deps.removeDocuments(source.account_id, source._id, remove) : 0;
-  await deps.reader.forgetGone(progress, source);
+  await forget();
   return removed;
 }
 
