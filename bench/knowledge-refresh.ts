@@ -4,7 +4,7 @@ import path from "node:path";
 import mongoose from "mongoose";
 import { positiveIntEnv } from "../lib/env";
 import { startCluster, type Cluster } from "../test/harness/cluster";
-import { startChangingSite, type ChangingSite } from "../test/harness/fixture-site";
+import { startChangingSite, type ChangingSite, type PageValidatorKind } from "../test/harness/fixture-site";
 import { apiClient, signup } from "../test/harness/http";
 import { startMongo, startNats, type RunningServer } from "../test/harness/servers";
 import { machine, writeResults } from "./report";
@@ -13,7 +13,8 @@ import { machine, writeResults } from "./report";
  * Knowledge refresh bench (the refresh issue's target): a loopback sitemap site of BENCH_PAGES (2,000) pages is
  * loaded, then 1% of its pages change and 1% are removed, and the source's scheduled refresh runs. The refresh
  * must take under 10% of the first load's time, embed only the changed pages' chunks, and end with exactly the
- * site's page set. Times are the loader's own (last_refresh.duration_ms); BENCH_ROUNDS (3) rounds, medians.
+ * site's page set. Times are the loader's own (last_refresh.duration_ms); BENCH_ROUNDS (3) rounds, medians;
+ * BENCH_VALIDATORS picks how pages tell that they did not change (etag by default).
  *
  * Everything runs in this process on one broker (no transporter), with the fixture site and an
  * OpenAI-compatible embeddings endpoint on 127.0.0.1 that counts the texts it embeds (deterministic vectors).
@@ -26,6 +27,11 @@ const ROUNDS = positiveIntEnv("BENCH_ROUNDS", 3);
 const CHANGED_SHARE = 0.01;
 const REMOVED_SHARE = 0.01;
 const DIMENSIONS = 32;
+/**
+ * How the site's pages tell a refresh they did not change: etag (ETag and Last-Modified, answered with 304),
+ * lastmod (also a sitemap <lastmod>: not fetched at all), none (only the content hash), or mixed (a third each).
+ */
+const VALIDATORS = (process.env.BENCH_VALIDATORS ?? "etag") as PageValidatorKind | "mixed";
 /** The issue's target: a refresh takes under this share of the first load's time. */
 const TARGET_RATIO = 0.1;
 const LOAD_TIMEOUT_MS = positiveIntEnv("BENCH_LOAD_TIMEOUT", 600) * 1000;
@@ -114,7 +120,7 @@ async function runRound(cluster: Cluster, db: mongoose.Connection, embeddings: A
     }
   };
 
-  const site: ChangingSite = await startChangingSite(PAGES);
+  const site: ChangingSite = await startChangingSite(PAGES, { validators: VALIDATORS });
   try {
     const created = await call("POST", "/knowledge", { paths: [site.baseUrl], data_type: "sitemap", refresh: { interval_seconds: 86_400 } });
     if (created.status !== 201) throw new Error(`create answered ${created.status}: ${JSON.stringify(created.body)}`);
@@ -196,7 +202,10 @@ async function main() {
     const ratio = of((r) => r.ratio);
     const embeddedOnlyChanged = rounds.every((r) => r.textsEmbeddedByRefresh <= r.changedPagesChunks && r.textsEmbeddedByRefresh > 0);
     const exact = rounds.every((r) => r.exactDocumentSet);
-    console.log(`\nKnowledge refresh: ${PAGES}-page loopback sitemap site, ${CHANGED_SHARE * 100}% changed, ${REMOVED_SHARE * 100}% removed; medians of ${ROUNDS} rounds\n`);
+    console.log(
+      `\nKnowledge refresh: ${PAGES}-page loopback sitemap site (validators: ${VALIDATORS}), ${CHANGED_SHARE * 100}% changed, ` +
+        `${REMOVED_SHARE * 100}% removed; medians of ${ROUNDS} rounds\n`,
+    );
     console.log("| load | seconds | pages/s |");
     console.log("|---|---:|---:|");
     console.log(`| first load | ${of((r) => r.firstLoadSeconds).toFixed(2)} | ${Math.round(of((r) => r.firstPagesPerSecond))} |`);
@@ -207,7 +216,7 @@ async function main() {
         `(changed pages' chunks: ${rounds.map((r) => r.changedPagesChunks).join(", ")}; ${embeddedOnlyChanged ? "MET" : "MISSED"}); ` +
         `exact document set: ${exact ? "MET" : "MISSED"}`,
     );
-    writeResults(RESULTS_FILE, { machine: machine(), pages: PAGES, rounds, medians: { ratio, firstLoadSeconds: of((r) => r.firstLoadSeconds), refreshSeconds: of((r) => r.refreshSeconds) } });
+    writeResults(RESULTS_FILE, { machine: machine(), pages: PAGES, validators: VALIDATORS, rounds, medians: { ratio, firstLoadSeconds: of((r) => r.firstLoadSeconds), refreshSeconds: of((r) => r.refreshSeconds) } });
   } finally {
     await db?.close();
     await cluster?.stop();

@@ -441,7 +441,7 @@ export interface ChangingSite {
   /** Page URLs the sitemap lists now, sorted. */
   listed(): string[];
   urlOf(n: number): string;
-  /** How page n shows that it is unchanged (n % 3: 0 none, 1 etag, 2 lastmod). */
+  /** How page n shows that it is unchanged (mixed: n % 3 gives none, etag, lastmod). */
   validatorsOf(n: number): PageValidatorKind;
   /** A new version of page n (new text, new ETag, Last-Modified and lastmod). */
   change(n: number): void;
@@ -465,13 +465,16 @@ const CHANGING_SITE_EPOCH = Date.UTC(2026, 0, 1);
  * changes between loads: changed, removed and failing (flapping 404, transient 503) pages, with all three
  * kinds of validators.
  */
-export async function startChangingSite(pages: number, { paragraphs = 4 }: { paragraphs?: number } = {}): Promise<ChangingSite> {
+export async function startChangingSite(
+  pages: number,
+  { paragraphs = 4, validators = "mixed" }: { paragraphs?: number; validators?: PageValidatorKind | "mixed" } = {},
+): Promise<ChangingSite> {
   const version = new Map<number, number>();
   const removed = new Set<number>();
   const failing = new Map<number, { status: number; times: number }>();
   const counts = { full: 0, notModified: 0 };
   const pathOf = (n: number) => `/p/${String(n).padStart(5, "0")}`;
-  const validatorsOf = (n: number): PageValidatorKind => (["none", "etag", "lastmod"] as const)[n % 3];
+  const validatorsOf = (n: number): PageValidatorKind => (validators === "mixed" ? (["none", "etag", "lastmod"] as const)[n % 3] : validators);
   const versionOf = (n: number) => version.get(n) ?? 1;
   const modified = (n: number) => new Date(CHANGING_SITE_EPOCH + versionOf(n) * 86_400_000);
   const marker = (n: number) => `page-${n} v${versionOf(n)}`;
