@@ -99,6 +99,16 @@ async function updateSource(deps: RunnerDeps, job: LoadJobRecord, changes: Sourc
   await deps.sources.updateOne({ _id: job.knowledge_source_id, account_id: job.account_id }, { $set: changes });
 }
 
+/**
+ * Pages a refresh (a reload that is not forced) reads per step: it mostly finds nothing to index, so bigger steps
+ * spread the per-step costs (index call, registry write, progress save) over more unchanged pages.
+ */
+const REFRESH_STEP_PAGES = 200;
+
+function pagesPerStep(deps: RunnerDeps, job: LoadJobRecord, progress: FailureTally): number {
+  return progress.reload && !job.force ? Math.max(deps.batchSize, REFRESH_STEP_PAGES) : deps.batchSize;
+}
+
 /** Thrown inside a window when another loader has taken the job over: stop without writing. */
 class LeaseLost extends Error {}
 
@@ -126,7 +136,7 @@ async function readAndIndex(
   const live = progress;
   const more = () => Date.now() < deadline && !deps.reader.counts(live).finished && deps.holdsLease();
   const read = async (): Promise<ReadBatch> => {
-    const { docs, failures, counts, settle } = await deps.reader.next(live, source, deps.batchSize);
+    const { docs, failures, counts, settle } = await deps.reader.next(live, source, pagesPerStep(deps, job, live));
     if (failures.length) {
       live.failed = (live.failed ?? 0) + failures.length;
       live.last_failure = failures[failures.length - 1];
@@ -163,7 +173,8 @@ export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promi
     await finishJob(deps.jobs, job, deps.owner, { status: "done", error: "source deleted" });
     return "finished";
   }
-  const deadline = Date.now() + deps.windowMs;
+  const started = Date.now();
+  const deadline = started + deps.windowMs;
   const fresh = !job.progress;
   await updateSource(deps, job, loadStarted(fresh && job.window === 1));
 
@@ -171,7 +182,7 @@ export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promi
   try {
     progress = (job.progress as LoadProgress) ?? {
       ...(await deps.reader.plan(source, { loadId: job._id, conditional: !job.force })),
-      started_at: Date.now(),
+      started_at: started,
       reload: source.loaded_at !== null || source.last_refresh !== null,
     };
     if (fresh && !(await saveProgress(deps.jobs, job, deps.owner, progress))) return "lost";
@@ -215,8 +226,13 @@ function addCounts(a: Partial<LoadCounts> = {}, b: Partial<LoadCounts>): Partial
  */
 async function prune(deps: RunnerDeps, source: KnowledgeSourceRecord, progress: LoadProgress): Promise<number> {
   const { keep, gone, forget } = await deps.reader.survivors(progress, source);
-  const remove = keep ? (await deps.documentUrls(source.account_id, source._id)).filter((url) => !keep.has(url)) : gone;
-  const removed = remove.length ? await deps.removeDocuments(source.account_id, source._id, remove) : 0;
+  let removed = gone.length ? await deps.removeDocuments(source.account_id, source._id, gone) : 0;
+  // The index may hold more than the registry knows (documents from before it, a page whose canonical URL moved):
+  // when its count says so, its own list decides.
+  if (keep && (await deps.count(source.account_id, source._id)) !== keep.size) {
+    const strays = (await deps.documentUrls(source.account_id, source._id)).filter((url) => !keep.has(url));
+    if (strays.length) removed += await deps.removeDocuments(source.account_id, source._id, strays);
+  }
   await forget();
   return removed;
 }

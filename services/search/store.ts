@@ -11,6 +11,8 @@ import { contentHash, documentIdFor, embedText, indexKey, planChunks, type Plann
 
 /** Writes per round trip when removing chunks by id (by _id each: the one query every backend serves fast). */
 const DELETE_CONCURRENCY = 50;
+/** Documents removed at once when a refresh prunes pages. */
+const REMOVE_CONCURRENCY = 8;
 /** Chunks read per batch when refilling the embedded engine from MongoDB. */
 const REBUILD_BATCH = 1000;
 
@@ -252,7 +254,7 @@ export async function removeDocument(deps: StoreDeps, doc: Pick<DocumentRecord, 
 export async function removeDocumentsAt(deps: StoreDeps, accountId: number, sourceId: number, urls: string[]): Promise<number> {
   const ids = [...new Set(urls.map((url) => documentIdFor(accountId, sourceId, url)))];
   const docs = await deps.models.documents.find({ _id: { $in: ids }, account_id: accountId }, { account_id: 1, chunk_ids: 1 }).lean<DocumentRecord[]>();
-  for (const doc of docs) await removeDocument(deps, doc);
+  await inBatches(docs, REMOVE_CONCURRENCY, (doc) => removeDocument(deps, doc));
   return docs.length;
 }
 

@@ -202,6 +202,22 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     }
   }, 60_000);
 
+  it("prunes documents the page registry does not know (loaded before it existed) from the index's own list", async () => {
+    const legacySite = await startChangingSite(9);
+    try {
+      const created = await call("POST", "/knowledge", { paths: [legacySite.baseUrl], data_type: "sitemap", refresh: { interval_seconds: 3600 } });
+      const id = created.body.id as number;
+      await until(() => source(id), (s) => s.loading_status === "loaded");
+      await db.collection("knowledge_pages").deleteMany({ source_id: id });
+      legacySite.remove(5);
+      const refreshed = await refreshNow(id);
+      expect(refreshed.last_refresh).toMatchObject({ new: 8, removed: 1, failed: 0 });
+      expect(await documentUrls(id)).toEqual(legacySite.listed());
+    } finally {
+      await legacySite.stop();
+    }
+  }, 60_000);
+
   it("a manual preload keeps working: force re-reads every page unconditionally and reports it unchanged", async () => {
     const created = await call("POST", "/knowledge", { paths: [site.baseUrl], data_type: "sitemap" });
     const id = created.body.id as number;
