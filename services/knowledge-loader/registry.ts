@@ -12,6 +12,8 @@ export const MISSING_LOADS_TO_PRUNE = 2;
  * that listed it (a complete load prunes the pages it did not list).
  */
 export interface PageRecord extends PageValidators {
+  /** pageId(source, url): every read and write of one page is a key lookup (the local server scans on other fields). */
+  _id: string;
   account_id: number;
   source_id: number;
   /** The page as listed or crawled (the key); the document URL may differ after a redirect or rel=canonical. */
@@ -25,6 +27,7 @@ export interface PageRecord extends PageValidators {
 
 const pageSchema = new Schema<PageRecord>(
   {
+    _id: { type: String, required: true },
     account_id: { type: Number, required: true },
     source_id: { type: Number, required: true },
     url: { type: String, required: true },
@@ -47,6 +50,11 @@ export function pageRegistryModel(db: Connection): Model<PageRecord> {
 }
 
 type SourceKey = { account_id: number; _id: number };
+
+/** The registry key of a page of a source. */
+export function pageId(source: SourceKey, url: string): string {
+  return createHash("sha256").update(`${source.account_id}\u0000${source._id}\u0000${url}`).digest("base64url").slice(0, 32);
+}
 
 /** Fingerprint of what a page contributes to the index (title and text): equal means nothing to re-index. */
 export function pageHash(doc: Pick<ReaderDocument, "title" | "content">): string {
@@ -93,7 +101,7 @@ export async function recordPages(
   const edited: { url: string; fields: Record<string, unknown> }[] = [];
   for (const { url, ...fields } of updates) {
     const page = known.get(url);
-    if (!page) fresh.push({ ...scope, ...NEW_PAGE, ...fields, url, ...stamp });
+    if (!page) fresh.push({ _id: pageId(source, url), ...scope, ...NEW_PAGE, ...fields, url, ...stamp });
     else {
       const changed = Object.fromEntries(Object.entries(fields).filter(([key, value]) => page[key as keyof PageRecord] !== value));
       if (Object.keys(changed).length) edited.push({ url, fields: changed });
@@ -101,13 +109,13 @@ export async function recordPages(
     }
   }
   const upsert = (url: string, fields: Record<string, unknown>) => ({
-    updateOne: { filter: { ...scope, url }, update: { $set: { ...fields, ...stamp } }, upsert: true },
+    updateOne: { filter: { _id: pageId(source, url) }, update: { $set: { ...fields, ...stamp } }, upsert: true },
   });
   // Inserted meanwhile (a batch read again after a lost lease): written over instead.
   const duplicates = await insertNew(pages, fresh);
   const writes = [...edited.map((e) => upsert(e.url, e.fields)), ...duplicates.map((i) => upsert(fresh[i]!.url, { ...fresh[i]! }))];
   await Promise.all([
-    marked.length ? pages.updateMany({ ...scope, url: { $in: marked } }, { $set: stamp }) : null,
+    marked.length ? pages.updateMany({ _id: { $in: marked.map((url) => pageId(source, url)) } }, { $set: stamp }) : null,
     writes.length ? pages.collection.bulkWrite(writes as never, { ordered: false }) : null,
   ]);
   for (const page of fresh) known.set(page.url, page);
@@ -141,9 +149,9 @@ export function settleLoad(
 
 /** Drops the entries of pages a load pruned (after their documents left the index, so a crash redoes it). */
 export async function forgetPages(pages: Model<PageRecord>, source: SourceKey, urls: string[]): Promise<void> {
-  // One delete per page, a few at a time: a key lookup each, where one `$in` over many keys is slow on the local server.
+  // One delete per page by key, a few at a time: a key lookup each.
   for (let i = 0; i < urls.length; i += FORGET_CONCURRENCY) {
-    await Promise.all(urls.slice(i, i + FORGET_CONCURRENCY).map((url) => pages.deleteOne({ account_id: source.account_id, source_id: source._id, url })));
+    await Promise.all(urls.slice(i, i + FORGET_CONCURRENCY).map((url) => pages.deleteOne({ _id: pageId(source, url) })));
   }
 }
 
