@@ -158,7 +158,6 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
       }
       p.read += batch.documents.length + batch.failures.length;
       p.finished = batch.done;
-      if (p.finished && p.complete === null) p.complete = crawlComplete(p.state);
 
       const keyOf = (d: (typeof batch.documents)[number]) => d.page?.url ?? d.url;
       const counts: Partial<LoadCounts> = { new: 0, changed: 0, unchanged: batch.unchanged?.length ?? 0 };
@@ -178,9 +177,14 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
       for (const url of notFound) updates.set(url, { url, missing: (known.get(url)?.missing ?? 0) + 1 });
       // A page gone for good is pruned at the end, not reported as a failure.
       const failures = batch.failures.filter((f) => (updates.get(f.url)?.missing ?? 0) < MISSING_LOADS_TO_PRUNE);
+      // A crawl that could not read a page (or found a known page missing only once) did not follow its links:
+      // what it did not reach may still be there, so it prunes nothing for not being listed.
+      const unsure = [...notFound].some((url) => known.get(url)?.doc_url && updates.get(url)!.missing! < MISSING_LOADS_TO_PRUNE);
+      if (p.complete === null && (failures.length || unsure)) p.complete = false;
       // Listed but no document (noindex, empty): its old document, if any, goes at the end.
       for (const url of batch.listed ?? []) if (!updates.has(url)) updates.set(url, { url, doc_url: null, content_hash: null, missing: 0 });
 
+      if (p.finished && p.complete === null) p.complete = crawlComplete(p.state);
       return {
         docs,
         failures: failures.map((f) => `${f.url}: ${f.error}`),

@@ -255,7 +255,8 @@ async function finish(
   await finishJob(deps.jobs, job, deps.owner, { status: outcome.loading_status === "failed" ? "failed" : "done", error: outcome.loading_error ?? null });
   if (progress) await deps.reader.release(progress);
   await deps.announce(job.account_id, job.knowledge_source_id, outcome.loading_status);
-  if (progress?.reload) await deps.announce(job.account_id, job.knowledge_source_id, "refreshed");
+  const reload = progress?.reload ?? (source !== null && (source.loaded_at !== null || source.last_refresh !== null));
+  if (reload) await deps.announce(job.account_id, job.knowledge_source_id, "refreshed");
   return "finished";
 }
 

@@ -176,7 +176,7 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     expect(scheduled).toBe(2);
   }, 90_000);
 
-  it("refreshes a crawl: pages no longer linked are pruned, a page answering 404 once is kept", async () => {
+  it("refreshes a crawl: a page answering 404 once is kept and holds back pruning, then unlinked pages are pruned", async () => {
     const crawlSite = await startChangingSite(12);
     // Crawled as localhost: the crawl state still keys objects by URL, and the local database refuses keys with dots.
     const base = crawlSite.baseUrl.replace("127.0.0.1", "localhost");
@@ -190,12 +190,13 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
       crawlSite.remove(3);
       crawlSite.fail(4, 404, 1);
       const second = await refreshNow(id);
-      // The home page reads the same (its links are navigation, not text); page 4's 404 is not a failure of the crawl.
-      expect(second.last_refresh).toMatchObject({ trigger: "schedule", new: 0, changed: 1, removed: 1, failed: 0, unchanged: 10 });
+      // The home page reads the same (its links are navigation, not text); page 4's 404 is not a failure of the
+      // crawl, but its links were not followed this time, so nothing is pruned for being unlisted.
+      expect(second.last_refresh).toMatchObject({ trigger: "schedule", new: 0, changed: 1, removed: 0, failed: 0, unchanged: 10 });
       const expected = [`${base}/`, ...crawlSite.listed().map((u) => u.replace(crawlSite.baseUrl, base))].sort();
-      expect(await documentUrls(id)).toEqual(expected);
+      expect(await documentUrls(id)).toEqual([...expected, `${base}/p/00003`].sort());
       const third = await refreshNow(id);
-      expect(third.last_refresh).toMatchObject({ new: 0, changed: 0, removed: 0, unchanged: 12 });
+      expect(third.last_refresh).toMatchObject({ new: 0, changed: 0, removed: 1, unchanged: 12 });
       expect(await documentUrls(id)).toEqual(expected);
     } finally {
       await crawlSite.stop();

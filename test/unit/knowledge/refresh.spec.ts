@@ -1,4 +1,4 @@
-import { classifyPage, pageHash } from "../../../services/knowledge-loader/registry";
+import { classifyPage, pageHash, settleLoad, type PageRecord } from "../../../services/knowledge-loader/registry";
 import { nextRefreshAt, refreshPolicy } from "../../../services/knowledge/refresh";
 import { loadReport } from "../../../services/knowledge/states";
 
@@ -58,5 +58,32 @@ describe("load report", () => {
       removed: 3,
       failed: 1,
     });
+  });
+});
+
+describe("what a finished load keeps", () => {
+  const page = (url: string, fields: Partial<PageRecord> = {}): PageRecord =>
+    ({ url, doc_url: url, content_hash: "h", missing: 0, load_id: "old", ...fields }) as PageRecord;
+  const entries = [
+    page("a"),
+    page("b", { missing: 1 }),
+    page("c", { missing: 2 }),
+    page("d"),
+    page("e", { doc_url: null }),
+    page("f", { doc_url: "a" }), // a second listed URL of document a, now gone
+  ];
+
+  it("after a complete page list: listed pages stay, unlisted and twice-missing ones go", () => {
+    const result = settleLoad(entries, { loadId: "now", listed: new Set(["a", "b", "c", "e"]), complete: true });
+    expect([...result.keep!].sort()).toEqual(["a", "b"]);
+    expect(result.gone.sort()).toEqual(["c", "d"]); // document a stays: a listed page still leads to it
+    expect(result.forget.sort()).toEqual(["c", "d", "f"]);
+  });
+
+  it("after an incomplete listing only pages missing twice go; crawls count the pages they marked", () => {
+    expect(settleLoad(entries, { loadId: "now", listed: new Set(["a"]), complete: false })).toMatchObject({ keep: null, gone: ["c"], forget: ["c"] });
+    const marked = entries.map((e) => (e.url === "d" ? { ...e, load_id: "now" } : e));
+    const crawl = settleLoad(marked, { loadId: "now", listed: null, complete: true });
+    expect([...crawl.keep!]).toEqual(["d"]);
   });
 });
