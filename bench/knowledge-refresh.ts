@@ -120,7 +120,8 @@ async function runRound(cluster: Cluster, db: mongoose.Connection, embeddings: A
     }
   };
 
-  const site: ChangingSite = await startChangingSite(PAGES, { validators: VALIDATORS });
+  // A different text per round, so no round finds its chunks in the embedding cache of an earlier one.
+  const site: ChangingSite = await startChangingSite(PAGES, { validators: VALIDATORS, seed: round });
   try {
     const created = await call("POST", "/knowledge", { paths: [site.baseUrl], data_type: "sitemap", refresh: { interval_seconds: 86_400 } });
     if (created.status !== 201) throw new Error(`create answered ${created.status}: ${JSON.stringify(created.body)}`);
@@ -200,7 +201,7 @@ async function main() {
     }
     const of = (pick: (r: Round) => number) => median(rounds.map(pick));
     const ratio = of((r) => r.ratio);
-    const embeddedOnlyChanged = rounds.every((r) => r.textsEmbeddedByRefresh <= r.changedPagesChunks && r.textsEmbeddedByRefresh > 0);
+    const embeddedOnlyChanged = rounds.every((r) => r.textsEmbeddedByRefresh <= r.changedPagesChunks);
     const exact = rounds.every((r) => r.exactDocumentSet);
     console.log(
       `\nKnowledge refresh: ${PAGES}-page loopback sitemap site (validators: ${VALIDATORS}), ${CHANGED_SHARE * 100}% changed, ` +

@@ -467,7 +467,7 @@ const CHANGING_SITE_EPOCH = Date.UTC(2026, 0, 1);
  */
 export async function startChangingSite(
   pages: number,
-  { paragraphs = 4, validators = "mixed" }: { paragraphs?: number; validators?: PageValidatorKind | "mixed" } = {},
+  { paragraphs = 4, validators = "mixed", seed = 0 }: { paragraphs?: number; validators?: PageValidatorKind | "mixed"; seed?: number } = {},
 ): Promise<ChangingSite> {
   const version = new Map<number, number>();
   const removed = new Set<number>();
@@ -510,7 +510,7 @@ export async function startChangingSite(
     }
     counts.full++;
     // The text depends on the version; the seed keeps each page's prose distinct.
-    const body = fixturePage({ title: `Page ${n}`, seed: n * 1000 + versionOf(n), paragraphs, marker: marker(n) });
+    const body = fixturePage({ title: `Page ${n}`, seed: seed * 100_000_000 + n * 1000 + versionOf(n), paragraphs, marker: marker(n) });
     send(res, 200, "text/html; charset=utf-8", body, headers);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
