@@ -1,4 +1,4 @@
-import mongoose, { Schema, type Connection, type SchemaDefinition, type SchemaOptions } from "mongoose";
+import mongoose, { Schema, type Connection, type Model, type SchemaDefinition, type SchemaOptions } from "mongoose";
 import { freeJsonFields } from "./free-json";
 
 /** One connection per URL per process: brokers started side by side in one process share it. */
@@ -106,4 +106,23 @@ export function namedRecordSchema<T extends NamedRecord>(
     if (typeof name === "string") update!.$set!.sort_name = name.toLowerCase();
   });
   return schema as unknown as Schema<T>;
+}
+
+/** Indexes (0-based) of the inserts a bulk insert refused as duplicates; any other failure is rethrown. */
+function duplicateIndexes(err: unknown): number[] {
+  const writeErrors = (err as { writeErrors?: unknown }).writeErrors;
+  const list = (Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : []) as { index: number; code: number }[];
+  if (!list.length || list.some((e) => e.code !== 11000)) throw err;
+  return list.map((e) => e.index);
+}
+
+/** Inserts records in one command; returns the indexes of those that already existed (by a unique key). */
+export async function insertNew<T extends object>(model: Model<T>, records: T[]): Promise<number[]> {
+  if (!records.length) return [];
+  try {
+    await model.collection.insertMany(records as never[], { ordered: false });
+    return [];
+  } catch (err) {
+    return duplicateIndexes(err);
+  }
 }

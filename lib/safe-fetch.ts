@@ -57,7 +57,7 @@ export class FetchError extends Error {
   }
 }
 
-/** What a successful fetch returns: the final URL after redirects and the decoded body. */
+/** What a successful fetch returns: the final URL after redirects and the decoded body (empty for a 304 to a conditional request). */
 export interface FetchResponse {
   url: string;
   status: number;
@@ -374,6 +374,11 @@ function requestOnce(target: URL, opts: SafeFetchOptions): Promise<HopResult> {
         res.resume();
         return finish(() => resolve({ redirect: new URL(location, target).href }));
       }
+      // A conditional request (If-None-Match / If-Modified-Since) answered "not modified": an empty success.
+      if (status === 304 && isConditional(opts.headers)) {
+        res.resume();
+        return finish(() => resolve({ response: { url, status, headers: res.headers, body: Buffer.alloc(0), contentType: "" } }));
+      }
       if (status < 200 || status > 299) {
         res.resume();
         const retryAfterMs = parseRetryAfter(res.headers["retry-after"] as string | undefined);
@@ -391,6 +396,10 @@ function requestOnce(target: URL, opts: SafeFetchOptions): Promise<HopResult> {
     });
     req.end();
   });
+}
+
+function isConditional(headers: Record<string, string> | undefined): boolean {
+  return Object.keys(headers ?? {}).some((name) => /^if-(none-match|modified-since)$/i.test(name));
 }
 
 /** Full-jitter exponential backoff, or the server's Retry-After when it gave one. */
@@ -422,7 +431,8 @@ async function requestWithRetries(target: URL, opts: SafeFetchOptions): Promise<
 /**
  * GET a URL for the knowledge loader: only http(s), every hop's address checked after DNS resolution, at most
  * 5 redirects, bounded time and size, decoded body, retries on 408/429/5xx and network errors.
- * Throws FetchError; non-2xx answers are errors too.
+ * Throws FetchError; non-2xx answers are errors too, except 304 to a request that sent If-None-Match or
+ * If-Modified-Since.
  */
 export async function safeFetch(url: string, opts: SafeFetchOptions = {}): Promise<FetchResponse> {
   let current = url;

@@ -6,6 +6,8 @@ import { claimJob, pendingJobs, releaseJob, renewLease } from "./knowledge/jobs"
 import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
 import { runDeleteSource, runLoadWindow, type PageDoc, type PageReader, type RunnerDeps } from "./knowledge-loader/runner";
 import { createSourceReader, urlListModel } from "./knowledge-loader/pages";
+import { pageRegistryModel } from "./knowledge-loader/registry";
+import { MAX_URLS_PER_CALL } from "./search/rules";
 
 const envNumber = (name: string, fallback: number) => numberEnv(name, fallback, { min: 1 });
 
@@ -24,7 +26,12 @@ const settings = {
 
 interface Vars {
   db: Connection;
-  models: { sources: Model<KnowledgeSourceRecord>; jobs: Model<LoadJobRecord>; urlLists: ReturnType<typeof urlListModel> };
+  models: {
+    sources: Model<KnowledgeSourceRecord>;
+    jobs: Model<LoadJobRecord>;
+    urlLists: ReturnType<typeof urlListModel>;
+    pages: ReturnType<typeof pageRegistryModel>;
+  };
   reader: PageReader;
   running: boolean;
   loop?: Promise<void>;
@@ -42,7 +49,9 @@ interface Methods {
  */
 const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
   name: "knowledge-loader",
-  mixins: [MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db), urlLists: urlListModel(db) }))],
+  mixins: [
+    MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db), urlLists: urlListModel(db), pages: pageRegistryModel(db) })),
+  ],
   settings,
   dependencies: ["search"],
 
@@ -90,6 +99,21 @@ const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
         index: async (accountId, sourceId, documents: PageDoc[]) => void (await call("search.indexDocuments", { accountId, sourceId, documents })),
         count: (accountId, sourceId) => call<number>("search.countDocuments", { accountId, sourceId }),
         deleteSourceDocuments: async (accountId, sourceId) => void (await call("search.deleteSourceDocuments", { accountId, sourceId })),
+        documentUrls: async (accountId, sourceId) => {
+          const urls: string[] = [];
+          for (;;) {
+            const page = await call<string[]>("search.sourceDocumentUrls", { accountId, sourceId, offset: urls.length, limit: MAX_URLS_PER_CALL });
+            urls.push(...page);
+            if (page.length < MAX_URLS_PER_CALL) return urls;
+          }
+        },
+        removeDocuments: async (accountId, sourceId, urls) => {
+          let removed = 0;
+          for (let i = 0; i < urls.length; i += MAX_URLS_PER_CALL) {
+            removed += await call<number>("search.removeDocuments", { accountId, sourceId, urls: urls.slice(i, i + MAX_URLS_PER_CALL) });
+          }
+          return removed;
+        },
         announce: async (accountId, sourceId, status) => {
           const source = await this.models.sources.findOne({ _id: sourceId, account_id: accountId });
           if (source) await this.broker.emit(`knowledge_source.${status}`, { accountId, data: source.toJSON() });
@@ -118,7 +142,7 @@ const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
   },
 
   started() {
-    this.reader = createSourceReader(this.models.urlLists);
+    this.reader = createSourceReader(this.models.urlLists, this.models.pages);
     this.running = true;
     this.current = null;
     this.loop = this.work();

@@ -1,5 +1,6 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
+import { ERRORS } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { namedSort, paginationParams, sortParams, toPage } from "../lib/pagination";
@@ -9,6 +10,7 @@ import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { DATA_TYPES, LOADING_STATUSES, knowledgeSourceModel, loadJobModel, type DataType, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
 import { enqueueJob } from "./knowledge/jobs";
 import { deletionResponse, derivedLabel, preloadResponse, preloadSkipped } from "./knowledge/rules";
+import { nextRefreshAt, refreshParam, refreshPolicy, type RefreshInput } from "./knowledge/refresh";
 import { preloadDecision } from "./knowledge/states";
 import { resolveSourceType } from "./knowledge-loader/resolve";
 
@@ -23,9 +25,25 @@ const sourceFields = {
   paths: urlList,
   // Write-only credential for sources behind auth (a wiki's API token).
   auth_token: { type: "string", min: 1, max: 4096, optional: true },
+  refresh: refreshParam,
 } as const;
 
-type SourceParams = { name?: string | null; description?: string | null; data_type?: DataType; paths?: string[]; auth_token?: string };
+type SourceParams = {
+  name?: string | null;
+  description?: string | null;
+  data_type?: DataType;
+  paths?: string[];
+  auth_token?: string;
+  refresh?: RefreshInput | null;
+};
+
+/** The stored refresh fields of a given `refresh` (null removes the policy); 422 when it is not usable. */
+function refreshFields(refresh: RefreshInput | null, now = new Date()): Pick<KnowledgeSourceRecord, "refresh" | "next_refresh_at"> {
+  if (refresh === null) return { refresh: null, next_refresh_at: null };
+  const { policy, problems } = refreshPolicy(refresh);
+  if (problems.length) throw ERRORS.validation(problems);
+  return { refresh: policy, next_refresh_at: nextRefreshAt(policy, now) };
+}
 
 interface Methods extends TenancyMethods {
   findSource(ctx: Ctx<unknown>, id: number): Promise<KnowledgeSourceRecord & { toJSON(): object }>;
@@ -75,6 +93,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           data_type: await resolveSourceType(ctx.params.data_type ?? "auto", paths),
           paths,
           credentials: ctx.params.auth_token ? sealSecret(ctx.params.auth_token) : null,
+          ...(ctx.params.refresh !== undefined ? refreshFields(ctx.params.refresh) : {}),
         };
         const source = await this.createIdentified(ctx, this.models.sources, fields, { name, label: "Knowledge source" });
         if (auto_load) await this.queueLoad(source, false);
@@ -95,7 +114,8 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: { ...idParam, ...sourceFields, paths: { ...urlList, optional: true } },
       async handler(ctx: Ctx<SourceParams & { knowledge_source_id: number }>) {
         const source = await this.findOwned(ctx, this.models.sources, ctx.params.knowledge_source_id, "Knowledge source");
-        const { name, description, paths, data_type, auth_token } = ctx.params;
+        const { name, description, paths, data_type, auth_token, refresh } = ctx.params;
+        if (refresh !== undefined) source.set(refreshFields(refresh));
         if (paths) source.paths = paths;
         if (name?.trim()) source.name = name.trim();
         if (description !== undefined) source.description = description?.trim() || derivedLabel(source.paths);
@@ -136,7 +156,9 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: idParam,
       async handler(ctx: Ctx<{ knowledge_source_id: number }>) {
         const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
-        return ctx.call("search.sourceStats", { accountId: source.account_id, sourceId: source._id });
+        const stats = await ctx.call<object, object>("search.sourceStats", { accountId: source.account_id, sourceId: source._id });
+        const { last_refresh, next_refresh_at } = source.toJSON() as Pick<KnowledgeSourceRecord, "last_refresh" | "next_refresh_at">;
+        return { ...stats, last_refresh, next_refresh_at };
       },
     },
 

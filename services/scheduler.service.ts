@@ -3,12 +3,14 @@ import type { ServiceSchema } from "moleculer";
 import { MongoMixin } from "../lib/mongo.mixin";
 import type { RequestMeta } from "../lib/meta";
 import { loadSchedulerConfig, type SchedulerConfig } from "./scheduler/config";
+import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
 import { scheduledTaskModel, type ScheduledTaskRecord } from "./scheduler/model";
+import { claimRefresh, dueRefreshes, queueRefresh } from "./scheduler/refreshes";
 import { claimOccurrence, describeRunError, dueSchedules, recordRunOutcome, type DueSchedule } from "./scheduler/runs";
 
 interface Vars {
   db: Connection;
-  models: { schedules: Model<ScheduledTaskRecord> };
+  models: { schedules: Model<ScheduledTaskRecord>; sources: Model<KnowledgeSourceRecord>; jobs: Model<LoadJobRecord> };
   config: SchedulerConfig;
   running: boolean;
   loop?: Promise<void>;
@@ -18,6 +20,7 @@ interface Vars {
 interface Methods {
   poll(): Promise<void>;
   runDue(now: Date): Promise<number>;
+  queueDueRefreshes(now: Date): Promise<number>;
   runOccurrence(due: DueSchedule, now: Date): Promise<void>;
   pause(ms: number): Promise<void>;
 }
@@ -26,22 +29,28 @@ interface Methods {
  * Runs due scheduled tasks: every SCHEDULER_POLL_MS it claims each due occurrence with one atomic update, so any
  * number of replicas run each occurrence once, then creates the task as the schedule's account through the tasks
  * service. A run is at most once: a task creation that fails is recorded in last_error and not retried.
- * Scheduled-task CRUD is served by the tasks service.
+ * Scheduled-task CRUD is served by the tasks service. Knowledge sources' refresh policies are claimed by the
+ * same rule and queued as load jobs for the knowledge loaders.
  */
 const SchedulerService: ServiceSchema<Record<string, never>, Methods, Vars> = {
   name: "scheduler",
-  mixins: [MongoMixin((db) => ({ schedules: scheduledTaskModel(db) }))],
+  mixins: [MongoMixin((db) => ({ schedules: scheduledTaskModel(db), sources: knowledgeSourceModel(db), jobs: loadJobModel(db) }))],
   settings: {},
   dependencies: ["tasks"],
 
   methods: {
     async poll() {
       while (this.running) {
-        const found = await this.runDue(new Date()).catch((err) => {
+        const now = new Date();
+        const found = await this.runDue(now).catch((err) => {
           this.logger.warn("Looking for due schedules failed", err);
           return 0;
         });
-        if (found < this.config.batchSize) await this.pause(this.config.pollMs);
+        const refreshes = await this.queueDueRefreshes(now).catch((err) => {
+          this.logger.warn("Looking for due knowledge refreshes failed", err);
+          return 0;
+        });
+        if (found < this.config.batchSize && refreshes < this.config.batchSize) await this.pause(this.config.pollMs);
       }
     },
 
@@ -51,6 +60,18 @@ const SchedulerService: ServiceSchema<Record<string, never>, Methods, Vars> = {
       for (const schedule of due) {
         if (!this.running) break;
         await this.runOccurrence(schedule, now).catch((err) => this.logger.error(`Scheduled task ${schedule._id} failed to run`, err));
+      }
+      return due.length;
+    },
+
+    /** Queues one batch of due knowledge-source refreshes; returns how many were due. */
+    async queueDueRefreshes(now) {
+      const due = await dueRefreshes(this.models.sources, now, this.config.batchSize);
+      for (const source of due) {
+        if (!this.running) break;
+        // null: another replica queues this refresh, or the policy changed since it was read.
+        if (!(await claimRefresh(this.models.sources, source, now))) continue;
+        await queueRefresh(this.models.jobs, source).catch((err) => this.logger.error(`Refresh of knowledge source ${source._id} was not queued`, err));
       }
       return due.length;
     },

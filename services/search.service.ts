@@ -24,10 +24,11 @@ import {
   documentResult,
   documentSummary,
   indexStatus,
+  MAX_URLS_PER_CALL,
   parseSourceIds,
   sourceSearchResults,
 } from "./search/rules";
-import { indexDocuments, rebuildEmbedded, removeDocument, removeSource, type IncomingDocument, type StoreDeps } from "./search/store";
+import { indexDocuments, rebuildEmbedded, removeDocument, removeDocumentsAt, removeSource, type IncomingDocument, type StoreDeps } from "./search/store";
 
 /** Query embeddings kept in memory (repeated queries skip the model). */
 const QUERY_CACHE_SIZE = 500;
@@ -217,6 +218,31 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: { ...accountParam, ...sourceParam },
       handler(ctx: Ctx<{ accountId: number; sourceId: number }>) {
         return removeSource(this.deps, this.explicitAccount(ctx.params), ctx.params.sourceId);
+      },
+    },
+
+    /** A page of the URLs of a source's documents, in id order (a finished refresh compares them with what it read). */
+    sourceDocumentUrls: {
+      visibility: "public",
+      params: {
+        ...accountParam,
+        ...sourceParam,
+        offset: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true },
+        limit: { type: "number", integer: true, min: 1, max: MAX_URLS_PER_CALL, default: MAX_URLS_PER_CALL, convert: true, optional: true },
+      },
+      async handler(ctx: Ctx<{ accountId: number; sourceId: number; offset: number; limit: number }>) {
+        const filter = { account_id: this.explicitAccount(ctx.params), source_id: ctx.params.sourceId };
+        const rows = await this.models.documents.find(filter, { url: 1 }).sort({ _id: 1 }).skip(ctx.params.offset).limit(ctx.params.limit).lean<DocumentRecord[]>();
+        return rows.map((r) => r.url);
+      },
+    },
+
+    /** Removes a source's documents at these URLs (pages a refresh pruned); returns how many existed. */
+    removeDocuments: {
+      visibility: "public",
+      params: { ...accountParam, ...sourceParam, urls: { type: "array", max: MAX_URLS_PER_CALL, items: { type: "string", min: 1, max: 4096 } } },
+      handler(ctx: Ctx<{ accountId: number; sourceId: number; urls: string[] }>) {
+        return removeDocumentsAt(this.deps, this.explicitAccount(ctx.params), ctx.params.sourceId, ctx.params.urls);
       },
     },
 

@@ -319,6 +319,14 @@ export class EmbeddedEngine implements SearchIndex {
     }
   }
 
+  async replaceChunks(accountId: number, chunks: IndexedChunk[], staleIds: string[]) {
+    if (chunks.some((c) => c.accountId !== accountId)) throw new Error(`replaceChunks: a chunk of another account than ${accountId}`);
+    // One synchronous section: no search runs between the upserts and the removals.
+    const p = await this.writable(accountId);
+    for (const c of chunks) p.upsert(c);
+    for (const id of staleIds) p.remove(id);
+  }
+
   async setVectors(accountId: number, vectors: { id: string; vector: Float32Array }[]) {
     if (!this.partitions.has(accountId)) return;
     const p = await this.writable(accountId);

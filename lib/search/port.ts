@@ -71,6 +71,11 @@ export interface SearchIndex {
   start(): Promise<void>;
   stop(): Promise<void>;
   upsertChunks(chunks: IndexedChunk[]): Promise<void>;
+  /**
+   * A changed document's new chunks in and its stale ones out, as one change where the engine allows it
+   * (embedded: searchers see the old version or the new one, never neither nor both); new ones go in first.
+   */
+  replaceChunks(accountId: number, chunks: IndexedChunk[], staleIds: string[]): Promise<void>;
   setVectors(accountId: number, vectors: { id: string; vector: Float32Array }[]): Promise<void>;
   deleteChunks(accountId: number, ids: string[]): Promise<void>;
   deleteSource(accountId: number, sourceId: number): Promise<void>;

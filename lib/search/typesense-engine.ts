@@ -148,6 +148,12 @@ export class TypesenseEngine implements SearchIndex {
     await this.documents().import(docs, { action: "upsert" });
   }
 
+  /** Typesense has no multi-document transaction: the new chunks go in first, so a document is never absent. */
+  async replaceChunks(accountId: number, chunks: IndexedChunk[], staleIds: string[]) {
+    await this.upsertChunks(chunks);
+    if (staleIds.length) await this.deleteChunks(accountId, staleIds);
+  }
+
   async setVectors(accountId: number, vectors: { id: string; vector: Float32Array }[]) {
     if (!vectors.length) return;
     // Chunk ids are derived from the account (see documentIdFor), so an update reaches only that account's chunks.

@@ -3,8 +3,10 @@ import { Schema, type Connection, type Model } from "mongoose";
 import { HostLimiter } from "../../lib/safe-fetch";
 import { openSecret } from "../../lib/secrets";
 import type { KnowledgeSourceRecord } from "../knowledge/model";
-import { ceilingMessage, createFetcher, READERS, type ReaderContext } from "./readers";
-import type { LoadProgress, PageReader } from "./runner";
+import { FetchError } from "../../lib/safe-fetch";
+import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext } from "./readers";
+import { classifyPage, forgetPages, forgetSource, MISSING_LOADS_TO_PRUNE, pageHash, recordPages, settleLoad, sourcePages, type PageRecord, type PageUpdate } from "./registry";
+import type { LoadCounts, LoadProgress, PageReader } from "./runner";
 
 /** Requests one loader replica sends to one host at a time: polite to small sites, fast enough for big ones. */
 const PER_HOST_CONCURRENCY = Number(process.env.LOAD_PER_HOST_CONCURRENCY) || 8;
@@ -20,8 +22,13 @@ const CACHED_LISTS = 4;
 interface UrlListRecord {
   _id: string;
   urls: string[];
+  /** Sitemap <lastmod> per URL, when the sitemap gives any. */
+  lastmods?: (string | null)[];
 }
-const urlListSchema = new Schema<UrlListRecord>({ _id: { type: String, required: true }, urls: { type: [String], default: [] } }, { versionKey: false, collection: "load_job_urls" });
+const urlListSchema = new Schema<UrlListRecord>(
+  { _id: { type: String, required: true }, urls: { type: [String], default: [] }, lastmods: { type: [String], default: undefined } },
+  { versionKey: false, collection: "load_job_urls" },
+);
 
 /** The page lists model on a given connection. */
 export function urlListModel(db: Connection): Model<UrlListRecord> {
@@ -37,13 +44,38 @@ interface ReaderProgress extends LoadProgress {
   read: number;
   finished: boolean;
   ceiling: { listed: number; skipped: number } | null;
+  /** The load these pages are marked with in the page registry (the job id, the same across windows). */
+  load_id: string;
+  /** A refresh: ask pages conditionally and leave unchanged ones out of the index call. */
+  conditional: boolean;
+  /** Whether the listing is the whole source; null for crawls until they end. */
+  complete: boolean | null;
 }
 
-function readerContext(source: KnowledgeSourceRecord): ReaderContext {
+/** The loader's fetcher, noting pages that answered 404 or 410 (crawls skip those silently; pruning counts them). */
+function watchedFetcher(notFound: Set<string>): Fetcher {
+  const fetch = createFetcher({ limiter });
+  return async (url, opts) => {
+    try {
+      return await fetch(url, opts);
+    } catch (err) {
+      if (err instanceof FetchError && (err.status === 404 || err.status === 410)) notFound.add(url);
+      throw err;
+    }
+  };
+}
+
+function readerContext(source: KnowledgeSourceRecord, extra: Partial<ReaderContext> = {}): ReaderContext {
   return {
     fetch: createFetcher({ limiter }),
     wikiToken: source.credentials ? openSecret(source.credentials) : undefined,
+    ...extra,
   };
+}
+
+/** A crawl's listing is complete when it ran out of links, not when a limit or robots.txt stopped it. */
+function crawlComplete(state: Record<string, unknown>): boolean {
+  return Array.isArray(state.queue) && state.queue.length === 0 && state.stopReason === undefined;
 }
 
 /** Pages read so far as the reader counts them (list position, crawl pages), else our tally. */
@@ -54,55 +86,123 @@ function pagesDone(progress: ReaderProgress): number {
   return progress.read;
 }
 
-/** Connects the data-type readers to the loader's resumable windows. */
-export function createSourceReader(lists: Model<UrlListRecord>): PageReader {
-  const cache = new Map<string, string[]>();
-  const urlsOf = async (listId: string) => {
-    let urls = cache.get(listId);
-    if (!urls) {
-      urls = (await lists.findById(listId).lean<UrlListRecord>())?.urls ?? [];
+/**
+ * Connects the data-type readers to the loader's resumable windows, and compares what they read with the page
+ * registry: unchanged pages are counted and (on a refresh) not indexed again, 404/410 streaks are counted for
+ * pruning, and a finished load says which documents stay.
+ */
+export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<PageRecord>): PageReader {
+  const cache = new Map<string, Pick<UrlListRecord, "urls" | "lastmods">>();
+  const listOf = async (listId: string) => {
+    let list = cache.get(listId);
+    if (!list) {
+      const stored = await lists.findById(listId).lean<UrlListRecord>();
+      list = { urls: stored?.urls ?? [], ...(stored?.lastmods?.length ? { lastmods: stored.lastmods } : {}) };
       if (cache.size >= CACHED_LISTS) cache.delete(cache.keys().next().value!);
-      cache.set(listId, urls);
+      cache.set(listId, list);
     }
-    return urls;
+    return list;
+  };
+  // The source's page registry, read once per job a loader runs (the loader that holds the lease is its only writer).
+  const registries = new Map<string, Map<string, PageRecord>>();
+  const registryOf = async (p: ReaderProgress, source: KnowledgeSourceRecord) => {
+    let pages = registries.get(p.load_id);
+    if (!pages) {
+      pages = await sourcePages(registry, source);
+      if (registries.size >= CACHED_LISTS) registries.delete(registries.keys().next().value!);
+      registries.set(p.load_id, pages);
+    }
+    return pages;
   };
 
   return {
-    async plan(source) {
+    async plan(source, load) {
       const plan = await READERS[source.data_type].start(source.paths, readerContext(source));
-      const { urls, ...state } = plan.state as { urls?: string[] };
+      const { urls, lastmods, ...state } = plan.state as { urls?: string[]; lastmods?: (string | null)[] };
       let listId: string | null = null;
       if (Array.isArray(urls)) {
         listId = randomUUID();
-        await lists.create({ _id: listId, urls });
-        cache.set(listId, urls);
+        const list = { urls, ...(lastmods ? { lastmods } : {}) };
+        await lists.create({ _id: listId, ...list });
+        cache.set(listId, list);
       }
+      const kind = source.data_type === "discovery" ? "crawl" : source.data_type;
       const progress: ReaderProgress = {
-        kind: source.data_type === "discovery" ? "crawl" : source.data_type,
+        kind,
         state: Array.isArray(urls) ? state : (plan.state as Record<string, unknown>),
         list_id: listId,
         total: plan.total,
         read: 0,
         finished: plan.total === 0,
         ceiling: plan.ceiling ?? null,
+        load_id: load.loadId,
+        conditional: load.conditional,
+        complete: plan.complete ?? (kind === "crawl" ? null : true),
       };
       return progress;
     },
 
     async next(progress, source, max) {
       const p = progress as ReaderProgress;
-      const state = p.list_id ? { ...p.state, urls: await urlsOf(p.list_id) } : p.state;
-      const batch = await READERS[source.data_type].next(state, readerContext(source), max);
+      const state = p.list_id ? { ...p.state, ...(await listOf(p.list_id)) } : p.state;
+      const known = await registryOf(p, source);
+      const notFound = new Set<string>();
+      const previous = (url: string) => {
+        const page = known.get(url);
+        return p.conditional && page?.doc_url ? page : undefined;
+      };
+      const batch = await READERS[source.data_type].next(state, readerContext(source, { fetch: watchedFetcher(notFound), previous }), max);
       if (p.list_id) {
-        const { urls: _urls, ...rest } = state as { urls?: string[] };
+        const { urls: _urls, lastmods: _lastmods, ...rest } = state as { urls?: string[]; lastmods?: unknown };
         p.state = rest;
       }
       p.read += batch.documents.length + batch.failures.length;
       p.finished = batch.done;
+
+      const keyOf = (d: (typeof batch.documents)[number]) => d.page?.url ?? d.url;
+      const counts: Partial<LoadCounts> = { new: 0, changed: 0, unchanged: batch.unchanged?.length ?? 0 };
+      const updates = new Map<string, PageUpdate>();
+      const docs: { url: string; title: string; content: string }[] = [];
+      for (const d of batch.documents) {
+        const hash = pageHash(d);
+        const change = classifyPage(known.get(keyOf(d)), d, hash);
+        counts[change]! += 1;
+        const { etag = null, last_modified = null, lastmod = null } = d.page ?? {};
+        updates.set(keyOf(d), { url: keyOf(d), doc_url: d.url, content_hash: hash, etag, last_modified, lastmod, missing: 0 });
+        if (change !== "unchanged" || !p.conditional) docs.push({ url: d.url, title: d.title, content: d.content });
+      }
+      for (const url of batch.unchanged ?? []) updates.set(url, { url, missing: 0 });
+      // A failure keeps the page as it was (one bad answer proves nothing); a 404/410 extends its streak.
+      for (const f of batch.failures) updates.set(f.url, { url: f.url });
+      for (const url of notFound) updates.set(url, { url, missing: (known.get(url)?.missing ?? 0) + 1 });
+      // A page gone for good is pruned at the end, not reported as a failure.
+      const failures = batch.failures.filter((f) => (updates.get(f.url)?.missing ?? 0) < MISSING_LOADS_TO_PRUNE);
+      // A crawl that could not read a page (or found a known page missing only once) did not follow its links:
+      // what it did not reach may still be there, so it prunes nothing for not being listed.
+      const unsure = [...notFound].some((url) => known.get(url)?.doc_url && updates.get(url)!.missing! < MISSING_LOADS_TO_PRUNE);
+      if (p.complete === null && (failures.length || unsure)) p.complete = false;
+      // Listed but no document (noindex, empty): its old document, if any, goes at the end.
+      for (const url of batch.listed ?? []) if (!updates.has(url)) updates.set(url, { url, doc_url: null, content_hash: null, missing: 0 });
+
+      if (p.finished && p.complete === null) p.complete = crawlComplete(p.state);
       return {
-        docs: batch.documents.map((d) => ({ url: d.url, title: d.title, content: d.content })),
-        failures: batch.failures.map((f) => `${f.url}: ${f.error}`),
+        docs,
+        failures: failures.map((f) => `${f.url}: ${f.error}`),
+        counts,
+        // A page list is the listing; crawls and wikis mark the pages they listed.
+        settle: () => recordPages(registry, source, { loadId: p.load_id, mark: !p.list_id }, [...updates.values()], known),
       };
+    },
+
+    async survivors(progress, source) {
+      const p = progress as ReaderProgress;
+      const listed = p.list_id ? new Set((await listOf(p.list_id)).urls) : null;
+      const { keep, gone, forget } = settleLoad((await sourcePages(registry, source)).values(), { loadId: p.load_id, listed, complete: p.complete === true });
+      return { keep, gone, forget: () => forgetPages(registry, source, forget) };
+    },
+
+    forget(source) {
+      return forgetSource(registry, source);
     },
 
     counts(progress) {
@@ -117,7 +217,8 @@ export function createSourceReader(lists: Model<UrlListRecord>): PageReader {
     },
 
     async release(progress) {
-      const listId = (progress as ReaderProgress).list_id;
+      const { list_id: listId, load_id: loadId } = progress as ReaderProgress;
+      registries.delete(loadId);
       if (!listId) return;
       cache.delete(listId);
       await lists.deleteOne({ _id: listId });

@@ -1,7 +1,7 @@
 import type { Model } from "mongoose";
 import type { KnowledgeSourceRecord, LoadJobRecord } from "../knowledge/model";
 import { continueJob, finishJob, saveProgress } from "../knowledge/jobs";
-import { loadOutcome, loadStarted, type SourceChanges } from "../knowledge/states";
+import { loadOutcome, loadReport, loadStarted, type SourceChanges } from "../knowledge/states";
 
 /** One document ready for the index: a page, file or wiki page of the source. */
 export interface PageDoc {
@@ -14,12 +14,38 @@ export interface PageDoc {
 /** Where a load stands; plain JSON, saved on the job after every batch so another loader can resume it. */
 export type LoadProgress = Record<string, unknown> & { kind: string };
 
+/** What a load did to the source's pages (reported in last_refresh and knowledge_source.refreshed). */
+export interface LoadCounts {
+  new: number;
+  changed: number;
+  unchanged: number;
+  removed: number;
+  failed: number;
+}
+
 /** Reads a source in resumable steps; one implementation per family of data types. */
 export interface PageReader {
-  /** First window only: what to read (page list, crawl frontier, wiki cursor). Throws when listing fails. */
-  plan(source: KnowledgeSourceRecord): Promise<LoadProgress>;
-  /** Reads up to `max` further pages, advancing `progress` in place; failed pages are reported, not thrown. */
-  next(progress: LoadProgress, source: KnowledgeSourceRecord, max: number): Promise<{ docs: PageDoc[]; failures: string[] }>;
+  /**
+   * First window only: what to read (page list, crawl frontier, wiki cursor). Throws when listing fails.
+   * `conditional`: a refresh, which asks pages conditionally and leaves unchanged ones out of `docs`.
+   */
+  plan(source: KnowledgeSourceRecord, load: { loadId: string; conditional: boolean }): Promise<LoadProgress>;
+  /**
+   * Reads up to `max` further pages, advancing `progress` in place; failed pages are reported, not thrown.
+   * `settle` records what the batch learnt of its pages; call it once the documents are indexed.
+   */
+  next(
+    progress: LoadProgress,
+    source: KnowledgeSourceRecord,
+    max: number,
+  ): Promise<{ docs: PageDoc[]; failures: string[]; counts: Partial<LoadCounts>; settle(): Promise<void> }>;
+  /**
+   * At the end of a load: the document URLs that stay (null: keep all but `gone`), those that must go, and how to
+   * forget the pruned pages once their documents are out of the index.
+   */
+  survivors(progress: LoadProgress, source: KnowledgeSourceRecord): Promise<{ keep: Set<string> | null; gone: string[]; forget(): Promise<void> }>;
+  /** Forgets every page of a deleted source. */
+  forget(source: { account_id: number; _id: number }): Promise<void>;
   /** Pages read and known, whether nothing is left, and a note for loading_error (e.g. the sitemap ceiling). */
   counts(progress: LoadProgress): { done: number; total: number | null; finished: boolean; note: string | null };
   /** Drops what the load stored beside its progress, once it has ended. */
@@ -35,8 +61,15 @@ export interface RunnerDeps {
   /** Documents the index holds for the source: the truth for document_count. */
   count(accountId: number, sourceId: number): Promise<number>;
   deleteSourceDocuments(accountId: number, sourceId: number): Promise<void>;
-  /** Announces a load's end (knowledge_source.loaded, .partial or .failed) once the source shows it. */
-  announce(accountId: number, sourceId: number, status: "loaded" | "partial" | "failed"): Promise<void>;
+  /** URLs of the documents the index holds for the source. */
+  documentUrls(accountId: number, sourceId: number): Promise<string[]>;
+  /** Removes the source's documents at these URLs from the index (chunks and records). */
+  removeDocuments(accountId: number, sourceId: number, urls: string[]): Promise<number>;
+  /**
+   * Announces a load's end (knowledge_source.loaded, .partial or .failed) once the source shows it, and, after a
+   * reload, knowledge_source.refreshed with the source's last_refresh counts.
+   */
+  announce(accountId: number, sourceId: number, status: "loaded" | "partial" | "failed" | "refreshed"): Promise<void>;
   owner: string;
   windowMs: number;
   maxWindows: number;
@@ -47,10 +80,14 @@ export interface RunnerDeps {
 
 export type LoadResult = "finished" | "continued" | "lost";
 
-/** Failed pages kept in progress for the final loading_error. */
+/** Kept in progress beside the reader's state: failed pages for loading_error, the counts, and when the load began. */
 interface FailureTally {
   failed?: number;
   last_failure?: string | null;
+  counts?: Partial<LoadCounts>;
+  started_at?: number;
+  /** The source had been loaded before: the end also announces knowledge_source.refreshed. */
+  reload?: boolean;
 }
 
 function describeFailures(progress: FailureTally): string | null {
@@ -62,12 +99,23 @@ async function updateSource(deps: RunnerDeps, job: LoadJobRecord, changes: Sourc
   await deps.sources.updateOne({ _id: job.knowledge_source_id, account_id: job.account_id }, { $set: changes });
 }
 
+/**
+ * Pages a refresh (a reload that is not forced) reads per step: it mostly finds nothing to index, so bigger steps
+ * spread the per-step costs (index call, registry write, progress save) over more unchanged pages.
+ */
+const REFRESH_STEP_PAGES = 200;
+
+function pagesPerStep(deps: RunnerDeps, job: LoadJobRecord, progress: FailureTally): number {
+  return progress.reload && !job.force ? Math.max(deps.batchSize, REFRESH_STEP_PAGES) : deps.batchSize;
+}
+
 /** Thrown inside a window when another loader has taken the job over: stop without writing. */
 class LeaseLost extends Error {}
 
 interface ReadBatch {
   docs: PageDoc[];
   failures: string[];
+  settle(): Promise<void>;
   /** Progress as it stood right after this batch was read (later reads advance the live object). */
   after: LoadProgress & FailureTally;
 }
@@ -88,12 +136,13 @@ async function readAndIndex(
   const live = progress;
   const more = () => Date.now() < deadline && !deps.reader.counts(live).finished && deps.holdsLease();
   const read = async (): Promise<ReadBatch> => {
-    const { docs, failures } = await deps.reader.next(live, source, deps.batchSize);
+    const { docs, failures, counts, settle } = await deps.reader.next(live, source, pagesPerStep(deps, job, live));
     if (failures.length) {
       live.failed = (live.failed ?? 0) + failures.length;
       live.last_failure = failures[failures.length - 1];
     }
-    return { docs, failures, after: structuredClone(live) };
+    live.counts = addCounts(live.counts, { ...counts, failed: failures.length });
+    return { docs, failures, settle, after: structuredClone(live) };
   };
   let saved = structuredClone(live);
   let next = more() ? read() : null;
@@ -104,6 +153,7 @@ async function readAndIndex(
     next?.catch(() => undefined);
     if (!deps.holdsLease()) throw new LeaseLost();
     if (batch.docs.length) await deps.index(source.account_id, source._id, batch.docs);
+    await batch.settle();
     if (!(await saveProgress(deps.jobs, job, deps.owner, batch.after))) throw new LeaseLost();
     saved = batch.after;
     const { done, total } = deps.reader.counts(saved);
@@ -123,13 +173,18 @@ export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promi
     await finishJob(deps.jobs, job, deps.owner, { status: "done", error: "source deleted" });
     return "finished";
   }
-  const deadline = Date.now() + deps.windowMs;
+  const started = Date.now();
+  const deadline = started + deps.windowMs;
   const fresh = !job.progress;
   await updateSource(deps, job, loadStarted(fresh && job.window === 1));
 
   let progress: LoadProgress & FailureTally;
   try {
-    progress = (job.progress as LoadProgress) ?? (await deps.reader.plan(source));
+    progress = (job.progress as LoadProgress) ?? {
+      ...(await deps.reader.plan(source, { loadId: job._id, conditional: !job.force })),
+      started_at: started,
+      reload: source.loaded_at !== null || source.last_refresh !== null,
+    };
     if (fresh && !(await saveProgress(deps.jobs, job, deps.owner, progress))) return "lost";
   } catch (err) {
     return finish(deps, job, null, { complete: false, error: `Could not list the source: ${(err as Error).message}` });
@@ -159,20 +214,49 @@ export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promi
   return (await continueJob(deps.jobs, job, deps.owner, progress)) ? "continued" : "lost";
 }
 
-/** Ends a load: document_count from the index, then the interface's final state. */
+function addCounts(a: Partial<LoadCounts> = {}, b: Partial<LoadCounts>): Partial<LoadCounts> {
+  const sum: Partial<LoadCounts> = { ...a };
+  for (const [key, n] of Object.entries(b) as [keyof LoadCounts, number | undefined][]) if (n) sum[key] = (sum[key] ?? 0) + n;
+  return sum;
+}
+
+/**
+ * Prunes a load that read its whole listing: documents of pages it did not list (when the listing was
+ * complete) or that answered 404/410 loads in a row go from the index, then from the page registry.
+ */
+async function prune(deps: RunnerDeps, source: KnowledgeSourceRecord, progress: LoadProgress): Promise<number> {
+  const { keep, gone, forget } = await deps.reader.survivors(progress, source);
+  let removed = gone.length ? await deps.removeDocuments(source.account_id, source._id, gone) : 0;
+  // The index may hold more than the registry knows (documents from before it, a page whose canonical URL moved):
+  // when its count says so, its own list decides.
+  if (keep && (await deps.count(source.account_id, source._id)) !== keep.size) {
+    const strays = (await deps.documentUrls(source.account_id, source._id)).filter((url) => !keep.has(url));
+    if (strays.length) removed += await deps.removeDocuments(source.account_id, source._id, strays);
+  }
+  await forget();
+  return removed;
+}
+
+/** Ends a load: pruning, document_count from the index, then the interface's final state and last_refresh. */
 async function finish(
   deps: RunnerDeps,
   job: LoadJobRecord,
-  progress: LoadProgress | null,
+  progress: (LoadProgress & FailureTally) | null,
   result: { complete: boolean; error: string | null; emptyIsFailure?: boolean },
 ): Promise<LoadResult> {
+  const source = await deps.sources.findOne({ _id: job.knowledge_source_id, account_id: job.account_id }).lean<KnowledgeSourceRecord>();
+  let removed = 0;
+  if (source && progress && result.complete && (source.refresh?.prune ?? true)) removed = await prune(deps, source, progress);
   const documentCount = await deps.count(job.account_id, job.knowledge_source_id);
   const error = result.complete && result.emptyIsFailure && documentCount === 0 ? "The crawl indexed no documents" : result.error;
   const outcome = loadOutcome({ complete: result.complete, documentCount, error });
-  await updateSource(deps, job, { ...outcome, document_count: documentCount });
+  const last_refresh = loadReport(job, progress, { status: outcome.loading_status, removed });
+  await updateSource(deps, job, { ...outcome, document_count: documentCount, last_refresh });
   await finishJob(deps.jobs, job, deps.owner, { status: outcome.loading_status === "failed" ? "failed" : "done", error: outcome.loading_error ?? null });
   if (progress) await deps.reader.release(progress);
   await deps.announce(job.account_id, job.knowledge_source_id, outcome.loading_status);
+  const reload = progress?.reload ?? (source !== null && (source.loaded_at !== null || source.last_refresh !== null));
+  if (reload) await deps.announce(job.account_id, job.knowledge_source_id, "refreshed");
   return "finished";
 }
 
@@ -181,6 +265,7 @@ export async function runDeleteSource(deps: RunnerDeps, job: LoadJobRecord): Pro
   const scope = { account_id: job.account_id, knowledge_source_id: job.knowledge_source_id };
   await deps.jobs.updateMany({ ...scope, kind: "load", status: "pending" }, { $set: { status: "failed", error: "source deleted" } });
   await deps.deleteSourceDocuments(job.account_id, job.knowledge_source_id);
+  await deps.reader.forget({ account_id: job.account_id, _id: job.knowledge_source_id });
   await deps.sources.deleteOne({ _id: job.knowledge_source_id, account_id: job.account_id });
   await finishJob(deps.jobs, job, deps.owner, { status: "done" });
 }

@@ -7,6 +7,30 @@ export type DataType = (typeof DATA_TYPES)[number];
 export const LOADING_STATUSES = ["unloaded", "loading", "loaded", "partial", "failed"] as const;
 export type LoadingStatus = (typeof LOADING_STATUSES)[number];
 
+/** When a source reloads on its own: every `interval_seconds`, or on a cron `schedule` read in `timezone`. */
+export interface RefreshPolicy {
+  interval_seconds: number | null;
+  cron: string | null;
+  timezone: string;
+  /** Remove pages gone from the listing or answering 404/410 twice in a row. */
+  prune: boolean;
+}
+
+/** What a load did (the last one is shown on the source and its stats). */
+export interface LoadReport {
+  job_id: string;
+  trigger: JobTrigger;
+  status: "loaded" | "partial" | "failed";
+  started_at: Date;
+  finished_at: Date;
+  duration_ms: number;
+  new: number;
+  changed: number;
+  unchanged: number;
+  removed: number;
+  failed: number;
+}
+
 export interface KnowledgeSourceRecord extends NamedRecord {
   data_type: Exclude<DataType, "auto">;
   paths: string[];
@@ -21,7 +45,38 @@ export interface KnowledgeSourceRecord extends NamedRecord {
   loading_error: string | null;
   /** Set while a deletion job is queued; the record answers 200 until the job removes it. */
   deleting: boolean;
+  refresh: RefreshPolicy | null;
+  /** When the scheduler queues the next refresh; null without a policy. */
+  next_refresh_at: Date | null;
+  last_refresh: LoadReport | null;
 }
+
+const refreshSchema = new Schema<RefreshPolicy>(
+  {
+    interval_seconds: { type: Number, default: null },
+    cron: { type: String, default: null },
+    timezone: { type: String, default: "UTC" },
+    prune: { type: Boolean, default: true },
+  },
+  { _id: false },
+);
+
+const reportSchema = new Schema<LoadReport>(
+  {
+    job_id: String,
+    trigger: String,
+    status: String,
+    started_at: Date,
+    finished_at: Date,
+    duration_ms: Number,
+    new: Number,
+    changed: Number,
+    unchanged: Number,
+    removed: Number,
+    failed: Number,
+  },
+  { _id: false },
+);
 
 const sourceSchema = namedRecordSchema<KnowledgeSourceRecord>(
   {
@@ -36,10 +91,15 @@ const sourceSchema = namedRecordSchema<KnowledgeSourceRecord>(
     loading_urls_done: { type: Number, default: 0 },
     loading_error: { type: String, default: null },
     deleting: { type: Boolean, default: false },
+    refresh: { type: refreshSchema, default: null },
+    next_refresh_at: { type: Date, default: null },
+    last_refresh: { type: reportSchema, default: null },
   },
   { hidden: ["credentials", "deleting"], collection: KNOWLEDGE_SOURCES_COLLECTION },
 );
 sourceSchema.index({ account_id: 1, loading_status: 1 });
+// The scheduler's look for due refreshes, across accounts.
+sourceSchema.index({ next_refresh_at: 1 });
 
 /** The knowledge sources model on a given connection. */
 export function knowledgeSourceModel(db: Connection): Model<KnowledgeSourceRecord> {
@@ -50,6 +110,9 @@ export const JOB_KINDS = ["load", "delete-source", "delete-document"] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
 export const JOB_STATUSES = ["pending", "running", "done", "failed"] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
+/** Who queued a load: a client (create, preload) or the refresh schedule. */
+export const JOB_TRIGGERS = ["manual", "schedule"] as const;
+export type JobTrigger = (typeof JOB_TRIGGERS)[number];
 
 /**
  * Background work as documents: loaders claim pending jobs with a lease they keep renewing; a job whose
@@ -64,6 +127,7 @@ export interface LoadJobRecord {
   document_id: string | null;
   status: JobStatus;
   force: boolean;
+  trigger: JobTrigger;
   /** 1 for the first window of a load; continuations count up. */
   window: number;
   /** Where the load stands (page list or crawl frontier, and the next position); plain JSON. */
@@ -87,6 +151,7 @@ const jobSchema = new Schema<LoadJobRecord>(
     document_id: { type: String, default: null },
     status: { type: String, enum: JOB_STATUSES, default: "pending" },
     force: { type: Boolean, default: false },
+    trigger: { type: String, enum: JOB_TRIGGERS, default: "manual" },
     window: { type: Number, default: 1 },
     progress: { type: Schema.Types.Mixed, default: null },
     lease_owner: { type: String, default: null },

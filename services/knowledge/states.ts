@@ -1,4 +1,4 @@
-import type { KnowledgeSourceRecord } from "./model";
+import type { KnowledgeSourceRecord, LoadJobRecord, LoadReport } from "./model";
 
 type SourceState = Pick<KnowledgeSourceRecord, "loading_status">;
 export type SourceChanges = Partial<Omit<KnowledgeSourceRecord, "_id" | "account_id">>;
@@ -35,4 +35,28 @@ export function loadOutcome(result: {
   }
   const status = result.documentCount > 0 ? "partial" : "failed";
   return { loading_status: status, loading_error: result.error ?? "The load stopped before reading every page" };
+}
+
+/** The last_refresh of a finished load, from its job and the counts its progress kept. */
+export function loadReport(
+  job: Pick<LoadJobRecord, "_id" | "trigger" | "created_at">,
+  progress: { counts?: Partial<Record<"new" | "changed" | "unchanged" | "failed", number>>; started_at?: number } | null,
+  end: { status: LoadReport["status"]; removed: number; now?: Date },
+): LoadReport {
+  const finished = end.now ?? new Date();
+  const started = new Date(progress?.started_at ?? job.created_at ?? finished);
+  const counts = progress?.counts ?? {};
+  return {
+    job_id: job._id,
+    trigger: job.trigger ?? "manual",
+    status: end.status,
+    started_at: started,
+    finished_at: finished,
+    duration_ms: finished.getTime() - started.getTime(),
+    new: counts.new ?? 0,
+    changed: counts.changed ?? 0,
+    unchanged: counts.unchanged ?? 0,
+    removed: end.removed,
+    failed: counts.failed ?? 0,
+  };
 }

@@ -157,3 +157,6 @@ export function indexStatus(chunks: number, pendingEmbeddings: number): "empty" 
   if (!chunks) return "empty";
   return pendingEmbeddings > 0 ? "indexing" : "ready";
 }
+
+/** Document URLs listed or removed per internal call (a refresh's pruning pages through them). */
+export const MAX_URLS_PER_CALL = 2000;

@@ -1,5 +1,5 @@
 import type { Logger } from "moleculer";
-import type { Model } from "mongoose";
+import { insertNew } from "../../lib/db";
 import type { EmbeddingProvider } from "../../lib/search/embeddings";
 import type { EmbeddedEngine } from "../../lib/search/embedded-engine";
 import type { IndexedChunk, SearchIndex } from "../../lib/search/port";
@@ -11,6 +11,8 @@ import { contentHash, documentIdFor, embedText, indexKey, planChunks, type Plann
 
 /** Writes per round trip when removing chunks by id (by _id each: the one query every backend serves fast). */
 const DELETE_CONCURRENCY = 50;
+/** Documents removed at once when a refresh prunes pages. */
+const REMOVE_CONCURRENCY = 8;
 /** Chunks read per batch when refilling the embedded engine from MongoDB. */
 const REBUILD_BATCH = 1000;
 
@@ -102,25 +104,6 @@ interface PlannedDocument {
   exists: boolean;
 }
 
-/** Indexes (0-based) of the inserts a bulk insert refused as duplicates; any other failure is rethrown. */
-function duplicateIndexes(err: unknown): number[] {
-  const writeErrors = (err as { writeErrors?: unknown }).writeErrors;
-  const list = (Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : []) as { index: number; code: number }[];
-  if (!list.length || list.some((e) => e.code !== 11000)) throw err;
-  return list.map((e) => e.index);
-}
-
-/** Inserts records in one command; returns the indexes that already existed (by _id). */
-async function insertNew<T extends object>(model: Model<T>, records: T[]): Promise<number[]> {
-  if (!records.length) return [];
-  try {
-    await model.collection.insertMany(records as never[], { ordered: false });
-    return [];
-  } catch (err) {
-    return duplicateIndexes(err);
-  }
-}
-
 /**
  * Decides what a document needs: nothing (same index key, fully indexed) or its chunks (re)written. A
  * document of another account with the same id is a hash collision and fails the batch.
@@ -196,11 +179,10 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
     // A chunk that exists already (same document, position and text) keeps what it has, title aside.
     for (const i of await insertNew(models.chunks, records)) vectors[i] = await keepStoredChunk(models, records[i]!);
     const indexed = records.map((r, i) => toIndexed({ ...r, vector: vectors[i] ?? null }, vectors[i] ? bufferToVector(vectors[i]!) : null));
-    await index.upsertChunks(indexed);
-
+    // Changed documents swap versions in one index change: searchers never see a page with no chunks or two versions.
     const stale = docs.flatMap((d) => d.stale);
+    await index.replaceChunks(accountId, indexed, stale);
     if (stale.length) {
-      await index.deleteChunks(accountId, stale);
       await inBatches(stale, DELETE_CONCURRENCY, (c) => Promise.all([models.chunks.deleteOne({ _id: c }), models.pending.deleteOne({ _id: c })]));
     }
     const waiting = indexed.map((c, i) => ({ c, r: records[i]!, title: planned[i]!.doc.title })).filter(({ c }) => !c.vector);
@@ -266,6 +248,14 @@ export async function removeDocument(deps: StoreDeps, doc: Pick<DocumentRecord, 
     { resumable: true },
   );
   await models.documents.deleteOne({ _id: doc._id, account_id: doc.account_id });
+}
+
+/** search.removeDocuments: a source's documents at these URLs (a refresh prunes pages gone from the site). */
+export async function removeDocumentsAt(deps: StoreDeps, accountId: number, sourceId: number, urls: string[]): Promise<number> {
+  const ids = [...new Set(urls.map((url) => documentIdFor(accountId, sourceId, url)))];
+  const docs = await deps.models.documents.find({ _id: { $in: ids }, account_id: accountId }, { account_id: 1, chunk_ids: 1 }).lean<DocumentRecord[]>();
+  await inBatches(docs, REMOVE_CONCURRENCY, (doc) => removeDocument(deps, doc));
+  return docs.length;
 }
 
 /** search.deleteSourceDocuments: every document of one source of one account. */

@@ -15,6 +15,7 @@ export const WEBHOOK_EVENT_TYPES = [
   "knowledge_source.loaded",
   "knowledge_source.failed",
   "knowledge_source.partial",
+  "knowledge_source.refreshed",
   "entity.created",
   "entity.updated",
   "entity.deleted",

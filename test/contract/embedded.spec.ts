@@ -33,6 +33,7 @@ function restoredFromSnapshots(options: EmbeddedEngineOptions): SearchIndex {
       fs.rmSync(dir, { recursive: true, force: true });
     },
     upsertChunks: async (chunks) => current.upsertChunks(chunks),
+    replaceChunks: async (accountId, chunks, staleIds) => current.replaceChunks(accountId, chunks, staleIds),
     setVectors: async (accountId, vectors) => current.setVectors(accountId, vectors),
     deleteChunks: async (accountId, ids) => current.deleteChunks(accountId, ids),
     deleteSource: async (accountId, sourceId) => current.deleteSource(accountId, sourceId),

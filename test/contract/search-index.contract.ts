@@ -178,6 +178,18 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
       expect(stats.sizeBytes).toBeGreaterThan(0);
     });
 
+    it("replaces a document's chunks: the new version matches, the old one no longer does, the document stays", async () => {
+      const d = CORPUS[0]!;
+      const old = { ...chunk(c, 99, d), id: `${c}-replaced-v1`, documentId: `${c}-replaced` };
+      await index.upsertChunks([old]);
+      const next = { ...old, id: `${c}-replaced-v2`, content: "Zanzibar quokka itinerary" };
+      await index.replaceChunks(c, [next], [old.id]);
+      expect((await index.search(query(c, "Zanzibar quokka", "keyword"))).hits.map((h) => h.id)).toEqual([next.id]);
+      expect((await index.search(query(c, d.content.split(" ").slice(0, 3).join(" "), "keyword"))).hits.map((h) => h.id)).not.toContain(old.id);
+      expect(await index.countDocuments(c, 99)).toBe(1);
+      await index.deleteSource(c, 99);
+    });
+
     it("deleted chunks and sources stop matching at once and leave other accounts alone", async () => {
       await index.deleteChunks(b, [`${b}-vpn-0`]);
       expect((await index.search(query(b, "WireGuard", "keyword"))).hits).toEqual([]);

@@ -426,3 +426,112 @@ export async function startFixtureSite(kind: FixtureKind): Promise<FixtureSite> 
     },
   };
 }
+
+// ---------------------------------------------------------------- a site that changes between loads
+
+/**
+ * How a page of the changing site tells a refresh it did not change: `etag` pages send ETag and
+ * Last-Modified (and answer 304 to a matching conditional request), `lastmod` pages also carry a sitemap
+ * <lastmod>, `none` pages send neither (only the content hash can tell).
+ */
+export type PageValidatorKind = "etag" | "lastmod" | "none";
+
+export interface ChangingSite {
+  baseUrl: string;
+  /** Page URLs the sitemap lists now, sorted. */
+  listed(): string[];
+  urlOf(n: number): string;
+  /** How page n shows that it is unchanged (mixed: n % 3 gives none, etag, lastmod). */
+  validatorsOf(n: number): PageValidatorKind;
+  /** A new version of page n (new text, new ETag, Last-Modified and lastmod). */
+  change(n: number): void;
+  /** Page n leaves the sitemap and answers 404 from now on. */
+  remove(n: number): void;
+  /** Page n stays listed but answers `status` (404, 410, 503...) to its next `times` requests. */
+  fail(n: number, status: number, times: number): void;
+  /** The marker text of page n's current version ("page-7 v2"), for search assertions. */
+  marker(n: number): string;
+  /** Page requests answered 200 and 304 since the last reset, and requests of sitemap pages. */
+  counts: { full: number; notModified: number };
+  resetCounts(): void;
+  stop(): Promise<void>;
+}
+
+/** Fixed clock of the changing site, so validators are stable: version v of every page dates from day v. */
+const CHANGING_SITE_EPOCH = Date.UTC(2026, 0, 1);
+
+/**
+ * A sitemap site of `pages` pages (/p/00001 ...), also crawlable from its home page, that a test or bench
+ * changes between loads: changed, removed and failing (flapping 404, transient 503) pages, with all three
+ * kinds of validators.
+ */
+export async function startChangingSite(
+  pages: number,
+  { paragraphs = 4, validators = "mixed", seed = 0 }: { paragraphs?: number; validators?: PageValidatorKind | "mixed"; seed?: number } = {},
+): Promise<ChangingSite> {
+  const version = new Map<number, number>();
+  const removed = new Set<number>();
+  const failing = new Map<number, { status: number; times: number }>();
+  const counts = { full: 0, notModified: 0 };
+  const pathOf = (n: number) => `/p/${String(n).padStart(5, "0")}`;
+  const validatorsOf = (n: number): PageValidatorKind => (validators === "mixed" ? (["none", "etag", "lastmod"] as const)[n % 3] : validators);
+  const versionOf = (n: number) => version.get(n) ?? 1;
+  const modified = (n: number) => new Date(CHANGING_SITE_EPOCH + versionOf(n) * 86_400_000);
+  const marker = (n: number) => `page-${n} v${versionOf(n)}`;
+  const live = () => Array.from({ length: pages }, (_, i) => i + 1).filter((n) => !removed.has(n));
+  let base = "";
+
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? "/", base);
+    if (url.pathname === "/robots.txt") return send(res, 200, "text/plain", `User-agent: *\nAllow: /\n\nSitemap: ${base}/sitemap.xml\n`);
+    // The home page links every listed page, so the site can be crawled as well as read from its sitemap.
+    if (url.pathname === "/") return html(res, fixturePage({ title: "Home", seed: 7, paragraphs: 1, links: live().map(pathOf) }));
+    if (url.pathname === "/sitemap.xml") {
+      const entries = live().map((n) => {
+        const lastmod = validatorsOf(n) === "lastmod" ? `<lastmod>${modified(n).toISOString()}</lastmod>` : "";
+        return `<url><loc>${base}${pathOf(n)}</loc>${lastmod}</url>`;
+      });
+      return send(res, 200, "application/xml", `<?xml version="1.0"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n${entries.join("\n")}\n</urlset>`);
+    }
+    const match = /^\/p\/(\d{5})$/.exec(url.pathname);
+    const n = match ? Number(match[1]) : 0;
+    if (!match || n < 1 || n > pages || removed.has(n)) return notFound(res);
+    const failure = failing.get(n);
+    if (failure && failure.times > 0) {
+      failure.times--;
+      return send(res, failure.status, "text/plain", "unavailable");
+    }
+    const etag = `"p${n}-v${versionOf(n)}"`;
+    const headers = validatorsOf(n) === "none" ? {} : { etag, "last-modified": modified(n).toUTCString() };
+    if (validatorsOf(n) !== "none" && req.headers["if-none-match"] === etag) {
+      counts.notModified++;
+      res.writeHead(304, headers).end();
+      return;
+    }
+    counts.full++;
+    // The text depends on the version; the seed keeps each page's prose distinct.
+    const body = fixturePage({ title: `Page ${n}`, seed: seed * 100_000_000 + n * 1000 + versionOf(n), paragraphs, marker: marker(n) });
+    send(res, 200, "text/html; charset=utf-8", body, headers);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    baseUrl: base,
+    listed: () => live().map((n) => base + pathOf(n)).sort(),
+    urlOf: (n) => base + pathOf(n),
+    validatorsOf,
+    change: (n) => void version.set(n, versionOf(n) + 1),
+    remove: (n) => void removed.add(n),
+    fail: (n, status, times) => void failing.set(n, { status, times }),
+    marker,
+    counts,
+    resetCounts() {
+      counts.full = 0;
+      counts.notModified = 0;
+    },
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -7,11 +7,11 @@ import { extractPdf } from "./pdf";
 import { fetchRobots, isAllowed } from "./robots";
 import { discoverSitemaps, looksLikeSitemap, pageCeilingMessage, readSitemaps } from "./sitemap";
 import { extractPlainText } from "./text";
-import type { Fetcher, PageFailure, ReaderDocument } from "./types";
+import type { Fetcher, PageFailure, PageValidators, ReaderDocument } from "./types";
 import { canonicalUrl } from "./url";
 import { createWikiState, parseWikiPath, readWikiBatch, type WikiState } from "./wiki";
 
-export type { Fetcher, PageFailure, ReaderDocument } from "./types";
+export type { Fetcher, PageFailure, PageValidators, ReaderDocument } from "./types";
 
 /** Pages fetched at once by list readers; the host limiter inside the fetcher keeps each site's share polite. */
 const DEFAULT_BATCH_SIZE = 8;
@@ -31,6 +31,8 @@ export interface ReaderContext {
   fetch: Fetcher;
   wikiToken?: string;
   crawlLimits?: Partial<CrawlLimits>;
+  /** A refresh: what the previous load learnt of an indexed page, so list readers ask conditionally. */
+  previous?: (url: string) => PageValidators | undefined;
 }
 
 /** The start of a load: state to persist, the page total when known (loading_urls_total), and a ceiling note. */
@@ -39,6 +41,8 @@ export interface LoadPlan<S> {
   total: number | null;
   /** Set when the sitemap page ceiling cut the listing; `ceilingMessage(read, listed, skipped)` words the loading_error. */
   ceiling?: { listed: number; skipped: number };
+  /** The listing is the whole source (no sitemap file failed): pages it does not name are gone. */
+  complete?: boolean;
 }
 
 /** One step of a load: documents to index, pages that failed, and whether the source is exhausted. */
@@ -46,6 +50,9 @@ export interface ReadBatch {
   documents: ReaderDocument[];
   failures: PageFailure[];
   done: boolean;
+  /** List readers: the URLs this step handled, and those of them that did not change (304, same sitemap lastmod). */
+  listed?: string[];
+  unchanged?: string[];
 }
 
 /** A data type's reader: start once, then next() until done, persisting the state between calls and windows. */
@@ -59,6 +66,8 @@ export interface UrlListState {
   urls: string[];
   next: number;
   as?: "pdf" | "markdown" | "text";
+  /** Sitemap <lastmod> per URL (same order), when the sitemap gives any. */
+  lastmods?: (string | null)[];
 }
 
 /** A Fetcher over safeFetch with the loader's defaults (limiter, signal, retries) bound once per load. */
@@ -111,23 +120,38 @@ function acceptFor(as: UrlListState["as"]): string[] | undefined {
   return as === "pdf" ? PDF_TYPES : as === "markdown" ? MARKDOWN_TYPES : as === "text" ? TEXT_TYPES : undefined;
 }
 
+/** Request headers that ask for a page only if it changed since the validators were taken. */
+function conditionalHeaders(known: PageValidators | undefined): Record<string, string> | undefined {
+  if (!known?.etag && !known?.last_modified) return undefined;
+  return { ...(known.etag ? { "if-none-match": known.etag } : {}), ...(known.last_modified ? { "if-modified-since": known.last_modified } : {}) };
+}
+
+/** One listed page: unchanged (same sitemap lastmod, or 304 to a conditional request), or its document if any. */
+async function readListed(url: string, lastmod: string | null, state: UrlListState, ctx: ReaderContext): Promise<"unchanged" | ReaderDocument | undefined> {
+  const known = ctx.previous?.(url);
+  if (known && lastmod && known.lastmod === lastmod) return "unchanged";
+  const maxBytes = state.as === "pdf" || extension(url) === "pdf" ? MAX_PDF_BYTES : undefined;
+  const res = await ctx.fetch(url, { accept: acceptFor(state.as), maxBytes, headers: conditionalHeaders(known) });
+  if (res.status === 304) return "unchanged";
+  const doc = await documentFrom(res, state.as);
+  const header = (name: string) => (res.headers[name] as string | undefined) ?? null;
+  return doc && { ...doc, page: { url, etag: header("etag"), last_modified: header("last-modified"), lastmod } };
+}
+
 /** The next `batchSize` URLs of a list, fetched at once; failures are reported per page and do not stop the list. */
 async function nextOfList(state: UrlListState, ctx: ReaderContext, batchSize = DEFAULT_BATCH_SIZE): Promise<ReadBatch> {
   const urls = state.urls.slice(state.next, state.next + batchSize);
-  const results = await Promise.allSettled(
-    urls.map(async (url) => {
-      const maxBytes = state.as === "pdf" || extension(url) === "pdf" ? MAX_PDF_BYTES : undefined;
-      return documentFrom(await ctx.fetch(url, { accept: acceptFor(state.as), maxBytes }), state.as);
-    }),
-  );
+  const results = await Promise.allSettled(urls.map((url, i) => readListed(url, state.lastmods?.[state.next + i] ?? null, state, ctx)));
   const documents: ReaderDocument[] = [];
   const failures: PageFailure[] = [];
+  const unchanged: string[] = [];
   results.forEach((result, i) => {
     if (result.status === "rejected") failures.push({ url: urls[i], error: (result.reason as Error).message ?? String(result.reason) });
+    else if (result.value === "unchanged") unchanged.push(urls[i]);
     else if (result.value && result.value.content !== "") documents.push(result.value);
   });
   state.next += urls.length;
-  return { documents, failures, done: state.next >= state.urls.length };
+  return { documents, failures, done: state.next >= state.urls.length, listed: urls, unchanged };
 }
 
 function urlList(paths: string[]): string[] {
@@ -141,7 +165,7 @@ function listReader(as?: UrlListState["as"]): SourceReader<UrlListState> {
   return {
     async start(paths) {
       const urls = urlList(paths);
-      return { state: { urls, next: 0, as }, total: urls.length };
+      return { state: { urls, next: 0, as }, total: urls.length, complete: true };
     },
     next: nextOfList,
   };
@@ -158,7 +182,9 @@ const sitemapReader: SourceReader<UrlListState> = {
     const listing = await readSitemaps(sitemaps, ctx.fetch, { siteUrl: site, allow: (url) => isAllowed(robots, url) });
     if (listing.urls.length === 0) throw new Error(`the sitemaps of ${site} list no page this loader may read (same site, allowed by robots.txt)`);
     const ceiling = listing.skipped > 0 ? { listed: listing.listed, skipped: listing.skipped } : undefined;
-    return { state: { urls: listing.urls, next: 0 }, total: listing.urls.length, ceiling };
+    const lastmods = Object.keys(listing.lastmods).length ? listing.urls.map((url) => listing.lastmods[url] ?? null) : undefined;
+    const complete = listing.failures.length === 0 && !listing.truncated;
+    return { state: { urls: listing.urls, next: 0, ...(lastmods ? { lastmods } : {}) }, total: listing.urls.length, ceiling, complete };
   },
   next: nextOfList,
 };

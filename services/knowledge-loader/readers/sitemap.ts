@@ -33,6 +33,8 @@ export function pageCeilingMessage(read: number, listed: number, skipped: number
 export interface ParsedSitemap {
   kind: "index" | "urlset";
   locs: string[];
+  /** <lastmod> of the pages that declare one, by <loc> as written; absent when none does. */
+  lastmods?: Record<string, string>;
 }
 
 /** What a sitemap source reads: the first `ceiling` pages in sorted order, out of `listed` distinct ones. */
@@ -44,6 +46,8 @@ export interface SitemapListing {
   failures: { url: string; error: string }[];
   /** True when MAX_LISTED_URLS cut the listing short. */
   truncated: boolean;
+  /** <lastmod> of the kept pages that declare one (a refresh skips pages whose lastmod has not moved). */
+  lastmods: Record<string, string>;
 }
 
 const XML_ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
@@ -66,11 +70,26 @@ export function parseSitemap(text: string): ParsedSitemap {
     return { kind, locs: lines.filter((l) => /^https?:\/\/\S+$/i.test(l)) };
   }
   const locs: string[] = [];
-  for (const match of text.matchAll(/<loc>\s*(?:<!\[CDATA\[([\s\S]*?)\]\]>|([^<]*))\s*<\/loc>/gi)) {
-    const loc = (match[1] ?? decodeXml(match[2] ?? "")).trim();
+  for (const match of text.matchAll(LOC)) {
+    const loc = locOf(match);
     if (loc) locs.push(loc);
   }
-  return { kind, locs };
+  const lastmods: Record<string, string> = {};
+  if (kind === "urlset") {
+    for (const [entry] of text.matchAll(/<url>[\s\S]*?<\/url>/gi)) {
+      const loc = locOf(LOC_ONCE.exec(entry));
+      const lastmod = /<lastmod>\s*([^<]*?)\s*<\/lastmod>/i.exec(entry)?.[1];
+      if (loc && lastmod) lastmods[loc] = lastmod;
+    }
+  }
+  return Object.keys(lastmods).length ? { kind, locs, lastmods } : { kind, locs };
+}
+
+const LOC = /<loc>\s*(?:<!\[CDATA\[([\s\S]*?)\]\]>|([^<]*))\s*<\/loc>/gi;
+const LOC_ONCE = new RegExp(LOC.source, "i");
+
+function locOf(match: RegExpMatchArray | RegExpExecArray | null): string {
+  return match ? (match[1] ?? decodeXml(match[2] ?? "")).trim() : "";
 }
 
 /** The sitemap file's text: gzip is recognised by its magic bytes, whatever the name or content type said. */
@@ -140,6 +159,7 @@ export async function readSitemaps(
 ): Promise<SitemapListing> {
   const host = siteHost(siteUrl);
   const pages = new Set<string>();
+  const lastmodOf = new Map<string, string>();
   let firstError: unknown;
   const failures: SitemapListing["failures"] = [];
   const visited = new Set<string>();
@@ -171,6 +191,8 @@ export async function readSitemaps(
           } else if (siteHost(canonical) === host && allow(canonical)) {
             if (pages.size < MAX_LISTED_URLS) pages.add(canonical);
             else if (!pages.has(canonical)) truncated = true;
+            const lastmod = result.value.lastmods?.[loc];
+            if (lastmod) lastmodOf.set(canonical, lastmod);
           }
         }
       });
@@ -180,5 +202,6 @@ export async function readSitemaps(
   if (pages.size === 0 && firstError) throw firstError;
   const sorted = [...pages].sort();
   const urls = sorted.slice(0, ceiling);
-  return { urls, listed: sorted.length, skipped: sorted.length - urls.length, failures, truncated };
+  const lastmods = Object.fromEntries(urls.flatMap((url) => (lastmodOf.has(url) ? [[url, lastmodOf.get(url)!]] : [])));
+  return { urls, listed: sorted.length, skipped: sorted.length - urls.length, failures, truncated, lastmods };
 }

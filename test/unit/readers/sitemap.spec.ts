@@ -1,7 +1,7 @@
 import { looksLikeSitemap, pageCeilingMessage, parseSitemap } from "../../../services/knowledge-loader/readers/sitemap";
 
 describe("parseSitemap", () => {
-  it("lists the pages of a urlset, decoding entities and CDATA, ignoring image:loc", () => {
+  it("lists the pages of a urlset, decoding entities and CDATA, ignoring image:loc, with the lastmod of those that give one", () => {
     const xml = `<?xml version="1.0" encoding="UTF-8"?>
       <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">
         <url><loc>https://example.com/a?x=1&amp;y=2</loc><lastmod>2026-01-01</lastmod></url>
@@ -14,6 +14,7 @@ describe("parseSitemap", () => {
     expect(parseSitemap(xml)).toEqual({
       kind: "urlset",
       locs: ["https://example.com/a?x=1&y=2", "https://example.com/b", "https://example.com/c?q=a&b", "https://example.com/café"],
+      lastmods: { "https://example.com/a?x=1&y=2": "2026-01-01" },
     });
   });
 

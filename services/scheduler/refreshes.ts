@@ -1,0 +1,39 @@
+import type { Model } from "mongoose";
+import { enqueueJob } from "../knowledge/jobs";
+import type { KnowledgeSourceRecord, LoadJobRecord } from "../knowledge/model";
+import { nextRefreshAt } from "../knowledge/refresh";
+
+/** What the scheduler needs of a knowledge source whose refresh is due. */
+export type DueRefresh = Pick<KnowledgeSourceRecord, "_id" | "account_id" | "refresh" | "next_refresh_at">;
+
+/** Sources whose refresh is due, most overdue first (the same cross-account look as due schedules). */
+export function dueRefreshes(sources: Model<KnowledgeSourceRecord>, now: Date, limit: number): Promise<DueRefresh[]> {
+  return sources
+    .find({ next_refresh_at: { $lte: now }, deleting: false }, { account_id: 1, refresh: 1, next_refresh_at: 1 })
+    .sort({ next_refresh_at: 1, _id: 1 })
+    .limit(limit)
+    .lean<DueRefresh[]>();
+}
+
+/**
+ * Claims a due refresh with one atomic update that matches only while next_refresh_at is what the replica read
+ * (a policy edit recomputes it), as claimOccurrence does for schedules: of several replicas exactly one gets the
+ * source back. The claim moves next_refresh_at past now, so an outage costs one refresh, not one per missed slot.
+ */
+export function claimRefresh(sources: Model<KnowledgeSourceRecord>, due: DueRefresh, now: Date): Promise<KnowledgeSourceRecord | null> {
+  return sources
+    .findOneAndUpdate(
+      { _id: due._id, deleting: false, next_refresh_at: due.next_refresh_at },
+      { $set: { next_refresh_at: nextRefreshAt(due.refresh, now) } },
+      { returnDocument: "after", timestamps: false },
+    )
+    .lean<KnowledgeSourceRecord>();
+}
+
+/**
+ * Queues the claimed refresh as a normal load job (windows, leases, states), conditional (not forced). A load
+ * already queued or running for the source stands for it: no second job.
+ */
+export function queueRefresh(jobs: Model<LoadJobRecord>, source: Pick<KnowledgeSourceRecord, "_id" | "account_id">) {
+  return enqueueJob(jobs, { kind: "load", account_id: source.account_id, knowledge_source_id: source._id, force: false, trigger: "schedule" });
+}
