@@ -9,7 +9,7 @@ import { paginationParams, toPage } from "../lib/pagination";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { searchConfig, type SearchConfig } from "../lib/search/config";
 import { EmbeddedEngine } from "../lib/search/embedded-engine";
-import { LocalEmbeddingProvider, RemoteEmbeddingProvider, type EmbeddingProvider } from "../lib/search/embeddings";
+import { LocalEmbeddingProvider, RemoteEmbeddingProvider, type EmbeddingProvider, type LocalModelName } from "../lib/search/embeddings";
 import { SEARCH_MODES, type SearchIndex, type SearchMode } from "../lib/search/port";
 import { TypesenseEngine } from "../lib/search/typesense-engine";
 import { EmbedStage } from "./search/embed-stage";
@@ -358,7 +358,7 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     this.queryCache = new Map();
     this.deletions = new Set();
     const { embedding, typesense } = this.config;
-    if (embedding.provider === "local") this.provider = new LocalEmbeddingProvider();
+    if (embedding.provider === "local") this.provider = new LocalEmbeddingProvider(embedding.model as LocalModelName, { workers: embedding.workers });
     else if (embedding.provider === "openai") {
       this.provider = new RemoteEmbeddingProvider(embedding.url, embedding.model, embedding.dimensions, embedding.apiKey || undefined);
     }
