@@ -132,6 +132,10 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           last_indexed_at: await this.lastIndexedAt(accountId),
           engine: this.index.engine,
           embedding_model: this.provider?.model ?? null,
+          pending_chunks: this.provider ? pending : 0,
+          // The embedding stage of this search replica (all accounts): chunks/s over the last minute, batches at once.
+          embedding_rate: this.stage?.progress().ratePerSecond ?? 0,
+          embedding_workers: this.stage?.progress().concurrency ?? 0,
         };
       },
     },
@@ -396,6 +400,7 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         index: this.index,
         logger: this.logger,
         batchSize: embedding.batchSize,
+        concurrency: embedding.workers,
         generations: this.generations,
       });
       this.deps.stage = this.stage;

@@ -13,7 +13,8 @@
  *   query a sense's definition; graded judgements (the sense 2, its direct hypernyms and hyponyms 1).
  *
  *   npm run bench:relevance     (RELEVANCE_SETS=scifact,wordnet; RELEVANCE_DOCS, RELEVANCE_QUERIES size WordNet;
- *                                MONGO_URL to use a running database instead of the bundled server)
+ *                                MONGO_URL to use a running database instead of the bundled server,
+ *                                RELEVANCE_DATA_DIR to keep the bundled server's data and so the embedding cache)
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -27,8 +28,9 @@ import { closeAllDatabases } from "../../lib/db";
 import { listEnv } from "../../lib/env";
 import { startLocalMongo } from "../../lib/local-mongo";
 import { searchConfig } from "../../lib/search/config";
-import type { SearchMode } from "../../lib/search/port";
+import type { SearchIndex, SearchMode } from "../../lib/search/port";
 import { SERVICE_REGISTRY } from "../../services";
+import { candidateDepth, collapseByDocument } from "../../services/search/rules";
 import { apiClient, signup, type Api } from "../../test/harness/http";
 import { readSciFact } from "./scifact";
 import { rng } from "./synthetic";
@@ -37,6 +39,8 @@ const SETS = listEnv("RELEVANCE_SETS", ["scifact", "wordnet"]);
 const WORDNET_DOCS = Number(process.env.RELEVANCE_DOCS ?? 3000);
 const WORDNET_QUERIES = Number(process.env.RELEVANCE_QUERIES ?? 300);
 const SEED = 7;
+/** Vector weights the hybrid sweep tries (RELEVANCE_ALPHAS; empty to skip the sweep). */
+const ALPHAS = listEnv("RELEVANCE_ALPHAS", ["0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1"]).map(Number);
 const MODES: SearchMode[] = ["keyword", "semantic", "hybrid"];
 /** Documents per indexDocuments call, and searches in flight. */
 const INDEX_BATCH = 100;
@@ -121,11 +125,14 @@ const URL_PREFIX = "https://relevance.bench/doc/";
 
 /** The platform slice this bench needs, in one broker on loopback; engine and model from the environment. */
 async function startPlatform() {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "relevance-"));
+  // RELEVANCE_DATA_DIR keeps the database between runs: the embedding cache (model + text hash) then spares
+  // a second run the embedding (for trying fusion settings); by default everything is temporary.
+  const keep = process.env.RELEVANCE_DATA_DIR;
+  const dataDir = keep ? path.resolve(keep) : fs.mkdtempSync(path.join(os.tmpdir(), "relevance-"));
   let stopMongo: (() => Promise<void>) | undefined;
   if (!process.env.MONGO_URL) {
     const local = await startLocalMongo({ dataDir: path.join(dataDir, "mongo") });
-    process.env.MONGO_URL = `${local.url}/relevance_${process.pid}`;
+    process.env.MONGO_URL = `${local.url}/relevance${keep ? "" : `_${process.pid}`}`;
     stopMongo = local.stop;
   }
   process.env.SEARCH_SNAPSHOTS = "off";
@@ -147,12 +154,13 @@ async function startPlatform() {
       await broker.stop();
       await closeAllDatabases();
       await stopMongo?.();
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (!keep) fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
 
 interface Stats {
+  embedding_rate: number;
   total_chunks: number;
   embedded_chunks: number;
   engine: string;
@@ -179,7 +187,7 @@ async function load(platform: Awaited<ReturnType<typeof startPlatform>>, api: Ap
     if (Date.now() - lastReport > 30_000) {
       lastReport = Date.now();
       const s = (performance.now() - t0) / 1000;
-      console.error(`  ${stats.embedded_chunks}/${stats.total_chunks} chunks embedded after ${s.toFixed(0)} s (${(stats.embedded_chunks / s).toFixed(1)}/s)`);
+      console.error(`  ${stats.embedded_chunks}/${stats.total_chunks} chunks embedded after ${s.toFixed(0)} s (stage: ${stats.embedding_rate}/s)`);
     }
     await new Promise((r) => setTimeout(r, 500));
   }
@@ -215,6 +223,35 @@ async function evaluate(api: Api, token: string, c: Collection, mode: SearchMode
   return { ndcg: ndcg / c.queries.length, recall: recall / c.queries.length, modeUsed, p50: latencies[Math.floor(latencies.length / 2)]! };
 }
 
+/** The search service of the bench's broker: its index (the SearchIndex port) and query embeddings. */
+interface SearchServiceInternals {
+  index: SearchIndex;
+  queryVector(text: string): Promise<Float32Array | null>;
+  config: { maxDistance: number; hybridAlpha: number };
+}
+
+/**
+ * Hybrid nDCG@10 for a range of vector weights, through the SearchIndex port of the running search service
+ * (the REST API has no alpha parameter): what HYBRID_ALPHA_BY_MODEL is chosen from.
+ */
+async function alphaSweep(platform: Awaited<ReturnType<typeof startPlatform>>, accountId: number, c: Collection) {
+  const search = platform.broker.getLocalService("search") as unknown as SearchServiceInternals;
+  const vectors = await Promise.all(c.queries.map((q) => search.queryVector(q.text)));
+  const row: string[] = [];
+  for (const alpha of ALPHAS) {
+    let ndcg = 0;
+    for (const [i, q] of c.queries.entries()) {
+      const res = await search.index.search({
+        accountId, text: q.text, mode: "hybrid", vector: vectors[i]!, depth: candidateDepth(0, 100), alpha, maxDistance: search.config.maxDistance,
+      });
+      ndcg += ndcgAt(10, collapseByDocument(res.hits).map((h) => h.url.slice(URL_PREFIX.length)), q.judgements);
+    }
+    row.push((ndcg / c.queries.length).toFixed(3));
+  }
+  console.log(`\nhybrid nDCG@10 by HYBRID_ALPHA (vector weight; 0 = keyword ranking, 1 = vector ranking), configured ${search.config.hybridAlpha}:`);
+  console.log(`| alpha | ${ALPHAS.join(" | ")} |\n|---|${ALPHAS.map(() => "---").join("|")}|\n| nDCG@10 | ${row.join(" | ")} |`);
+}
+
 async function main() {
   const config = searchConfig();
   const platform = await startPlatform();
@@ -246,6 +283,7 @@ async function main() {
             (isSciFact ? ` ${SCIFACT_ANCHORS[mode]} |` : ""),
         );
       }
+      if (ALPHAS.length && stats.embedding_model) await alphaSweep(platform, accountId, collection);
     }
   } finally {
     await platform.stop();

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import mongoose from "mongoose";
 import type { ServiceBroker } from "moleculer";
+import { DEFAULT_LOCAL_MODEL } from "../../lib/search/embeddings";
 import SearchService from "../../services/search.service";
 import { searchModels } from "../../services/search/model";
 import type { RestoreReport, SnapshotKeeper } from "../../services/search/snapshots";
@@ -242,9 +243,13 @@ describe("search over NATS: gateway, users and api-keys on two nodes, search on 
       expect((await api("GET", "/api/v1/knowledge/documents", { token: other.token })).body.data.every((d: { url: string }) => d.url.startsWith("https://other.example/"))).toBe(true);
     });
 
-    it("account stats report the total document count and the index status", async () => {
+    it("account stats report the total document count, the index status and the embedding stage's progress", async () => {
       const res = await api("GET", "/api/v1/knowledge/documents/stats", { token: owner.token });
-      expect(res.body).toMatchObject({ total_documents: CORPUS.length, index_status: "ready", engine: "embedded", embedding_model: "use-lite-512" });
+      expect(res.body).toMatchObject({ total_documents: CORPUS.length, index_status: "ready", engine: "embedded", embedding_model: DEFAULT_LOCAL_MODEL });
+      expect(res.body).toMatchObject({ pending_chunks: 0, embedding_workers: 2 });
+      expect(res.body.embedded_chunks).toBe(res.body.total_chunks);
+      // Chunks were embedded in the last minute, so the stage reports a rate.
+      expect(res.body.embedding_rate).toBeGreaterThan(0);
     });
 
     it("gets one document with full content and metadata; 404 when absent, 403 for another account's", async () => {
