@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
+import { rm } from "node:fs/promises";
 import type { Connection } from "mongoose";
 import type { ServiceSchema } from "moleculer";
 import { ERRORS, isDuplicateKeyError } from "../lib/errors";
@@ -13,6 +14,7 @@ import { LocalEmbeddingProvider, RemoteEmbeddingProvider, type EmbeddingProvider
 import { SEARCH_MODES, type SearchIndex, type SearchMode } from "../lib/search/port";
 import { TypesenseEngine } from "../lib/search/typesense-engine";
 import { EmbedStage } from "./search/embed-stage";
+import { ModelSwitch } from "./search/model-switch";
 import { DELETION_QUEUE_MARKER, IndexGenerations } from "./search/generations";
 import { SnapshotKeeper, type RestoreReport } from "./search/snapshots";
 import { searchModels, type DocumentRecord, type SearchModels } from "./search/model";
@@ -64,6 +66,7 @@ interface Vars {
   index: SearchIndex;
   provider?: EmbeddingProvider;
   stage?: EmbedStage;
+  modelSwitch?: ModelSwitch;
   deps: StoreDeps;
   generations: IndexGenerations;
   snapshots?: SnapshotKeeper;
@@ -289,7 +292,8 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     /** The query's embedding, or null when there is no provider or it fails (the search then says keyword). */
     async queryVector(text) {
-      if (!this.provider) return null;
+      // During a model switch the index holds vectors of two models: keyword until the switch is done.
+      if (!this.provider || this.modelSwitch?.switching) return null;
       const hit = this.queryCache.get(text);
       if (hit) return hit;
       try {
@@ -368,16 +372,21 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     }
     const dimensions = this.provider?.dimensions ?? embedding.dimensions;
     const embedded = this.config.engine === "embedded" ? new EmbeddedEngine({ dimensions }) : undefined;
+    this.modelSwitch = embedded && this.provider ? new ModelSwitch({ models: this.models, provider: this.provider, logger: this.logger }) : undefined;
+    const switching = (await this.modelSwitch?.needed()) ?? false;
     this.index = embedded ?? new TypesenseEngine({ ...typesense, dimensions });
     await this.index.start();
     this.generations = new IndexGenerations(this.models.state);
     this.deps = { models: this.models, index: this.index, provider: this.provider, generations: this.generations, logger: this.logger };
     if (embedded && this.config.snapshots.enabled) {
       const { dir, settleMs, maxDelayMs } = this.config.snapshots;
+      const databaseDir = path.join(dir, this.db.name.replace(/[^\w.-]/g, "_"));
+      // Snapshots hold the previous model's vectors: rebuilt from MongoDB, without them.
+      if (switching) await rm(databaseDir, { recursive: true, force: true });
       this.snapshots = new SnapshotKeeper({
         engine: embedded,
         generations: this.generations,
-        dir: path.join(dir, this.db.name.replace(/[^\w.-]/g, "_")),
+        dir: databaseDir,
         settleMs,
         maxDelayMs,
         logger: this.logger,
@@ -405,6 +414,7 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       });
       this.deps.stage = this.stage;
       await this.stage.recover();
+      this.modelSwitch?.start(this.stage);
       if (this.provider instanceof LocalEmbeddingProvider) {
         this.provider.warmUp().catch((err) => this.logger.warn("Embedding model failed to load", err));
       }
@@ -413,6 +423,7 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   },
 
   async stopped() {
+    await this.modelSwitch?.stop();
     await this.stage?.stop();
     await Promise.all([...(this.deletions ?? [])]);
     // The last snapshots, so the next start loads instead of rebuilding.

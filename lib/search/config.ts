@@ -10,6 +10,13 @@ import { DEFAULT_HYBRID_ALPHA } from "./fusion";
  */
 export const MIN_SIMILARITY_BY_MODEL: Record<string, number> = { "use-lite-512": 0.15 };
 
+/**
+ * Vector weight of hybrid rank fusion per bundled model, chosen from the SciFact sweep of
+ * `npm run bench:relevance` (docs/search.md, decision 21): a weak model gets a small weight, so hybrid never
+ * ranks below its keyword part. Other models get Typesense's default unless HYBRID_ALPHA is set.
+ */
+export const HYBRID_ALPHA_BY_MODEL: Record<string, number> = { "all-minilm-l6-v2": 0.4, "use-lite-512": 0 };
+
 function numberEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
@@ -53,7 +60,7 @@ export function searchConfig(env: NodeJS.ProcessEnv = process.env) {
       /** Worker threads of the bundled model (each runs the model on one core), and batches in flight. */
       workers: Math.floor(numberEnv(env, "EMBEDDING_WORKERS", 2, 1, 64)),
     },
-    hybridAlpha: numberEnv(env, "HYBRID_ALPHA", DEFAULT_HYBRID_ALPHA, 0, 1),
+    hybridAlpha: numberEnv(env, "HYBRID_ALPHA", HYBRID_ALPHA_BY_MODEL[model] ?? DEFAULT_HYBRID_ALPHA, 0, 1),
     /** As a cosine distance (what both engines filter on). */
     maxDistance: 1 - minSimilarity,
     chunkSize: numberEnv(env, "SEARCH_CHUNK_SIZE", DEFAULT_CHUNK_SIZE, 100, 20_000),
