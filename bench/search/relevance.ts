@@ -259,7 +259,8 @@ async function main() {
     for (const set of SETS) {
       const collection = set === "scifact" ? sciFact() : set === "wordnet" ? wordNet() : undefined;
       if (!collection) throw new Error(`unknown relevance set ${set} (scifact, wordnet)`);
-      const owner = await signup(platform.api, `relevance-${set}`);
+      // Once more if the gateway closed an idle keep-alive connection just as it was reused (after a long sweep).
+      const owner = await signup(platform.api, `relevance-${set}`).catch(() => signup(platform.api, `relevance-${set}`));
       const accountId = owner.user.account_id as number;
       console.error(`${collection.name}: indexing ${collection.documents.length} documents, ${collection.queries.length} queries`);
       const loaded = await load(platform, platform.api, owner.token, accountId, collection);
