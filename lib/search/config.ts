@@ -1,6 +1,6 @@
 import path from "node:path";
 import { DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE } from "./chunking";
-import { LOCAL_MODEL_NAME } from "./embeddings";
+import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS, type LocalModelName } from "./embeddings";
 import { DEFAULT_HYBRID_ALPHA } from "./fusion";
 
 /**
@@ -8,7 +8,14 @@ import { DEFAULT_HYBRID_ALPHA } from "./fusion";
  * the bundled model's value was calibrated on the contract corpus (see docs/search.md); for any other model
  * set SEARCH_MIN_SIMILARITY after calibrating it, or no threshold applies.
  */
-export const MIN_SIMILARITY_BY_MODEL: Record<string, number> = { [LOCAL_MODEL_NAME]: 0.15 };
+export const MIN_SIMILARITY_BY_MODEL: Record<string, number> = { "use-lite-512": 0.15 };
+
+/**
+ * Vector weight of hybrid rank fusion per bundled model, chosen from the SciFact sweep of
+ * `npm run bench:relevance` (docs/search.md, decision 21): a weak model gets a small weight, so hybrid never
+ * ranks below its keyword part. Other models get Typesense's default unless HYBRID_ALPHA is set.
+ */
+export const HYBRID_ALPHA_BY_MODEL: Record<string, number> = { "all-minilm-l6-v2": 0.4, "use-lite-512": 0 };
 
 function numberEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -29,7 +36,10 @@ function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: r
 export function searchConfig(env: NodeJS.ProcessEnv = process.env) {
   const typesenseUrl = env.TYPESENSE_URL ?? "";
   const provider = oneOf(env, "EMBEDDING_PROVIDER", ["local", "openai", "none"] as const, "local");
-  const model = provider === "openai" ? env.EMBEDDING_MODEL || "text-embedding-3-small" : LOCAL_MODEL_NAME;
+  const model =
+    provider === "openai"
+      ? env.EMBEDDING_MODEL || "text-embedding-3-small"
+      : oneOf(env, "EMBEDDING_MODEL", Object.keys(LOCAL_MODELS) as LocalModelName[], DEFAULT_LOCAL_MODEL);
   if (provider === "openai" && !env.EMBEDDING_URL) throw new Error("EMBEDDING_PROVIDER=openai needs EMBEDDING_URL");
   const minSimilarity = numberEnv(env, "SEARCH_MIN_SIMILARITY", MIN_SIMILARITY_BY_MODEL[model] ?? -1, -1, 1);
   return {
@@ -44,10 +54,13 @@ export function searchConfig(env: NodeJS.ProcessEnv = process.env) {
       url: env.EMBEDDING_URL ?? "",
       model,
       apiKey: env.EMBEDDING_API_KEY ?? "",
-      dimensions: numberEnv(env, "EMBEDDING_DIMENSIONS", provider === "openai" ? 1536 : 512, 1, 8192),
+      dimensions:
+        provider === "openai" ? numberEnv(env, "EMBEDDING_DIMENSIONS", 1536, 1, 8192) : LOCAL_MODELS[model as LocalModelName].dimensions,
       batchSize: numberEnv(env, "EMBEDDING_BATCH_SIZE", 16, 1, 512),
+      /** Worker threads of the bundled model (each runs the model on one core), and batches in flight. */
+      workers: Math.floor(numberEnv(env, "EMBEDDING_WORKERS", 2, 1, 64)),
     },
-    hybridAlpha: numberEnv(env, "HYBRID_ALPHA", DEFAULT_HYBRID_ALPHA, 0, 1),
+    hybridAlpha: numberEnv(env, "HYBRID_ALPHA", HYBRID_ALPHA_BY_MODEL[model] ?? DEFAULT_HYBRID_ALPHA, 0, 1),
     /** As a cosine distance (what both engines filter on). */
     maxDistance: 1 - minSimilarity,
     chunkSize: numberEnv(env, "SEARCH_CHUNK_SIZE", DEFAULT_CHUNK_SIZE, 100, 20_000),

@@ -18,20 +18,47 @@ export interface EmbedJob {
 /** Longest pause after repeated failures (e.g. the embeddings endpoint is down). */
 const MAX_BACKOFF_MS = 60_000;
 const FIRST_BACKOFF_MS = 1_000;
+/** Chunks held in memory; more wait in the durable queue and are read back as the stage catches up. */
+const DEFAULT_MAX_QUEUED = 2_000;
+/** Window of the reported embedding rate. */
+const RATE_WINDOW_MS = 60_000;
+
+/** How far the embedding stage of this process is (GET /knowledge/documents/stats). */
+export interface EmbedProgress {
+  /** Chunks waiting in this process's memory, plus those in flight. */
+  queued: number;
+  /** Chunks left in the durable queue only (more than memory holds), read back as the stage catches up. */
+  overflow: boolean;
+  /** Chunks embedded per second over the last minute (0 when idle). */
+  ratePerSecond: number;
+  /** Batches embedded at once (one per embedding worker). */
+  concurrency: number;
+}
 
 /**
  * The embedding stage: chunks are stored and keyword-searchable before it runs; it embeds them in batches
  * (each text once per model: the cache is keyed by model and text hash), writes the vectors to MongoDB and
- * adds them to the index. Its queue is durable as search_pending_embeddings, so a restart resumes it. It
- * runs in every search replica, so embedding throughput grows with replicas.
+ * adds them to the index. Its queue is durable as search_pending_embeddings, so a restart resumes it.
+ * `concurrency` batches run at once, so every embedding worker has work while another batch is written.
+ * Back-pressure: memory holds at most `maxQueued` chunks; beyond that new chunks stay only in the durable
+ * queue and are read back from it when memory has drained, so a huge load never grows the process.
  */
 export class EmbedStage {
   private queue: EmbedJob[] = [];
-  private running?: Promise<void>;
+  /** Chunk ids queued in memory or in flight: a chunk is never embedded twice at once. */
+  private readonly known = new Set<string>();
+  private inFlight = 0;
+  private overflowed = false;
+  private refilling?: Promise<void>;
   private stopped = false;
   private backoffMs = 0;
   private timer?: NodeJS.Timeout;
   private idleWaiters: (() => void)[] = [];
+  private readonly running = new Set<Promise<void>>();
+  /** [time, chunks] of recent batches, for the rate. */
+  private readonly done: [number, number][] = [];
+  private readonly concurrency: number;
+  private readonly maxQueued: number;
 
   constructor(
     private readonly deps: {
@@ -40,49 +67,112 @@ export class EmbedStage {
       index: SearchIndex;
       logger: Logger;
       batchSize: number;
+      /** Batches in flight (default 1). */
+      concurrency?: number;
+      maxQueued?: number;
       generations?: IndexGenerations;
     },
-  ) {}
+  ) {
+    this.concurrency = Math.max(1, deps.concurrency ?? 1);
+    this.maxQueued = Math.max(deps.batchSize, deps.maxQueued ?? DEFAULT_MAX_QUEUED);
+  }
 
-  /** Chunks waiting in this process. */
+  /** Chunks waiting in this process (memory and in flight). */
   get backlog(): number {
-    return this.queue.length;
+    return this.known.size;
+  }
+
+  progress(now = Date.now()): EmbedProgress {
+    while (this.done.length && this.done[0]![0] < now - RATE_WINDOW_MS) this.done.shift();
+    const chunks = this.done.reduce((s, [, n]) => s + n, 0);
+    const since = this.done.length ? Math.max(1_000, now - this.done[0]![0]) : RATE_WINDOW_MS;
+    return {
+      queued: this.known.size,
+      overflow: this.overflowed,
+      ratePerSecond: Math.round((chunks / since) * 10_000) / 10,
+      concurrency: this.concurrency,
+    };
   }
 
   enqueue(jobs: EmbedJob[]) {
-    if (!jobs.length || this.stopped) return;
-    this.queue.push(...jobs);
+    if (this.stopped) return;
+    for (const job of jobs) {
+      if (this.known.has(job.chunkId)) continue;
+      if (this.queue.length >= this.maxQueued) {
+        this.overflowed = true;
+        continue;
+      }
+      this.known.add(job.chunkId);
+      this.queue.push(job);
+    }
     this.kick();
   }
 
-  /** Re-queues what a previous process left pending (the durable queue). */
+  /** Re-queues what the durable queue holds beyond memory (at start: what a previous process left pending). */
   async recover() {
+    this.overflowed = false;
     const pending = await this.deps.models.pending.find({}, { _id: 1 }).lean();
-    for (let i = 0; i < pending.length; i += 100) {
+    const missing = pending.filter((p) => !this.known.has(p._id));
+    for (let i = 0; i < missing.length && !this.stopped; i += 100) {
+      if (this.queue.length >= this.maxQueued) {
+        this.overflowed = true;
+        break;
+      }
       const chunks = await Promise.all(
-        pending.slice(i, i + 100).map((p) => this.deps.models.chunks.findById(p._id, { vector: 0 }).lean()),
+        missing.slice(i, i + 100).map((p) => this.deps.models.chunks.findById(p._id, { vector: 0 }).lean()),
       );
       const jobs: EmbedJob[] = [];
       for (const [j, c] of chunks.entries()) {
         if (c) jobs.push({ accountId: c.account_id, chunkId: c._id, embedKey: c.embed_key, text: embedText(c.title, c.content) });
-        else await this.deps.models.pending.deleteOne({ _id: pending[i + j]!._id });
+        else await this.deps.models.pending.deleteOne({ _id: missing[i + j]!._id });
       }
       this.enqueue(jobs);
     }
   }
 
   private kick() {
-    if (this.running || this.timer || this.stopped) return;
-    this.running = this.drain().finally(() => {
-      this.running = undefined;
-      if (this.queue.length && !this.stopped) {
+    if (this.timer || this.stopped) return;
+    while (this.inFlight < this.concurrency && this.queue.length) {
+      const batch = this.queue.splice(0, this.deps.batchSize);
+      this.inFlight++;
+      const run = this.run(batch).finally(() => {
+        this.inFlight--;
+        this.running.delete(run);
+        this.kick();
+      });
+      this.running.add(run);
+    }
+    if (!this.queue.length && !this.inFlight) {
+      if (this.overflowed && !this.refilling && !this.stopped) {
+        this.refilling = this.recover()
+          .catch((err) => this.deps.logger.warn("Reading the embedding queue back failed", (err as Error).message))
+          .finally(() => {
+            this.refilling = undefined;
+            if (!this.queue.length && !this.inFlight) this.notifyIdle();
+          });
+      } else if (!this.refilling) this.notifyIdle();
+    }
+  }
+
+  private async run(batch: EmbedJob[]) {
+    try {
+      await this.process(batch);
+      for (const job of batch) this.known.delete(job.chunkId);
+      this.done.push([Date.now(), batch.length]);
+      this.backoffMs = 0;
+    } catch (err) {
+      // Back to the front; nothing new starts until the pause is over.
+      this.queue.unshift(...batch);
+      this.backoffMs = Math.min(MAX_BACKOFF_MS, this.backoffMs ? this.backoffMs * 2 : FIRST_BACKOFF_MS);
+      this.deps.logger.warn(`Embedding batch failed; retrying in ${this.backoffMs} ms`, (err as Error).message);
+      if (!this.timer && !this.stopped) {
         this.timer = setTimeout(() => {
           this.timer = undefined;
           this.kick();
         }, this.backoffMs);
         this.timer.unref();
-      } else this.notifyIdle();
-    });
+      }
+    }
   }
 
   private notifyIdle() {
@@ -91,23 +181,8 @@ export class EmbedStage {
 
   /** Resolves when nothing is queued or in progress (tests and the benchmark wait on it). */
   idle(): Promise<void> {
-    if (!this.queue.length && !this.running) return Promise.resolve();
+    if (!this.queue.length && !this.inFlight && !this.refilling && !this.overflowed) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
-  }
-
-  private async drain() {
-    while (this.queue.length && !this.stopped) {
-      const batch = this.queue.slice(0, this.deps.batchSize);
-      try {
-        await this.process(batch);
-        this.queue.splice(0, batch.length);
-        this.backoffMs = 0;
-      } catch (err) {
-        this.backoffMs = Math.min(MAX_BACKOFF_MS, this.backoffMs ? this.backoffMs * 2 : FIRST_BACKOFF_MS);
-        this.deps.logger.warn(`Embedding batch failed; retrying in ${this.backoffMs} ms`, (err as Error).message);
-        return;
-      }
-    }
   }
 
   private async process(batch: EmbedJob[]) {
@@ -155,7 +230,8 @@ export class EmbedStage {
   async stop() {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.running;
+    this.timer = undefined;
+    await Promise.all([...this.running, this.refilling]);
     this.notifyIdle();
   }
 }

@@ -67,6 +67,8 @@ export interface IndexStateRecord {
   account_id?: number;
   generation?: number;
   epoch?: string;
+  /** `embedding-model`: the model every stored vector comes from (see model-switch.ts). */
+  model?: string;
   created_at?: Date;
   updated_at?: Date;
 }
@@ -139,6 +141,7 @@ const stateSchema = new Schema<IndexStateRecord>(
     account_id: { type: Number },
     generation: { type: Number },
     epoch: { type: String },
+    model: { type: String },
   },
   { versionKey: false, timestamps: { createdAt: "created_at", updatedAt: "updated_at" } },
 );

@@ -278,7 +278,7 @@ export async function removeSource(deps: StoreDeps, accountId: number, sourceId:
  * read of search_chunks for all of them). Returns the chunk count and the accounts seen.
  */
 export async function rebuildEmbedded(
-  deps: Pick<StoreDeps, "models">,
+  deps: Pick<StoreDeps, "models" | "provider">,
   engine: EmbeddedEngine,
   accounts?: number[],
 ): Promise<{ chunks: number; accounts: Set<number> }> {
@@ -290,7 +290,9 @@ export async function rebuildEmbedded(
   const cursor = deps.models.chunks.find(filter).lean<ChunkRecord[]>().cursor({ batchSize: REBUILD_BATCH });
   for await (const c of cursor as AsyncIterable<ChunkRecord>) {
     seen.add(c.account_id);
-    batch.push(toIndexed(c, c.vector ? bufferToVector(c.vector) : null));
+    // A vector of another model (before a model switch finished) cannot be searched with this model's queries.
+    const usable = c.vector && (!deps.provider || c.embed_key.startsWith(`${deps.provider.model}:`));
+    batch.push(toIndexed(c, usable ? bufferToVector(c.vector!) : null));
     if (batch.length >= REBUILD_BATCH) {
       engine.load(batch);
       n += batch.length;

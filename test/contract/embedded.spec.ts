@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { EmbeddedEngine, type EmbeddedEngineOptions } from "../../lib/search/embedded-engine";
 import type { SearchIndex } from "../../lib/search/port";
-import { searchIndexContract } from "./search-index.contract";
+import { CONTRACT_DIMENSIONS, searchIndexContract } from "./search-index.contract";
 
 /**
  * The embedded engine as a restart leaves it: whatever was indexed before the first search is written to
@@ -44,8 +44,8 @@ function restoredFromSnapshots(options: EmbeddedEngineOptions): SearchIndex {
 }
 
 // Runs on every test run: the engine of `npm start` and of the integration tests.
-searchIndexContract("embedded engine (exact vectors)", async () => new EmbeddedEngine({ dimensions: 512 }));
+searchIndexContract("embedded engine (exact vectors)", async () => new EmbeddedEngine({ dimensions: CONTRACT_DIMENSIONS }));
 // The same contract with the HNSW graph forced on, so the approximate path meets it too.
-searchIndexContract("embedded engine (HNSW)", async () => new EmbeddedEngine({ dimensions: 512, flatCutoff: 0 }));
+searchIndexContract("embedded engine (HNSW)", async () => new EmbeddedEngine({ dimensions: CONTRACT_DIMENSIONS, flatCutoff: 0 }));
 // And after a restart from snapshots (graph read back with hnswlib, text read from the snapshot file).
-searchIndexContract("embedded engine (HNSW, restored from snapshots)", async () => restoredFromSnapshots({ dimensions: 512, flatCutoff: 0, textOnDiskFrom: 0 }));
+searchIndexContract("embedded engine (HNSW, restored from snapshots)", async () => restoredFromSnapshots({ dimensions: CONTRACT_DIMENSIONS, flatCutoff: 0, textOnDiskFrom: 0 }));

@@ -1,11 +1,13 @@
 import { MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
-import { LOCAL_MODEL_NAME, LocalEmbeddingProvider } from "../../lib/search/embeddings";
+import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS, LocalEmbeddingProvider } from "../../lib/search/embeddings";
 import type { IndexedChunk, IndexQuery, SearchIndex, SearchMode } from "../../lib/search/port";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "./corpus";
 
 /** The calibrated minimum similarity of the bundled model, as a cosine distance. */
-const MAX_DISTANCE = 1 - MIN_SIMILARITY_BY_MODEL[LOCAL_MODEL_NAME]!;
+const MAX_DISTANCE = 1 - (MIN_SIMILARITY_BY_MODEL[DEFAULT_LOCAL_MODEL] ?? -1);
 const ALPHA = 0.3;
+/** Vector size of the bundled model the contract embeds its corpus with. */
+export const CONTRACT_DIMENSIONS = LOCAL_MODELS[DEFAULT_LOCAL_MODEL].dimensions;
 
 /** Accounts are distinct per engine run so a shared Typesense collection never mixes test runs. */
 function accounts() {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { TypesenseEngine } from "../../lib/search/typesense-engine";
-import { searchIndexContract } from "./search-index.contract";
+import { CONTRACT_DIMENSIONS, searchIndexContract } from "./search-index.contract";
 
 const url = process.env.TYPESENSE_URL;
 
@@ -11,7 +11,7 @@ if (url) {
       url,
       apiKey: process.env.TYPESENSE_API_KEY ?? "",
       collection: `contract_${randomBytes(4).toString("hex")}`,
-      dimensions: 512,
+      dimensions: CONTRACT_DIMENSIONS,
     }),
   );
 } else {

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import mongoose from "mongoose";
 import type { ServiceBroker } from "moleculer";
+import { DEFAULT_LOCAL_MODEL } from "../../lib/search/embeddings";
 import SearchService from "../../services/search.service";
 import { searchModels } from "../../services/search/model";
 import type { RestoreReport, SnapshotKeeper } from "../../services/search/snapshots";
@@ -242,9 +243,13 @@ describe("search over NATS: gateway, users and api-keys on two nodes, search on 
       expect((await api("GET", "/api/v1/knowledge/documents", { token: other.token })).body.data.every((d: { url: string }) => d.url.startsWith("https://other.example/"))).toBe(true);
     });
 
-    it("account stats report the total document count and the index status", async () => {
+    it("account stats report the total document count, the index status and the embedding stage's progress", async () => {
       const res = await api("GET", "/api/v1/knowledge/documents/stats", { token: owner.token });
-      expect(res.body).toMatchObject({ total_documents: CORPUS.length, index_status: "ready", engine: "embedded", embedding_model: "use-lite-512" });
+      expect(res.body).toMatchObject({ total_documents: CORPUS.length, index_status: "ready", engine: "embedded", embedding_model: DEFAULT_LOCAL_MODEL });
+      expect(res.body).toMatchObject({ pending_chunks: 0, embedding_workers: 2 });
+      expect(res.body.embedded_chunks).toBe(res.body.total_chunks);
+      // Chunks were embedded in the last minute, so the stage reports a rate.
+      expect(res.body.embedding_rate).toBeGreaterThan(0);
     });
 
     it("gets one document with full content and metadata; 404 when absent, 403 for another account's", async () => {
@@ -394,6 +399,37 @@ describe("search over NATS: gateway, users and api-keys on two nodes, search on 
       const res = await search({ query: "quokkas marsupials", mode: "keyword" });
       expect(res.body.results.map((r: { url: string }) => r.url)).toEqual(["https://crash.example/quokka"]);
     });
+
+    it("switches the embedding model without downtime: keyword meanwhile, re-embedded in the background, then vectors of the new model", async () => {
+      const semantic = { query: PARAPHRASE_QUERIES[0]!.query, mode: "semantic", limit: 3 };
+      const before = await search(semantic);
+      expect(before.body.mode_used).toBe("semantic");
+      await stopSearch();
+      process.env.EMBEDDING_MODEL = "use-lite-512";
+      try {
+        await startSearch();
+        // Answers at once, as keyword, while the chunks are re-embedded with the other model (512-d).
+        const during = await search(semantic);
+        expect(during.status).toBe(200);
+        const service = searchNode().getLocalService("search") as unknown as { modelSwitch: { done(): Promise<void> } };
+        if ((await search(semantic)).body.mode_used === "keyword") await service.modelSwitch.done();
+        const after = await search(semantic);
+        expect(after.body.mode_used).toBe("semantic");
+        expect(keyOf(after.body.results[0].url)).toBe(PARAPHRASE_QUERIES[0]!.relevant);
+        const stats = await api("GET", "/api/v1/knowledge/documents/stats", { token: owner.token });
+        expect(stats.body).toMatchObject({ embedding_model: "use-lite-512", pending_chunks: 0 });
+        expect(stats.body.embedded_chunks).toBe(stats.body.total_chunks);
+        expect(during.body.mode_used === "keyword" || during.body.mode_used === "semantic").toBe(true);
+      } finally {
+        delete process.env.EMBEDDING_MODEL;
+      }
+      // And back: the previous model's vectors are still cached, so the switch back is quick.
+      await stopSearch();
+      await startSearch();
+      const service = searchNode().getLocalService("search") as unknown as { modelSwitch: { done(): Promise<void> } };
+      await service.modelSwitch.done();
+      expect((await search(semantic)).body.results).toEqual(before.body.results);
+    }, 180_000);
   });
 });
 

@@ -1,4 +1,4 @@
-import { searchConfig } from "../../../lib/search/config";
+import { HYBRID_ALPHA_BY_MODEL, searchConfig } from "../../../lib/search/config";
 import type { ChunkHit } from "../../../lib/search/port";
 import {
   candidateDepth,
@@ -64,11 +64,15 @@ describe("search rules", () => {
     expect(s).toMatchObject({ id: "d", chunk_count: 1 });
   });
 
-  it("config: typesense when TYPESENSE_URL is set, embedded otherwise; alpha 0.3 by default; bad values refused", () => {
+  it("config: typesense when TYPESENSE_URL is set, embedded otherwise; alpha per model; bad values refused", () => {
     expect(searchConfig({}).engine).toBe("embedded");
     expect(searchConfig({ TYPESENSE_URL: "http://ts:8108" }).engine).toBe("typesense");
     expect(searchConfig({ TYPESENSE_URL: "http://ts:8108", SEARCH_ENGINE: "embedded" }).engine).toBe("embedded");
-    expect(searchConfig({}).hybridAlpha).toBe(0.3);
+    expect(searchConfig({})).toMatchObject({ hybridAlpha: HYBRID_ALPHA_BY_MODEL["all-minilm-l6-v2"], embedding: { model: "all-minilm-l6-v2", dimensions: 384 } });
+    expect(searchConfig({ EMBEDDING_MODEL: "use-lite-512" })).toMatchObject({ hybridAlpha: HYBRID_ALPHA_BY_MODEL["use-lite-512"], embedding: { dimensions: 512 } });
+    expect(searchConfig({ EMBEDDING_PROVIDER: "openai", EMBEDDING_URL: "http://e" }).hybridAlpha).toBe(0.3);
+    expect(searchConfig({ HYBRID_ALPHA: "0.7" }).hybridAlpha).toBe(0.7);
+    expect(() => searchConfig({ EMBEDDING_MODEL: "bert-large" })).toThrow(/EMBEDDING_MODEL/);
     expect(() => searchConfig({ HYBRID_ALPHA: "2" })).toThrow(/HYBRID_ALPHA/);
     expect(() => searchConfig({ EMBEDDING_PROVIDER: "openai" })).toThrow(/EMBEDDING_URL/);
     expect(searchConfig({ EMBEDDING_PROVIDER: "openai", EMBEDDING_URL: "http://e" }).maxDistance).toBe(2);
