@@ -89,8 +89,8 @@ fi
 # The SQLite backend narrows a query in SQL only when the filter is exactly {_id: <string or ObjectId>}; every
 # other query reads and decodes the whole collection, so a request's cost grew with every account's data.
 # patches/pushdown.patch (against the tree as patched above):
-# - secondary indexes are built on the field's SQL value (metadata.FieldExpr, numbers ordered numerically) and
-#   existing ones are rebuilt on the next createIndexes;
+# - secondary indexes are built on the field's SQL value (metadata.FieldExpr, numbers ordered numerically);
+#   indexes built the old way are rebuilt when the server opens the database;
 # - a filter's top-level equalities, $in and ranges on strings, numbers, booleans, dates and ObjectIDs become a
 #   WHERE clause on those expressions, exact per MongoDB's rules (type checks on the sjson schema for fields that
 #   ever held another type, element matching for fields that ever held an array); the handler re-applies the filter;
