@@ -55,9 +55,9 @@ const STARTUP_TIMEOUT_MS = 120_000;
 /** Requests slower than this fail the run (aggregations over 1,000 records at 32 connections queue for seconds). */
 const REQUEST_TIMEOUT_SECONDS = 60;
 /** Before each run, the server must answer a read by id this fast (the previous run's queue has drained)... */
-const SETTLED_MS = 100;
-/** ...within this long. */
-const SETTLE_TIMEOUT_MS = 120_000;
+const SETTLED_MS = 250;
+/** ...or the run starts anyway after this long (a machine shared with other work may never be that fast). */
+const SETTLE_TIMEOUT_MS = 30_000;
 const CHILD_LOG_LEVEL = "warn";
 const DAY_MS = 86_400_000;
 
