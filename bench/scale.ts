@@ -29,7 +29,7 @@ import { machine, writeResults } from "./report";
  *
  * Runs on the embedded default (the local MongoDB-compatible server, started here) unless MONGO_URL is set (the
  * bench's two databases on it are dropped at the end). Env: BENCH_DURATION (s measured per run, default 2),
- * BENCH_ROUNDS (3), BENCH_ACCOUNTS (100), BENCH_RECORDS (1000).
+ * BENCH_ROUNDS (3), BENCH_ACCOUNTS (100), BENCH_RECORDS (1000), BENCH_ENDPOINTS=lists (only the list endpoints).
  */
 
 const ROOT = path.resolve(__dirname, "..", "..");
@@ -96,6 +96,9 @@ const ENDPOINTS: Endpoint[] = [
   { name: "GET /knowledge/documents/{id}", path: (ids) => `/api/v1/knowledge/documents/${ids.document}`, list: false },
   { name: "GET /entities/{id}", path: (ids) => `/api/v1/entities/${ids.entity}`, list: false },
 ];
+
+/** The endpoints this run measures. */
+const MEASURED = process.env.BENCH_ENDPOINTS === "lists" ? ENDPOINTS.filter((e) => e.list) : ENDPOINTS;
 
 /** The three situations each endpoint is measured in. */
 const SITUATIONS = ["baseline", "one", "full"] as const;
@@ -256,7 +259,7 @@ function table(rows: Row[]): string {
     `| endpoint | conn | ${SITUATIONS.map((s) => `${SITUATION_LABEL[s]}: req/s | p50 ms | p99 ms`).join(" | ")} | 1-record ÷ baseline p50 | targets |`,
     `|---|---:|${SITUATIONS.map(() => "---:|---:|---:|").join("")}---:|---|`,
   ];
-  for (const endpoint of ENDPOINTS) {
+  for (const endpoint of MEASURED) {
     for (const connections of CONNECTIONS) {
       const of = (s: Situation) => rows.find((r) => r.endpoint === endpoint.name && r.situation === s && r.connections === connections)!;
       const ratio = of("one").p50Ms / of("baseline").p50Ms;
@@ -298,7 +301,7 @@ async function main(lifecycle: Lifecycle) {
   const run = randomBytes(3).toString("hex");
   const databases = { baseline: `bench_scale_empty_${run}`, full: `bench_scale_full_${run}` };
   const mongo = await startDatabase(lifecycle, Object.values(databases));
-  const runs = ROUNDS * ENDPOINTS.length * SITUATIONS.length * CONNECTIONS.length;
+  const runs = ROUNDS * MEASURED.length * SITUATIONS.length * CONNECTIONS.length;
   const disarmWatchdog = lifecycle.startWatchdog(2 * STARTUP_TIMEOUT_MS + 30 * 60_000 + runs * (WARMUP_SECONDS + DURATION_SECONDS + 10) * 1000);
   const searchDir = mkdtempSync(path.join(os.tmpdir(), "bench-scale-data-"));
   lifecycle.own({ stop: async () => rmSync(searchDir, { recursive: true, force: true }) });
@@ -331,7 +334,7 @@ async function main(lifecycle: Lifecycle) {
   const rounds: Row[][] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const rows: Row[] = [];
-    for (const endpoint of ENDPOINTS) {
+    for (const endpoint of MEASURED) {
       for (const situation of SITUATIONS) {
         const { baseUrl, token, ids } = targets[situation];
         for (const connections of CONNECTIONS) {
