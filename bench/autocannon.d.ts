@@ -6,6 +6,8 @@ declare module "autocannon" {
     /** Seconds. */
     duration: number;
     headers?: Record<string, string>;
+    /** Seconds a request may take before it counts as a timeout (default 10). */
+    timeout?: number;
   }
   interface Result {
     /** Per-second samples of completed requests. */

@@ -89,14 +89,18 @@ fi
 # The SQLite backend narrows a query in SQL only when the filter is exactly {_id: <string or ObjectId>}; every
 # other query reads and decodes the whole collection, so a request's cost grew with every account's data.
 # patches/pushdown.patch (against the tree as patched above):
-# - secondary indexes are built on the field's SQL value (metadata.FieldExpr, numbers ordered numerically) and
-#   existing ones are rebuilt on the next createIndexes;
+# - secondary indexes are built on the field's SQL value (metadata.FieldExpr, numbers ordered numerically);
+#   indexes built the old way are rebuilt when the server opens the database;
 # - a filter's top-level equalities, $in and ranges on strings, numbers, booleans, dates and ObjectIDs become a
-#   WHERE clause on those expressions, exact per MongoDB's rules (type brackets from the sjson schema; elements
-#   matched only for fields that ever held an array); the handler still re-applies the whole filter;
+#   WHERE clause on those expressions, exact per MongoDB's rules (type checks on the sjson schema for fields that
+#   ever held another type, element matching for fields that ever held an array); the handler re-applies the filter;
 # - when the whole filter is in SQL, find's sort, skip and limit follow it (ORDER BY on the indexed expressions),
 #   and countDocuments ($match + $group {$sum: 1}) runs count(*) without decoding documents.
-patch -s -p1 -d "$WORK_DIR/FerretDB" < "$SRC_DIR/patches/pushdown.patch"
+if command -v patch >/dev/null 2>&1; then
+  patch -s -p1 -d "$WORK_DIR/FerretDB" < "$SRC_DIR/patches/pushdown.patch"
+else
+  (cd "$WORK_DIR/FerretDB" && git apply -p1 "$SRC_DIR/patches/pushdown.patch")
+fi
 
 # FerretDB's resource tracker panics from a finalizer when any iterator is garbage-collected unclosed, which
 # takes the whole server down on a leak in a code path we do not control; our build makes tracking a no-op.

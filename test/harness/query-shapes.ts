@@ -119,9 +119,28 @@ export function describeShape(shape: QueryShape): string {
   return `${shape.collection} ${shape.operation} {${fields}}${sort}`;
 }
 
-/** Starts capturing every query this process's mongoose connections issue; returns what was captured so far. */
-export function captureQueryShapes(): { shapes: () => QueryShape[]; stop: () => void } {
+/** A `find` as issued, to replay under EXPLAIN. */
+export interface CapturedFind {
+  collection: string;
+  filter: Json;
+  sort: Json;
+  limit?: number;
+}
+
+/**
+ * Starts capturing every query this process's mongoose connections issue; returns what was captured so far:
+ * the shapes, and the last `find` of each shape.
+ */
+export function captureQueryShapes(): { shapes: () => QueryShape[]; finds: () => CapturedFind[]; stop: () => void } {
   const captured: QueryShape[] = [];
-  mongoose.set("debug", (collection: string, operation: string, ...args: unknown[]) => void captured.push(...shapesOf(collection, operation, args)));
-  return { shapes: () => captured, stop: () => void mongoose.set("debug", false) };
+  const finds = new Map<string, CapturedFind>();
+  mongoose.set("debug", (collection: string, operation: string, ...args: unknown[]) => {
+    const shapes = shapesOf(collection, operation, args);
+    captured.push(...shapes);
+    if (operation === "find" && shapes.length === 1) {
+      const options = (args[1] ?? {}) as { sort?: Json; limit?: number };
+      finds.set(describeShape(shapes[0]!), { collection, filter: args[0] as Json, sort: options.sort ?? {}, limit: options.limit });
+    }
+  });
+  return { shapes: () => captured, finds: () => [...finds.values()], stop: () => void mongoose.set("debug", false) };
 }

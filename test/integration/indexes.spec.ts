@@ -1,3 +1,4 @@
+import mongoose from "mongoose";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
 import { captureQueryShapes, declaredIndexes, describeShape, ID_INDEX, served, type QueryShape } from "../harness/query-shapes";
@@ -105,5 +106,23 @@ describe("query shapes and their indexes", () => {
       .map(([description]) => description);
     expect(shapes.size).toBeGreaterThan(30);
     expect(unserved).toEqual([]);
+  });
+
+  it("on the local server, SQLite reads every list through an index, in index order (EXPLAIN QUERY PLAN)", async () => {
+    const conn = await mongoose.createConnection(cluster.mongoUrl).asPromise();
+    try {
+      const plans = new Map<string, string[]>();
+      for (const find of capture.finds().filter((f) => Object.keys(f.sort).length > 0 && !STARTUP_READS.some((r) => r.startsWith(`${f.collection} `)))) {
+        const explained = await conn.db!.command({ explain: { find: find.collection, filter: find.filter, sort: find.sort, ...(find.limit ? { limit: find.limit } : {}) }, verbosity: "queryPlanner" });
+        const plan = explained.queryPlanner?.Plan as string[] | undefined;
+        if (!plan) return; // a real MongoDB: its planner has the declared indexes
+        plans.set(`${find.collection} ${JSON.stringify(find.filter)} sort ${JSON.stringify(find.sort)}`, plan.map((line) => line.replace(/^.*detail=/, "")));
+      }
+      expect(plans.size).toBeGreaterThan(10);
+      const unindexed = [...plans.entries()].filter(([, plan]) => !plan.some((line) => line.includes("USING INDEX")) || plan.some((line) => /^SCAN |TEMP B-TREE/.test(line)));
+      expect(unindexed).toEqual([]);
+    } finally {
+      await conn.close();
+    }
   });
 });

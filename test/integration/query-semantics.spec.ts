@@ -1,0 +1,75 @@
+import mongoose, { type Connection } from "mongoose";
+import { databaseUrl } from "../harness/servers";
+
+/**
+ * MongoDB's query semantics on the test run's database server, where the local server answers filters, sorts,
+ * pages and counts in SQL (scripts/mongo/patches/pushdown.patch): type brackets, array elements, null and missing
+ * fields, ranges on dates, sorts with skip and limit, counts. Each case is checked against the same rule applied
+ * in memory, so it holds on a real MongoDB as well.
+ */
+describe("query semantics on indexed fields", () => {
+  let conn: Connection;
+  type Doc = { _id: number; account_id: number; v?: unknown; tags?: unknown; at?: Date | null; rank?: number };
+  const docs: Doc[] = [];
+
+  beforeAll(async () => {
+    conn = await mongoose.createConnection(databaseUrl(process.env.TEST_MONGO_URL!, "query_semantics")).asPromise();
+    await conn.dropDatabase();
+    const coll = conn.db!.collection<Doc>("records");
+    await coll.createIndexes([{ key: { account_id: 1, v: 1 } }, { key: { account_id: 1, at: -1, _id: -1 } }, { key: { account_id: 1, tags: 1 } }, { key: { account_id: 1, rank: 1, _id: 1 } }]);
+    const values: unknown[] = [1, 1.0, 2, "1", "a", true, false, null, undefined, [1, 3], ["a", "b"], { x: 1 }, new Date(5), 2.5];
+    let id = 1;
+    for (const account of [1, 2]) {
+      for (const [i, v] of values.entries()) {
+        const doc: Doc = { _id: id++, account_id: account, at: i % 4 === 0 ? null : new Date(1_700_000_000_000 + (i % 5) * 1000), rank: (i * 7) % 5 };
+        if (v !== undefined) doc.v = v;
+        doc.tags = i % 3 === 0 ? ["x", i] : i % 3 === 1 ? "x" : i;
+        docs.push(doc);
+      }
+    }
+    await coll.insertMany(docs);
+  });
+  afterAll(async () => {
+    await conn?.dropDatabase();
+    await conn?.close();
+  });
+
+  const ids = (rows: { _id: number }[]) => rows.map((r) => r._id);
+  const find = (filter: object, sort: Record<string, 1 | -1> = { _id: 1 }, skip = 0, limit = 0) =>
+    conn.db!.collection<Doc>("records").find(filter, { sort, skip, limit }).toArray().then(ids);
+  const mine = (pick: (d: Doc) => boolean) => docs.filter((d) => d.account_id === 1 && pick(d)).map((d) => d._id);
+
+  it("matches numbers of any numeric type, never booleans, strings, dates or null", async () => {
+    expect(await find({ account_id: 1, v: 1 })).toEqual(mine((d) => d.v === 1 || (Array.isArray(d.v) && d.v.includes(1))));
+    expect(await find({ account_id: 1, v: true })).toEqual(mine((d) => d.v === true));
+    expect(await find({ account_id: 1, v: "1" })).toEqual(mine((d) => d.v === "1"));
+    expect(await find({ account_id: 1, v: { $in: [2, 3] } })).toEqual(mine((d) => d.v === 2 || (Array.isArray(d.v) && d.v.includes(3))));
+    expect(await find({ account_id: 1, v: { $gt: 1, $lte: 3 } })).toEqual(mine((d) => (typeof d.v === "number" && d.v > 1 && d.v <= 3) || (Array.isArray(d.v) && d.v.includes(3))));
+  });
+
+  it("matches array elements, and a missing or null field only by null", async () => {
+    expect(await find({ account_id: 1, tags: "x" })).toEqual(mine((d) => d.tags === "x" || (Array.isArray(d.tags) && d.tags.includes("x"))));
+    expect(await find({ account_id: 1, v: "a" })).toEqual(mine((d) => d.v === "a" || (Array.isArray(d.v) && d.v.includes("a"))));
+    expect(await find({ account_id: 1, v: null })).toEqual(mine((d) => d.v === null || d.v === undefined));
+  });
+
+  it("compares dates as dates, and sorts, skips and limits in MongoDB's order (nulls first ascending)", async () => {
+    const since = new Date(1_700_000_002_000);
+    expect(await find({ account_id: 1, at: { $gte: since } })).toEqual(mine((d) => d.at instanceof Date && d.at >= since));
+    const byAt = (dir: 1 | -1) => docs
+      .filter((d) => d.account_id === 1)
+      .sort((a, b) => dir * ((a.at?.getTime() ?? -Infinity) - (b.at?.getTime() ?? -Infinity)) || dir * (a._id - b._id))
+      .map((d) => d._id);
+    expect(await find({ account_id: 1 }, { at: -1, _id: -1 })).toEqual(byAt(-1));
+    expect(await find({ account_id: 1 }, { at: 1, _id: 1 }, 3, 5)).toEqual(byAt(1).slice(3, 8));
+    const byRank = docs.filter((d) => d.account_id === 1).sort((a, b) => a.rank! - b.rank! || a._id - b._id).map((d) => d._id);
+    expect(await find({ account_id: 1 }, { rank: 1, _id: 1 }, 2, 4)).toEqual(byRank.slice(2, 6));
+  });
+
+  it("counts what the filter matches", async () => {
+    const coll = conn.db!.collection<Doc>("records");
+    expect(await coll.countDocuments({ account_id: 1 })).toBe(mine(() => true).length);
+    expect(await coll.countDocuments({ account_id: 1, v: 1 })).toBe(mine((d) => d.v === 1 || (Array.isArray(d.v) && d.v.includes(1))).length);
+    expect(await coll.countDocuments({ account_id: 3 })).toBe(0);
+  });
+});
