@@ -98,8 +98,8 @@ const sourceSchema = namedRecordSchema<KnowledgeSourceRecord>(
   { hidden: ["credentials", "deleting"], collection: KNOWLEDGE_SOURCES_COLLECTION },
 );
 sourceSchema.index({ account_id: 1, loading_status: 1 });
-// The scheduler's look for due refreshes, across accounts.
-sourceSchema.index({ next_refresh_at: 1 });
+// The scheduler's look for due refreshes, across accounts, oldest due first.
+sourceSchema.index({ next_refresh_at: 1, _id: 1 });
 
 /** The knowledge sources model on a given connection. */
 export function knowledgeSourceModel(db: Connection): Model<KnowledgeSourceRecord> {

@@ -9,6 +9,7 @@ import { captureQueryShapes, declaredIndexes, describeShape, ID_INDEX, served, t
  */
 const STARTUP_READS = [
   "search_chunks find {}",
+  "search_chunks findOne {}",
   "search_index_state find {}",
   "search_pending_embeddings find {}",
   "search_deletions find {}",
