@@ -1,4 +1,5 @@
-import type { Model } from "mongoose";
+import type { Connection, Model } from "mongoose";
+import { abortEvents, changeOf, prepareEvents, type ChangeDraft } from "./events";
 
 type AnyRecord = { _id: number; account_id: number };
 
@@ -17,17 +18,22 @@ interface Undo {
  */
 export class UnitOfWork {
   private readonly undos: Undo[] = [];
+  /** Change events prepared before each write (lib/events.ts), for the caller to commit with their data. */
+  readonly changes: { id: string; draft: ChangeDraft }[] = [];
+  private eventsDb?: Connection;
 
-  /** Inserts a record, remembering to delete it on rollback. */
-  async insert<T extends AnyRecord>(model: Model<T>, doc: T): Promise<T> {
+  /** Inserts a record, remembering to delete it on rollback; `event` names its change event (e.g. agent.created). */
+  async insert<T extends AnyRecord>(model: Model<T>, doc: T, event?: string): Promise<T> {
+    if (event) await this.prepare(model, doc, event);
     const created = (await model.create(doc)).toObject() as T;
     this.undos.push({ model, id: doc._id, accountId: doc.account_id, before: null });
     return created;
   }
 
   /** Sets fields of an existing record, remembering its previous state. No-op when nothing changes. */
-  async update<T extends AnyRecord>(model: Model<T>, before: T, changes: Partial<T>): Promise<T> {
+  async update<T extends AnyRecord>(model: Model<T>, before: T, changes: Partial<T>, event?: string): Promise<T> {
     if (!Object.keys(changes).length) return before;
+    if (event) await this.prepare(model, before, event);
     const after = await model
       .findOneAndUpdate({ _id: before._id, account_id: before.account_id } as never, { $set: changes }, { returnDocument: "after", runValidators: true })
       .lean<T>();
@@ -35,7 +41,14 @@ export class UnitOfWork {
     return after ?? before;
   }
 
-  /** Undoes every recorded write, newest first; keeps going past individual failures. */
+  private async prepare(model: Model<any>, record: AnyRecord, event: string) {
+    const draft = changeOf(event, model.collection.collectionName, record);
+    this.eventsDb = model.db;
+    const [id] = await prepareEvents(model.db, [draft]);
+    this.changes.push({ id: id!, draft });
+  }
+
+  /** Undoes every recorded write, newest first, and drops their events; keeps going past individual failures. */
   async rollback(): Promise<void> {
     for (const undo of this.undos.reverse()) {
       const filter = { _id: undo.id, account_id: undo.accountId };
@@ -47,5 +60,7 @@ export class UnitOfWork {
       }
     }
     this.undos.length = 0;
+    if (this.eventsDb) await abortEvents(this.eventsDb, this.changes.map((c) => c.id)).catch(() => undefined);
+    this.changes.length = 0;
   }
 }
