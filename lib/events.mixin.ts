@@ -81,7 +81,7 @@ type Self = Service &
 /**
  * Durable events for a service: recording its changes into the event log (lib/events.ts), settling events a
  * crashed replica left prepared, and, for a consumer group, reading the log with claims and acknowledgements.
- * Needs MongoMixin before it (this.db).
+ * Needs this.db: list it before MongoMixin in `mixins` (Moleculer starts mixins last to first).
  */
 export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
   const settings = eventSettings();

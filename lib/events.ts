@@ -73,12 +73,10 @@ function log(db: Connection) {
 
 /** Indexes the log's readers rely on; every service that writes or reads events ensures them at start. */
 export async function ensureEventIndexes(db: Connection): Promise<void> {
-  await log(db).createIndexes([
-    { key: { pending: 1, seq: 1 } },
-    { key: { subject: 1, seq: 1 } },
-    { key: { state: 1, occurred_at: 1 } },
-    { key: { committed_at: 1 } },
-  ]);
+  // One createIndex at a time: the local server drops the connection on a multi-index createIndexes of existing indexes.
+  for (const key of [{ pending: 1, seq: 1 }, { subject: 1, seq: 1 }, { state: 1, occurred_at: 1 }, { committed_at: 1 }] as const) {
+    await log(db).createIndex(key);
+  }
 }
 
 /** Writes events as prepared, before the change they describe. Returns their ids, in order. */

@@ -44,9 +44,9 @@ interface Vars {
 const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "agents",
   mixins: [
+    EventsMixin({ records: { agents: async function (this: Vars, agent) { return (await renderAgents(this.db, agent.account_id as number, [agent as unknown as AgentRecord]))[0]!; } } }),
     MongoMixin((db) => ({ agents: agentModel(db) })),
     TenancyMixin,
-    EventsMixin({ records: { agents: async function (this: Vars, agent) { return (await renderAgents(this.db, agent.account_id as number, [agent as unknown as AgentRecord]))[0]!; } } }),
   ],
   settings: { rest: "/" },
 

@@ -62,8 +62,6 @@ interface Vars {
 const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "teams",
   mixins: [
-    MongoMixin((db) => ({ teams: teamModel(db), agents: agentModel(db) })),
-    TenancyMixin,
     EventsMixin({
       // Push writes agents, tools and traits too: their events are recorded (and, after a crash, settled) here.
       records: {
@@ -81,6 +79,8 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         },
       },
     }),
+    MongoMixin((db) => ({ teams: teamModel(db), agents: agentModel(db) })),
+    TenancyMixin,
   ],
   settings: { rest: "/" },
 
