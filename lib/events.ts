@@ -74,7 +74,8 @@ function log(db: Connection) {
 /** Indexes the log's readers rely on; every service that writes or reads events ensures them at start. */
 export async function ensureEventIndexes(db: Connection): Promise<void> {
   // One createIndex at a time: the local server drops the connection on a multi-index createIndexes of existing indexes.
-  for (const key of [{ pending: 1, seq: 1 }, { subject: 1, seq: 1 }, { state: 1, occurred_at: 1 }, { committed_at: 1 }] as const) {
+  const keys: Record<string, 1>[] = [{ pending: 1, seq: 1 }, { subject: 1, seq: 1 }, { state: 1, occurred_at: 1 }, { committed_at: 1 }];
+  for (const key of keys) {
     await log(db).createIndex(key);
   }
 }
