@@ -5,6 +5,7 @@ import {
   abandonedEvents,
   abortEvents,
   acknowledgeEvents,
+  appendEvent,
   claimEvents,
   commitEvents,
   ensureEventIndexes,
@@ -62,6 +63,8 @@ export interface EventsMethods {
   commitChanges(changes: { id: string; draft: ChangeDraft }[], data: object[]): Promise<void>;
   /** commitChanges with each record's current state rendered by the `records` renderers ({id} for deletes). */
   commitRendered(changes: { id: string; draft: ChangeDraft }[]): Promise<void>;
+  /** Relays an event already stored with its change (an outbox entry) into the log: idempotent by its id. */
+  appendChange(event: ChangeEvent): Promise<void>;
   /** recordChanges for one event; returns its data (usually the response body). */
   recordChange<T extends object>(draft: ChangeDraft, write: () => Promise<T>): Promise<T>;
 }
@@ -106,6 +109,13 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
         }
         await this.commitChanges(ids.map((id, i) => ({ id, draft: drafts[i]! })), data);
         return data;
+      },
+
+      async appendChange(this: Self, event: ChangeEvent) {
+        if (await appendEvent(this.db, event)) {
+          this.broker.emit(event.type, event);
+          this.broker.broadcast(EVENTS_COMMITTED, {});
+        }
       },
 
       async commitChanges(this: Self, changes: { id: string; draft: ChangeDraft }[], data: Data[]) {

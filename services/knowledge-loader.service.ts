@@ -1,4 +1,7 @@
 import type { Connection, Model } from "mongoose";
+import { KNOWLEDGE_SOURCES_COLLECTION } from "../lib/collections";
+import { changeOf } from "../lib/events";
+import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import type { ServiceSchema } from "moleculer";
 import { numberEnv } from "../lib/env";
 import { MongoMixin } from "../lib/mongo.mixin";
@@ -30,7 +33,7 @@ interface Vars {
   loop?: Promise<void>;
   current: LoadJobRecord | null;
 }
-interface Methods {
+interface Methods extends EventsMethods {
   work(): Promise<void>;
   runJob(job: LoadJobRecord): Promise<void>;
 }
@@ -42,7 +45,10 @@ interface Methods {
  */
 const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
   name: "knowledge-loader",
-  mixins: [MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db), urlLists: urlListModel(db) }))],
+  mixins: [
+    EventsMixin({ records: { [KNOWLEDGE_SOURCES_COLLECTION]: function (this: Vars, source: Record<string, unknown>) { return knowledgeSourceModel(this.db).hydrate(source).toJSON(); } } }),
+    MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db), urlLists: urlListModel(db) })),
+  ],
   settings,
   dependencies: ["search"],
 
@@ -90,9 +96,13 @@ const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
         index: async (accountId, sourceId, documents: PageDoc[]) => void (await call("search.indexDocuments", { accountId, sourceId, documents })),
         count: (accountId, sourceId) => call<number>("search.countDocuments", { accountId, sourceId }),
         deleteSourceDocuments: async (accountId, sourceId) => void (await call("search.deleteSourceDocuments", { accountId, sourceId })),
-        announce: async (accountId, sourceId, status) => {
-          const source = await this.models.sources.findOne({ _id: sourceId, account_id: accountId });
-          if (source) await this.broker.emit(`knowledge_source.${status}`, { accountId, data: source.toJSON() });
+        recordSourceChange: async (job, type, write) => {
+          const record = { _id: job.knowledge_source_id, account_id: job.account_id };
+          await this.recordChange(changeOf(type, KNOWLEDGE_SOURCES_COLLECTION, record), async () => {
+            await write();
+            if (type.endsWith(".deleted")) return { id: record._id };
+            return (await this.models.sources.findOne(record))?.toJSON() ?? { id: record._id };
+          });
         },
         owner,
         windowMs: settings.windowSeconds * 1000,

@@ -6,6 +6,10 @@ import { namedSort, paginationParams, sortParams, toPage } from "../lib/paginati
 import { respondCreated } from "../lib/responses";
 import { sealSecret } from "../lib/secrets";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { KNOWLEDGE_SOURCES_COLLECTION } from "../lib/collections";
+import { changeOf } from "../lib/events";
+import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
+import { nextId } from "../lib/ids";
 import { DATA_TYPES, LOADING_STATUSES, knowledgeSourceModel, loadJobModel, type DataType, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
 import { enqueueJob } from "./knowledge/jobs";
 import { deletionResponse, derivedLabel, preloadResponse, preloadSkipped } from "./knowledge/rules";
@@ -27,7 +31,7 @@ const sourceFields = {
 
 type SourceParams = { name?: string | null; description?: string | null; data_type?: DataType; paths?: string[]; auth_token?: string };
 
-interface Methods extends TenancyMethods {
+interface Methods extends TenancyMethods, EventsMethods {
   findSource(ctx: Ctx<unknown>, id: number): Promise<KnowledgeSourceRecord & { toJSON(): object }>;
   queueLoad(source: KnowledgeSourceRecord, force: boolean): Promise<{ job: LoadJobRecord; created: boolean }>;
 }
@@ -42,7 +46,11 @@ interface Vars {
  */
 const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "knowledge",
-  mixins: [MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db) })), TenancyMixin],
+  mixins: [
+    EventsMixin({ records: { [KNOWLEDGE_SOURCES_COLLECTION]: function (this: Vars, source: Record<string, unknown>) { return knowledgeSourceModel(this.db).hydrate(source).toJSON(); } } }),
+    MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db) })),
+    TenancyMixin,
+  ],
   settings: { rest: "/" },
 
   actions: {
@@ -76,7 +84,10 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           paths,
           credentials: ctx.params.auth_token ? sealSecret(ctx.params.auth_token) : null,
         };
-        const source = await this.createIdentified(ctx, this.models.sources, fields, { name, label: "Knowledge source" });
+        const id = await nextId(this.db, KNOWLEDGE_SOURCES_COLLECTION);
+        const source = await this.recordChange(changeOf("knowledge_source.created", KNOWLEDGE_SOURCES_COLLECTION, { _id: id, account_id: this.accountOf(ctx) }), async () => {
+          return this.createIdentified(ctx, this.models.sources, { ...fields, _id: id }, { name, label: "Knowledge source" });
+        });
         if (auto_load) await this.queueLoad(source, false);
         return respondCreated(ctx, `/api/v1/knowledge/${source._id}`, source.toJSON());
       },
@@ -101,8 +112,10 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (description !== undefined) source.description = description?.trim() || derivedLabel(source.paths);
         if (data_type) source.data_type = await resolveSourceType(data_type, source.paths);
         if (auth_token) source.credentials = sealSecret(auth_token);
-        await source.save();
-        return source.toJSON();
+        return this.recordChange(changeOf("knowledge_source.updated", KNOWLEDGE_SOURCES_COLLECTION, source), async () => {
+          await source.save();
+          return source.toJSON();
+        });
       },
     },
 

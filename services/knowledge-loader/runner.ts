@@ -35,8 +35,11 @@ export interface RunnerDeps {
   /** Documents the index holds for the source: the truth for document_count. */
   count(accountId: number, sourceId: number): Promise<number>;
   deleteSourceDocuments(accountId: number, sourceId: number): Promise<void>;
-  /** Announces a load's end (knowledge_source.loaded, .partial or .failed) once the source shows it. */
-  announce(accountId: number, sourceId: number, status: "loaded" | "partial" | "failed"): Promise<void>;
+  /**
+   * Records a change of the job's source with its event (knowledge_source.loaded, .partial, .failed when a load
+   * ends; .deleted): `write` makes the change, the event carries the source as the API shows it after it.
+   */
+  recordSourceChange(job: LoadJobRecord, type: string, write: () => Promise<void>): Promise<void>;
   owner: string;
   windowMs: number;
   maxWindows: number;
@@ -169,10 +172,9 @@ async function finish(
   const documentCount = await deps.count(job.account_id, job.knowledge_source_id);
   const error = result.complete && result.emptyIsFailure && documentCount === 0 ? "The crawl indexed no documents" : result.error;
   const outcome = loadOutcome({ complete: result.complete, documentCount, error });
-  await updateSource(deps, job, { ...outcome, document_count: documentCount });
+  await deps.recordSourceChange(job, `knowledge_source.${outcome.loading_status}`, () => updateSource(deps, job, { ...outcome, document_count: documentCount }));
   await finishJob(deps.jobs, job, deps.owner, { status: outcome.loading_status === "failed" ? "failed" : "done", error: outcome.loading_error ?? null });
   if (progress) await deps.reader.release(progress);
-  await deps.announce(job.account_id, job.knowledge_source_id, outcome.loading_status);
   return "finished";
 }
 
@@ -181,6 +183,8 @@ export async function runDeleteSource(deps: RunnerDeps, job: LoadJobRecord): Pro
   const scope = { account_id: job.account_id, knowledge_source_id: job.knowledge_source_id };
   await deps.jobs.updateMany({ ...scope, kind: "load", status: "pending" }, { $set: { status: "failed", error: "source deleted" } });
   await deps.deleteSourceDocuments(job.account_id, job.knowledge_source_id);
-  await deps.sources.deleteOne({ _id: job.knowledge_source_id, account_id: job.account_id });
+  await deps.recordSourceChange(job, "knowledge_source.deleted", async () => {
+    await deps.sources.deleteOne({ _id: job.knowledge_source_id, account_id: job.account_id });
+  });
   await finishJob(deps.jobs, job, deps.owner, { status: "done" });
 }
