@@ -120,7 +120,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
 
       async commitChanges(this: Self, changes: { id: string; draft: ChangeDraft }[], data: Data[]) {
         if (!changes.length) return;
-        await commitEvents(this.db, changes.map((c, i) => ({ id: c.id, data: data[i] ?? {} })));
+        await commitEvents(this.db, changes.map((c, i) => ({ id: c.id, type: c.draft.type, data: (data[i] ?? {}) as Data })));
         // Live notification for in-cluster listeners that may miss some; consumers that must not read the log.
         const occurred_at = new Date();
         changes.forEach(({ id, draft }, i) =>

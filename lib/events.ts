@@ -105,15 +105,13 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
  * Makes prepared events visible to consumers with their data, in the order given (one counter range). An event
  * that is no longer prepared (another replica resolved it) is left as it is.
  */
-export async function commitEvents(db: Connection, committed: { id: string; data: Record<string, unknown> }[]): Promise<number> {
+export async function commitEvents(db: Connection, committed: { id: string; type: string; data: Record<string, unknown> }[]): Promise<number> {
   if (!committed.length) return 0;
   const last = await nextId(db, EVENTS_COLLECTION, committed.length);
   const now = new Date();
-  const types = await log(db).find({ _id: { $in: committed.map((c) => c.id) } }, { projection: { type: 1 } }).toArray();
-  const typeOf = new Map(types.map((t) => [t._id, t.type]));
   const res = await log(db).bulkWrite(
     committed.map((c, i) => {
-      const pending = groupsFor(typeOf.get(c.id) ?? "");
+      const pending = groupsFor(c.type);
       const claims = Object.fromEntries(pending.map((g) => [g, new Date(0)]));
       return {
         updateOne: {
@@ -143,7 +141,7 @@ export async function appendEvent(db: Connection, event: ChangeEvent): Promise<b
     if (!isDuplicateKeyError(err)) throw err;
     // Inserted before (a replay): commit it in case the first relay died between insert and commit.
   }
-  return (await commitEvents(db, [{ id: event.id, data: event.data }])) === 1;
+  return (await commitEvents(db, [{ id: event.id, type: event.type, data: event.data }])) === 1;
 }
 
 /** The ChangeEvent a consumer gets from a stored one. */
@@ -174,7 +172,7 @@ export async function resolvePrepared(db: Connection, event: StoredEvent, render
   const record = await db.collection(collection).findOne({ _id: Number(id) } as never);
   const deleted = event.type.endsWith(".deleted");
   if (deleted ? record === null : record !== null) {
-    await commitEvents(db, [{ id: event._id, data: deleted ? { id: Number(id) } : await render(record!) }]);
+    await commitEvents(db, [{ id: event._id, type: event.type, data: deleted ? { id: Number(id) } : await render(record!) }]);
     return "committed";
   }
   await abortEvents(db, [event._id]);
