@@ -13,7 +13,7 @@ import {
   pruneEvents,
   releaseEvents,
   resolvePrepared,
-  toChangeEvent,
+  subjectOf,
   type ChangeDraft,
   type ChangeEvent,
 } from "./events";
@@ -120,12 +120,11 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
 
       async commitChanges(this: Self, changes: { id: string; draft: ChangeDraft }[], data: Data[]) {
         if (!changes.length) return;
-        await commitEvents(this.db, changes.map((c, i) => ({ id: c.id, type: c.draft.type, data: (data[i] ?? {}) as Data })));
+        const events = changes.map(({ id, draft }, i) => ({ id, type: draft.type, account_id: draft.accountId, subject: subjectOf(draft.record), data: (data[i] ?? {}) as Data }));
+        await commitEvents(this.db, events);
         // Live notification for in-cluster listeners that may miss some; consumers that must not read the log.
         const occurred_at = new Date();
-        changes.forEach(({ id, draft }, i) =>
-          this.broker.emit(draft.type, { id, type: draft.type, account_id: draft.accountId, subject: draft.record.join("/"), data: data[i] ?? {}, occurred_at }),
-        );
+        for (const event of events) this.broker.emit(event.type, { ...event, occurred_at });
         this.broker.broadcast(EVENTS_COMMITTED, {});
       },
 
@@ -156,22 +155,22 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
           const done: string[] = [];
           const failedSubjects = new Set<string>();
           const retry: string[] = [];
-          for (const stored of batch) {
-            if (failedSubjects.has(stored.subject)) {
-              retry.push(stored._id);
+          for (const item of batch) {
+            if (failedSubjects.has(item.subject)) {
+              retry.push(item._id);
               continue;
             }
             try {
-              await handle.call(this, toChangeEvent(stored));
-              done.push(stored._id);
+              await handle.call(this, item.event);
+              done.push(item._id);
             } catch (err) {
-              this.logger.warn(`${group} could not handle ${stored.type} ${stored._id}; retrying`, err);
-              failedSubjects.add(stored.subject);
-              retry.push(stored._id);
+              this.logger.warn(`${group} could not handle ${item.event.type} ${item.event.id}; retrying`, err);
+              failedSubjects.add(item.subject);
+              retry.push(item._id);
             }
           }
-          await acknowledgeEvents(this.db, group, done).catch((err) => this.logger.warn("Acknowledging events failed", err));
-          await releaseEvents(this.db, group, retry, RETRY_AFTER_MS).catch(() => undefined);
+          await acknowledgeEvents(this.db, done).catch((err) => this.logger.warn("Acknowledging events failed", err));
+          await releaseEvents(this.db, retry, RETRY_AFTER_MS).catch(() => undefined);
           if (batch.length === CLAIM_BATCH) continue;
           if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
             prunedAt = Date.now();

@@ -9,6 +9,11 @@ import { nextId } from "./ids";
  * consumer group reads from with its own per-event acknowledgement (docs/decisions.md, "Durable events").
  */
 export const EVENTS_COLLECTION = "events";
+/**
+ * Work items: one per (committed event, consumer group) until the group acknowledges it, carrying the event.
+ * Consumers only ever scan this small collection, never the whole log (the local database scans what it reads).
+ */
+export const EVENT_QUEUE_COLLECTION = "event_queue";
 
 /**
  * The one shape of every event, stored and handed to consumers alike. `data` is the record as the REST API
@@ -31,7 +36,7 @@ export interface ChangeDraft {
   record: [collection: string, id: number];
 }
 
-/** A stored event: the ChangeEvent plus its place in the log and who still has to handle it. */
+/** A stored event: the ChangeEvent plus its state and place in the log. */
 export interface StoredEvent extends Omit<ChangeEvent, "id"> {
   _id: string;
   /** prepared: written before the change, invisible to consumers; committed: the change happened. */
@@ -39,11 +44,20 @@ export interface StoredEvent extends Omit<ChangeEvent, "id"> {
   /** Commit order (one counter), which is the order consumers see per record. */
   seq: number | null;
   committed_at: Date | null;
-  /** Consumer groups that have not acknowledged the event yet. */
-  pending: string[];
-  /** Per group: until when a consumer holds the event. */
-  claims: Record<string, Date>;
-  claimed_by: Record<string, string>;
+}
+
+/** A committed event waiting for one consumer group. */
+export interface QueuedEvent {
+  /** `<group>:<event id>`, so an event is queued once per group. */
+  _id: string;
+  group: string;
+  event: ChangeEvent;
+  subject: string;
+  seq: number;
+  /** Until when a consumer holds it (past: free), and which one. */
+  claim_until: Date;
+  claimed_by: string | null;
+  queued_at: Date;
 }
 
 /** The groups an event of this type is pending for when committed. */
@@ -65,19 +79,26 @@ export function changeOf(type: string, collection: string, record: { _id: number
   return { type, accountId: record.account_id, record: [collection, record._id] };
 }
 
-const subjectOf = ([collection, id]: ChangeDraft["record"]) => `${collection}/${id}`;
+export const subjectOf = ([collection, id]: ChangeDraft["record"]) => `${collection}/${id}`;
 
 function log(db: Connection) {
   return db.collection<StoredEvent>(EVENTS_COLLECTION);
 }
 
+function queue(db: Connection) {
+  return db.collection<QueuedEvent>(EVENT_QUEUE_COLLECTION);
+}
+
 /** Indexes the log's readers rely on; every service that writes or reads events ensures them at start. */
 export async function ensureEventIndexes(db: Connection): Promise<void> {
   // One createIndex at a time: the local server drops the connection on a multi-index createIndexes of existing indexes.
-  const keys: Record<string, 1>[] = [{ pending: 1, seq: 1 }, { subject: 1, seq: 1 }, { state: 1, occurred_at: 1 }, { committed_at: 1 }];
-  for (const key of keys) {
-    await log(db).createIndex(key);
-  }
+  const keys: [typeof log | typeof queue, Record<string, 1>][] = [
+    [log, { state: 1, occurred_at: 1 }],
+    [log, { committed_at: 1 }],
+    [queue, { group: 1, seq: 1 }],
+    [queue, { subject: 1, seq: 1 }],
+  ];
+  for (const [collection, key] of keys) await collection(db).createIndex(key);
 }
 
 /** Writes events as prepared, before the change they describe. Returns their ids, in order. */
@@ -93,36 +114,50 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
     state: "prepared" as const,
     seq: null,
     committed_at: null,
-    pending: [],
-    claims: {},
-    claimed_by: {},
   }));
   await log(db).insertMany(docs);
   return docs.map((d) => d._id);
 }
 
 /**
- * Makes prepared events visible to consumers with their data, in the order given (one counter range). An event
- * that is no longer prepared (another replica resolved it) is left as it is.
+ * Makes prepared events visible to consumers with their data, in the order given (one counter range): marks them
+ * committed in the log and queues each for every consumer group that handles its type. An event that is no
+ * longer prepared (another replica settled it) is left as it is.
  */
-export async function commitEvents(db: Connection, committed: { id: string; type: string; data: Record<string, unknown> }[]): Promise<number> {
+export async function commitEvents(db: Connection, committed: Omit<ChangeEvent, "occurred_at">[]): Promise<number> {
   if (!committed.length) return 0;
   const last = await nextId(db, EVENTS_COLLECTION, committed.length);
   const now = new Date();
+  const seqOf = new Map(committed.map((c, i) => [c.id, last - committed.length + 1 + i]));
   const res = await log(db).bulkWrite(
-    committed.map((c, i) => {
-      const pending = groupsFor(c.type);
-      const claims = Object.fromEntries(pending.map((g) => [g, new Date(0)]));
-      return {
-        updateOne: {
-          filter: { _id: c.id, state: "prepared" },
-          update: { $set: { state: "committed", data: c.data, seq: last - committed.length + 1 + i, committed_at: now, pending, claims } },
-        },
-      };
-    }),
+    committed.map((c) => ({
+      updateOne: {
+        filter: { _id: c.id, state: "prepared" },
+        update: { $set: { state: "committed", data: c.data, seq: seqOf.get(c.id)!, occurred_at: now, committed_at: now } },
+      },
+    })),
     { ordered: true },
   );
-  return res.modifiedCount;
+  if (res.modifiedCount !== committed.length) {
+    // Some were settled meanwhile (and queued by whoever did): queue only the ones this call committed.
+    const mine = await log(db).find({ _id: { $in: committed.map((c) => c.id) }, seq: { $in: [...seqOf.values()] } } as never, { projection: { _id: 1 } }).toArray();
+    const ids = new Set(mine.map((m) => m._id));
+    committed = committed.filter((c) => ids.has(c.id));
+  }
+  const items = committed.flatMap((event) =>
+    groupsFor(event.type).map((group) => ({
+      _id: `${group}:${event.id}`,
+      group,
+      event: { ...event, occurred_at: now },
+      subject: event.subject,
+      seq: seqOf.get(event.id)!,
+      claim_until: new Date(0),
+      claimed_by: null,
+      queued_at: now,
+    })),
+  );
+  if (items.length) await queue(db).insertMany(items, { ordered: false });
+  return committed.length;
 }
 
 /** Drops prepared events whose change did not happen (the write failed). */
@@ -136,12 +171,12 @@ export async function abortEvents(db: Connection, ids: string[]): Promise<void> 
  */
 export async function appendEvent(db: Connection, event: ChangeEvent): Promise<boolean> {
   try {
-    await log(db).insertOne({ ...event, _id: event.id, state: "prepared", seq: null, committed_at: null, pending: [], claims: {}, claimed_by: {} } as never);
+    await log(db).insertOne({ ...event, _id: event.id, state: "prepared", seq: null, committed_at: null } as never);
   } catch (err) {
     if (!isDuplicateKeyError(err)) throw err;
     // Inserted before (a replay): commit it in case the first relay died between insert and commit.
   }
-  return (await commitEvents(db, [{ id: event.id, type: event.type, data: event.data }])) === 1;
+  return (await commitEvents(db, [event])) === 1;
 }
 
 /** The ChangeEvent a consumer gets from a stored one. */
@@ -172,7 +207,8 @@ export async function resolvePrepared(db: Connection, event: StoredEvent, render
   const record = await db.collection(collection).findOne({ _id: Number(id) } as never);
   const deleted = event.type.endsWith(".deleted");
   if (deleted ? record === null : record !== null) {
-    await commitEvents(db, [{ id: event._id, type: event.type, data: deleted ? { id: Number(id) } : await render(record!) }]);
+    const data = deleted ? { id: Number(id) } : await render(record!);
+    await commitEvents(db, [{ ...toChangeEvent(event), data }]);
     return "committed";
   }
   await abortEvents(db, [event._id]);
@@ -182,51 +218,48 @@ export async function resolvePrepared(db: Connection, event: StoredEvent, render
 /**
  * Claims up to `limit` of a group's oldest unhandled events for `owner` until now + leaseMs, then holds back
  * every event whose record has an older event this group has not acknowledged (another replica holds it, or
- * it failed): per record, a group sees events in commit order. Returns the claimed events in that order.
+ * it failed): per record, a group sees events in commit order. Returns the claimed items in that order.
  */
-export async function claimEvents(db: Connection, group: string, owner: string, leaseMs: number, limit: number): Promise<StoredEvent[]> {
+export async function claimEvents(db: Connection, group: string, owner: string, leaseMs: number, limit: number): Promise<QueuedEvent[]> {
   const now = new Date();
-  const due = { state: "committed", pending: group, [`claims.${group}`]: { $lt: now } };
-  const candidates = await log(db).find(due as never, { projection: { _id: 1 } }).sort({ seq: 1 }).limit(limit).toArray();
+  const due = { group, claim_until: { $lt: now } };
+  const candidates = await queue(db).find(due, { projection: { _id: 1 } }).sort({ seq: 1 }).limit(limit).toArray();
   if (!candidates.length) return [];
   const ids = candidates.map((c) => c._id);
-  await log(db).updateMany({ ...due, _id: { $in: ids } } as never, {
-    $set: { [`claims.${group}`]: new Date(now.getTime() + leaseMs), [`claimed_by.${group}`]: owner },
-  } as never);
-  const claimed = (await log(db).find({ _id: { $in: ids }, [`claimed_by.${group}`]: owner, [`claims.${group}`]: { $gt: now } } as never).sort({ seq: 1 }).toArray()) as StoredEvent[];
+  await queue(db).updateMany({ ...due, _id: { $in: ids } }, { $set: { claim_until: new Date(now.getTime() + leaseMs), claimed_by: owner } });
+  const claimed = await queue(db).find({ _id: { $in: ids }, claimed_by: owner, claim_until: { $gt: now } }).sort({ seq: 1 }).toArray();
   if (!claimed.length) return [];
-  const older = await log(db)
+  const older = await queue(db)
     .find(
-      { pending: group, subject: { $in: [...new Set(claimed.map((e) => e.subject))] }, seq: { $lt: claimed[claimed.length - 1]!.seq }, _id: { $nin: claimed.map((e) => e._id) } } as never,
+      { group, subject: { $in: [...new Set(claimed.map((e) => e.subject))] }, seq: { $lt: claimed[claimed.length - 1]!.seq }, _id: { $nin: claimed.map((e) => e._id) } },
       { projection: { subject: 1, seq: 1 } },
     )
     .toArray();
   const firstWaiting = new Map<string, number>();
-  for (const o of older) firstWaiting.set(o.subject, Math.min(firstWaiting.get(o.subject) ?? Infinity, o.seq ?? Infinity));
-  const ready = claimed.filter((e) => (e.seq ?? 0) < (firstWaiting.get(e.subject) ?? Infinity));
-  const held = claimed.filter((e) => !ready.includes(e));
-  await releaseEvents(db, group, held.map((e) => e._id), 0);
+  for (const o of older) firstWaiting.set(o.subject, Math.min(firstWaiting.get(o.subject) ?? Infinity, o.seq));
+  const ready = claimed.filter((e) => e.seq < (firstWaiting.get(e.subject) ?? Infinity));
+  await releaseEvents(db, claimed.filter((e) => !ready.includes(e)).map((e) => e._id), 0);
   return ready;
 }
 
-/** Marks events handled by a group; fully handled events stay until pruned. */
-export async function acknowledgeEvents(db: Connection, group: string, ids: string[]): Promise<void> {
-  if (ids.length) await log(db).updateMany({ _id: { $in: ids } }, { $pullAll: { pending: [group] } } as never);
+/** Marks claimed items handled: their group is done with those events. */
+export async function acknowledgeEvents(db: Connection, itemIds: string[]): Promise<void> {
+  if (itemIds.length) await queue(db).deleteMany({ _id: { $in: itemIds } });
 }
 
-/** Gives events back to a group, to be claimed again after `delayMs` (a failed handler backs off). */
-export async function releaseEvents(db: Connection, group: string, ids: string[], delayMs: number): Promise<void> {
-  if (ids.length) await log(db).updateMany({ _id: { $in: ids } }, { $set: { [`claims.${group}`]: new Date(Date.now() + delayMs) } } as never);
+/** Gives items back, to be claimed again after `delayMs` (a failed handler backs off). */
+export async function releaseEvents(db: Connection, itemIds: string[], delayMs: number): Promise<void> {
+  if (itemIds.length) await queue(db).updateMany({ _id: { $in: itemIds } }, { $set: { claim_until: new Date(Date.now() + delayMs), claimed_by: null } });
 }
 
 /**
- * Deletes committed events every group has handled, committed before `handledBefore`, and any event committed
- * before `pendingBefore` (a group absent that long loses them); prepared events are never pruned here.
+ * Deletes committed events from the log after `retainedBefore`, and queued items no group took since
+ * `pendingBefore` (a group absent that long loses them). Prepared events are settled, never pruned here.
  */
-export async function pruneEvents(db: Connection, handledBefore: Date, pendingBefore: Date): Promise<number> {
-  const res = await log(db).deleteMany({
-    state: "committed",
-    $or: [{ pending: { $size: 0 }, committed_at: { $lt: handledBefore } }, { committed_at: { $lt: pendingBefore } }],
-  } as never);
-  return res.deletedCount;
+export async function pruneEvents(db: Connection, retainedBefore: Date, pendingBefore: Date): Promise<number> {
+  const [events, items] = await Promise.all([
+    log(db).deleteMany({ state: "committed", committed_at: { $lt: retainedBefore } }),
+    queue(db).deleteMany({ queued_at: { $lt: pendingBefore } }),
+  ]);
+  return events.deletedCount + items.deletedCount;
 }
