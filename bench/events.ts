@@ -49,7 +49,9 @@ export async function measureEvents(serverScript: string, natsUrl: string, mongo
     LOG_LEVEL: "warn",
     TRANSPORTER: natsUrl,
     NAMESPACE: `bench-events-${randomBytes(3).toString("hex")}`,
-    MONGO_URL: databaseUrl(mongoUrl, `bench_events_${replicas}`),
+    // A fresh database per measurement: the local server reads every document it filters, so rounds on one
+    // database would measure its growth.
+    MONGO_URL: databaseUrl(mongoUrl, `bench_events_${replicas}_${randomBytes(3).toString("hex")}`),
     PORT: String(port),
     ALLOW_LOOPBACK_TARGETS: "true",
     WEBHOOK_POLL_MS: "200",
