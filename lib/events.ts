@@ -5,8 +5,9 @@ import { CONSUMER_GROUPS } from "./event-types";
 import { nextId } from "./ids";
 
 /**
- * The durable event log: one collection, `events`, that every service writes its change events to and every
- * consumer group reads from with its own per-event acknowledgement (docs/decisions.md, "Durable events").
+ * The durable event log: every service writes its change events to `events` (prepared before the change,
+ * committed after it), and each consumer group takes them from `event_queue` with its own acknowledgement
+ * (docs/decisions.md, "Durable events").
  */
 export const EVENTS_COLLECTION = "events";
 /**
