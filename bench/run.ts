@@ -8,6 +8,7 @@ import { measure } from "./load";
 import { startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
 import { compareToCeiling, machine, markdownTable, medianRows, ratioOf, targetVerdict, TARGET, writeResults, type Row } from "./report";
 import { positiveIntEnv } from "../lib/env";
+import { eventsTable, measureEvents, type EventRow } from "./events";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const SERVER_SCRIPT = path.join(ROOT, "dist", "server.js");
@@ -165,6 +166,26 @@ async function main({ own, startWatchdog }: Lifecycle) {
     rows,
   });
   console.log(`results written to ${path.relative(ROOT, RESULTS_FILE)}`);
+
+  // Durable events: end-to-end throughput with one and two webhooks replicas (median of the rounds).
+  const eventRounds: EventRow[][] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const rowsOfRound: EventRow[] = [];
+    for (const replicas of [1, 2]) {
+      const row = await measureEvents(SERVER_SCRIPT, nats.url, mongo.url, replicas);
+      console.error(`round ${round} events, ${replicas} webhooks replica(s): ${row.createsPerSecond} creates/s, ${row.eventsPerSecond} events/s end to end`);
+      rowsOfRound.push(row);
+    }
+    eventRounds.push(rowsOfRound);
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+  const eventRows = eventRounds[0]!.map((row, i) => ({
+    ...row,
+    createsPerSecond: median(eventRounds.map((r) => r[i]!.createsPerSecond)),
+    eventsPerSecond: median(eventRounds.map((r) => r[i]!.eventsPerSecond)),
+  }));
+  console.log(`\nevents: agent.created to a local webhook receiver, over NATS; medians of ${ROUNDS} rounds\n`);
+  console.log(eventsTable(eventRows));
 }
 
 runBench(main);

@@ -90,12 +90,12 @@ export function freeJsonRule<R extends object>(rule: R, ...checks: Checker[]): R
 }
 
 /** The stored form: a JSON string; null and undefined stay themselves (a nullable field reads null). */
-function encode(value: unknown): unknown {
+export function encodeFreeJson(value: unknown): unknown {
   return value === null || value === undefined ? value : JSON.stringify(value);
 }
 
 /** The value back from its stored form. Raw values written before this encoding (lean reads) pass through unchanged. */
-function decode(stored: unknown): unknown {
+export function decodeFreeJson(stored: unknown): unknown {
   return typeof stored === "string" ? JSON.parse(stored) : stored;
 }
 
@@ -105,7 +105,7 @@ class FreeJson extends mongoose.SchemaType {
 
   constructor(path: string, options?: SchemaTypeOptions<unknown>) {
     super(path, options, "FreeJson");
-    this.get(decode);
+    this.get(decodeFreeJson);
   }
 
   /**
@@ -114,7 +114,7 @@ class FreeJson extends mongoose.SchemaType {
    * holds one form only. Outside init, whatever is set is a client value, strings included.
    */
   override cast(value: unknown, _doc?: unknown, init?: boolean): unknown {
-    return init && typeof value === "string" ? value : encode(value);
+    return init && typeof value === "string" ? value : encodeFreeJson(value);
   }
 }
 (mongoose.Schema.Types as unknown as Record<string, unknown>).FreeJson = FreeJson;
@@ -136,7 +136,7 @@ export function freeJsonFields(schema: Schema<any>): void {
   for (const option of ["toJSON", "toObject"] as const) schema.set(option, { ...schema.get(option), getters: true, virtuals: false } as never);
   const decodeRecord = (record: unknown) => {
     if (record && typeof record === "object") {
-      for (const field of fields) if (field in record) (record as Record<string, unknown>)[field] = decode((record as Record<string, unknown>)[field]);
+      for (const field of fields) if (field in record) (record as Record<string, unknown>)[field] = decodeFreeJson((record as Record<string, unknown>)[field]);
     }
     return record;
   };

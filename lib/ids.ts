@@ -6,15 +6,15 @@ const COUNTERS = "counters";
 /**
  * Allocates the next integer id of a sequence with one atomic single-document update, so it needs no
  * transactions. Ids are global per sequence (not per account), which lets a lookup tell "not yours" (403)
- * from "does not exist" (404) as the interface asks.
+ * from "does not exist" (404) as the interface asks. With `count`, reserves that many and returns the last.
  */
-export async function nextId(db: Connection, sequence: string): Promise<number> {
+export async function nextId(db: Connection, sequence: string, count = 1): Promise<number> {
   const counters = db.collection<{ _id: string; seq: number }>(COUNTERS);
   for (let attempt = 0; ; attempt++) {
     try {
       const doc = await counters.findOneAndUpdate(
         { _id: sequence },
-        { $inc: { seq: 1 } },
+        { $inc: { seq: count } },
         { upsert: true, returnDocument: "after" },
       );
       if (!doc) throw new Error(`counter ${sequence} was not returned`);

@@ -72,7 +72,8 @@ export const TenancyMixin: Partial<ServiceSchema> = {
 
     async createOwned(this: TenancyMethods & { db: Connection }, ctx: Ctx<unknown>, model: Model<OwnedRecord>, fields: object) {
       const account_id = this.accountOf(ctx);
-      const _id = await nextId(this.db, model.collection.collectionName);
+      // A caller that records a change event for the new record allocates its id first (lib/events.mixin.ts).
+      const _id = (fields as { _id?: number })._id ?? (await nextId(this.db, model.collection.collectionName));
       return model.create({ ...fields, _id, account_id });
     },
 

@@ -1,4 +1,5 @@
-import mongoose, { type Model } from "mongoose";
+import mongoose, { type Connection, type Model } from "mongoose";
+import { abortEvents, changeOf, prepareEvents, type ChangeDraft } from "./events";
 
 type AnyRecord = { _id: number; account_id: number };
 
@@ -17,9 +18,13 @@ interface Undo {
  */
 export class UnitOfWork {
   private readonly undos: Undo[] = [];
+  /** Change events prepared before each write (lib/events.ts), for the caller to commit with their data. */
+  readonly changes: { id: string; draft: ChangeDraft }[] = [];
+  private eventsDb?: Connection;
 
-  /** Inserts a record, remembering to delete it on rollback. */
-  async insert<T extends AnyRecord>(model: Model<T>, doc: T): Promise<T> {
+  /** Inserts a record, remembering to delete it on rollback; `event` names its change event (e.g. agent.created). */
+  async insert<T extends AnyRecord>(model: Model<T>, doc: T, event?: string): Promise<T> {
+    if (event) await this.prepare(model, doc, event);
     const created = (await model.create(doc)).toObject() as T;
     this.undos.push({ model, id: doc._id, accountId: doc.account_id, before: null });
     return created;
@@ -30,8 +35,9 @@ export class UnitOfWork {
    * through a document, not an update query: mongoose clones update values and drops keys named "constructor"
    * or "prototype" inside them, which free-form values (lib/free-json) must keep.
    */
-  async update<T extends AnyRecord>(model: Model<T>, before: T, changes: Partial<T>): Promise<T> {
+  async update<T extends AnyRecord>(model: Model<T>, before: T, changes: Partial<T>, event?: string): Promise<T> {
     if (!Object.keys(changes).length) return before;
+    if (event) await this.prepare(model, before, event);
     const doc = model.hydrate(before);
     doc.set(changes);
     try {
@@ -45,7 +51,14 @@ export class UnitOfWork {
     return doc.toObject() as T;
   }
 
-  /** Undoes every recorded write, newest first; keeps going past individual failures. */
+  private async prepare(model: Model<any>, record: AnyRecord, event: string) {
+    const draft = changeOf(event, model.collection.collectionName, record);
+    this.eventsDb = model.db;
+    const [id] = await prepareEvents(model.db, [draft]);
+    this.changes.push({ id: id!, draft });
+  }
+
+  /** Undoes every recorded write, newest first, and drops their events; keeps going past individual failures. */
   async rollback(): Promise<void> {
     for (const undo of this.undos.reverse()) {
       const filter = { _id: undo.id, account_id: undo.accountId };
@@ -58,5 +71,7 @@ export class UnitOfWork {
       }
     }
     this.undos.length = 0;
+    if (this.eventsDb) await abortEvents(this.eventsDb, this.changes.map((c) => c.id)).catch(() => undefined);
+    this.changes.length = 0;
   }
 }

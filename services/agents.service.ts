@@ -6,6 +6,9 @@ import { MongoMixin } from "../lib/mongo.mixin";
 import { namedSort, paginationParams, sortParams, toPage } from "../lib/pagination";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { changeOf } from "../lib/events";
+import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
+import { nextId } from "../lib/ids";
 import { traitModel } from "./traits/model";
 import { toolModel } from "./tools/model";
 import { agentModel, type AgentRecord } from "./agents/model";
@@ -26,7 +29,7 @@ const KNOWLEDGE_RETRIEVAL_TOOL = {
 
 type AgentDoc = HydratedDocument<AgentRecord>;
 
-interface Methods extends TenancyMethods {
+interface Methods extends TenancyMethods, EventsMethods {
   findAgent(ctx: Ctx<unknown>, ref: string): Promise<AgentDoc>;
   render(ctx: Ctx<unknown>, agent: AgentRecord): Promise<object>;
   applyFields(ctx: Ctx<unknown>, agent: AgentDoc, params: AgentParams): Promise<void>;
@@ -40,7 +43,11 @@ interface Vars {
 /** Agents: CRUD by id or identifier, associations, the directory, and the knowledge-retrieval tool. */
 const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "agents",
-  mixins: [MongoMixin((db) => ({ agents: agentModel(db) })), TenancyMixin],
+  mixins: [
+    EventsMixin({ records: { agents: async function (this: Vars, agent) { return (await renderAgents(this.db, agent.account_id as number, [agent as unknown as AgentRecord]))[0]!; } } }),
+    MongoMixin((db) => ({ agents: agentModel(db) })),
+    TenancyMixin,
+  ],
   settings: { rest: "/" },
 
   actions: {
@@ -72,14 +79,12 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const draft = new this.models.agents({ name: ctx.params.name, model: DEFAULT_MODEL, temperature: DEFAULT_TEMPERATURE });
         await this.applyFields(ctx, draft, ctx.params);
         const { _id, account_id, identifier, created_at, updated_at, ...fields } = draft.toObject();
-        const agent = await this.createIdentified(ctx, this.models.agents, fields, {
-          name: ctx.params.name,
-          identifier: ctx.params.identifier,
-          label: "Agent",
+        const id = await nextId(this.db, "agents");
+        const body = await this.recordChange(changeOf("agent.created", "agents", { _id: id, account_id: this.accountOf(ctx) }), async () => {
+          const naming = { name: ctx.params.name, identifier: ctx.params.identifier, label: "Agent" };
+          return this.render(ctx, await this.createIdentified(ctx, this.models.agents, { ...fields, _id: id }, naming));
         });
-        const body = await this.render(ctx, agent);
-        ctx.emit("agent.created", { accountId: agent.account_id, data: body });
-        return respondCreated(ctx, `/api/v1/agents/${agent._id}`, body);
+        return respondCreated(ctx, `/api/v1/agents/${id}`, body);
       },
     },
 
@@ -97,10 +102,10 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       async handler(ctx: Ctx<AgentParams & { agent_id_or_identifier: string }>) {
         const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
         await this.applyFields(ctx, agent, ctx.params);
-        await this.saveIdentified(agent, "Agent");
-        const body = await this.render(ctx, agent);
-        ctx.emit("agent.updated", { accountId: agent.account_id, data: body });
-        return body;
+        return this.recordChange(changeOf("agent.updated", "agents", agent), async () => {
+          await this.saveIdentified(agent, "Agent");
+          return this.render(ctx, agent);
+        });
       },
     },
 
@@ -116,8 +121,10 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           });
         }
         if (collected > 0) await ctx.call("entities.deleteForAgent", { agentId: agent._id });
-        await this.models.agents.deleteOne({ _id: agent._id, account_id: agent.account_id });
-        ctx.emit("agent.deleted", { accountId: agent.account_id, agentId: agent._id, data: { id: agent._id } });
+        await this.recordChange(changeOf("agent.deleted", "agents", agent), async () => {
+          await this.models.agents.deleteOne({ _id: agent._id, account_id: agent.account_id });
+          return { id: agent._id };
+        });
         return respondNoContent(ctx);
       },
     },
@@ -130,10 +137,10 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const { ids, problems } = await resolveRefs(this.db, agent.account_id, "traits", ctx.params.trait_ids, "trait_ids");
         if (problems.length) throw ERRORS.validation(problems);
         agent.trait_ids = ids;
-        await agent.save();
-        const body = await this.render(ctx, agent);
-        ctx.emit("agent.updated", { accountId: agent.account_id, data: body });
-        return body;
+        return this.recordChange(changeOf("agent.updated", "agents", agent), async () => {
+          await agent.save();
+          return this.render(ctx, agent);
+        });
       },
     },
 
@@ -165,9 +172,11 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       async handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
         const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
         const tool = await ctx.call<{ id: number }, typeof KNOWLEDGE_RETRIEVAL_TOOL>("tools.ensure", KNOWLEDGE_RETRIEVAL_TOOL);
-        // $addToSet keeps the attach idempotent under concurrent calls.
-        await this.models.agents.updateOne({ _id: agent._id, account_id: agent.account_id }, { $addToSet: { tool_ids: tool.id } });
-        ctx.emit("agent.updated", { accountId: agent.account_id, data: await this.render(ctx, await this.findAgent(ctx, String(agent._id))) });
+        await this.recordChange(changeOf("agent.updated", "agents", agent), async () => {
+          // $addToSet keeps the attach idempotent under concurrent calls.
+          await this.models.agents.updateOne({ _id: agent._id, account_id: agent.account_id }, { $addToSet: { tool_ids: tool.id } });
+          return this.render(ctx, await this.findAgent(ctx, String(agent._id)));
+        });
         return { message: "Knowledge retrieval tool attached", agent_id: agent._id, tool };
       },
     },

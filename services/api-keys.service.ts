@@ -7,6 +7,9 @@ import { paginationParams } from "../lib/pagination";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { API_KEY_PERMISSIONS, generateApiKey, hashApiKey, type ApiKeyPermission } from "../lib/auth/api-keys";
+import { changeOf } from "../lib/events";
+import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
+import { nextId } from "../lib/ids";
 import { apiKeyModel, API_KEY_STATUSES, type ApiKeyRecord } from "./api-keys/model";
 import { keyRejection, permissionGrantRefusal, shouldTouch } from "./api-keys/rules";
 
@@ -20,9 +23,14 @@ interface Vars {
 }
 
 /** Account API keys: the plaintext key is shown once at creation; only its hash is stored. */
-const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
+const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMethods, Vars> = {
   name: "api-keys",
-  mixins: [MongoMixin((db) => ({ keys: apiKeyModel(db) })), TenancyMixin],
+  mixins: [
+    // Event data is the key as the API lists it: never the key itself or its hash.
+    EventsMixin({ records: { apikeys: function (this: Vars, key) { return apiKeyModel(this.db).hydrate(key).toJSON(); } } }),
+    MongoMixin((db) => ({ keys: apiKeyModel(db) })),
+    TenancyMixin,
+  ],
   settings: { rest: "/" },
 
   actions: {
@@ -49,15 +57,20 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
           throw ERRORS.validation([{ field: "expires_at", message: "expires_at must be in the future", type: "date.min" }]);
         }
         const { key, hash, prefix } = generateApiKey();
-        const record = await this.createOwned(ctx, this.models.keys, {
-          name: ctx.params.name,
-          expires_at: ctx.params.expires_at ?? null,
-          permissions: ctx.params.permissions ?? [],
-          key_hash: hash,
-          prefix,
-          created_by_user_id: ctx.meta.userId ?? null,
+        const id = await nextId(this.db, "apikeys");
+        const record = await this.recordChange(changeOf("api_key.created", "apikeys", { _id: id, account_id: this.accountOf(ctx) }), async () => {
+          const fields = {
+            _id: id,
+            name: ctx.params.name,
+            expires_at: ctx.params.expires_at ?? null,
+            permissions: ctx.params.permissions ?? [],
+            key_hash: hash,
+            prefix,
+            created_by_user_id: ctx.meta.userId ?? null,
+          };
+          return (await this.createOwned(ctx, this.models.keys, fields)).toJSON();
         });
-        return respondCreated(ctx, `/api/v1/account-api-keys/${record._id}`, { ...record.toJSON(), key });
+        return respondCreated(ctx, `/api/v1/account-api-keys/${id}`, { ...record, key });
       },
     },
 
@@ -87,8 +100,10 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
         // The validator lets null through for optional fields: a key's name and status cannot be null.
         if (ctx.params.name != null) key.name = ctx.params.name;
         if (ctx.params.status != null) key.status = ctx.params.status;
-        await key.save();
-        return key.toJSON();
+        return this.recordChange(changeOf("api_key.updated", "apikeys", key), async () => {
+          await key.save();
+          return key.toJSON();
+        });
       },
     },
 
@@ -97,7 +112,10 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
       params: idParam,
       async handler(ctx: Ctx<{ api_key_id: number }>) {
         const key = await this.findOwned(ctx, this.models.keys, ctx.params.api_key_id, "API key");
-        await this.models.keys.deleteOne({ _id: key._id, account_id: key.account_id });
+        await this.recordChange(changeOf("api_key.deleted", "apikeys", key), async () => {
+          await this.models.keys.deleteOne({ _id: key._id, account_id: key.account_id });
+          return { id: key._id };
+        });
         return respondNoContent(ctx);
       },
     },

@@ -8,6 +8,8 @@ import { MongoMixin } from "../lib/mongo.mixin";
 import { toPage } from "../lib/pagination";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { changeOf } from "../lib/events";
+import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { agentModel } from "./agents/model";
 import { csvDocument, exportFilename } from "./entities/csv";
 import { sessionExcerpt, VISIBLE_ROLES } from "./entities/excerpt";
@@ -51,7 +53,7 @@ type ListParams = EntityFilters & { skip: number; limit: number; include_facets:
 type StatsParams = { agent_id?: number; days?: number; group_by_agent: boolean };
 type RecordParams = Record<string, unknown> & { agent_id: number; session_id?: string | null; provenance?: Provenance | null };
 
-interface Methods extends TenancyMethods {
+interface Methods extends TenancyMethods, EventsMethods {
   resolveFilters(ctx: Ctx<unknown>, filters: EntityFilters): Promise<ResolvedFilters>;
   listEntities(ctx: Ctx<unknown>, params: ListParams): Promise<{ data: object[]; total: number; facets?: object }>;
   countCells(filter: Record<string, unknown>): Promise<CountCell[]>;
@@ -73,7 +75,11 @@ interface Vars {
  */
 const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "entities",
-  mixins: [MongoMixin((db) => ({ entities: entityModel(db), messages: sessionMessageModel(db) })), TenancyMixin],
+  mixins: [
+    EventsMixin({ records: { entities: function (this: Methods, entity: Record<string, unknown>) { return this.detail(entity as unknown as EntityRecord); } } }),
+    MongoMixin((db) => ({ entities: entityModel(db), messages: sessionMessageModel(db) })),
+    TenancyMixin,
+  ],
   settings: { rest: "/" },
 
   actions: {
@@ -148,10 +154,10 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const changes = pickFields(ctx.params, UPDATE_KEYS);
         entity.set(changes);
         if (changes.attributes) entity.markModified("attributes");
-        await entity.save();
-        const view = await this.detail(entity);
-        ctx.emit("entity.updated", { accountId: entity.account_id, data: view });
-        return view;
+        return this.recordChange(changeOf("entity.updated", "entities", entity), async () => {
+          await entity.save();
+          return this.detail(entity);
+        });
       },
     },
 
@@ -160,8 +166,10 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: entityIdParam,
       async handler(ctx: Ctx<{ entity_id: number }>) {
         const entity = await this.findOwned(ctx, this.models.entities, ctx.params.entity_id, LABEL);
-        await this.models.entities.deleteOne({ _id: entity._id, account_id: entity.account_id });
-        ctx.emit("entity.deleted", { accountId: entity.account_id, data: { id: entity._id } });
+        await this.recordChange(changeOf("entity.deleted", "entities", entity), async () => {
+          await this.models.entities.deleteOne({ _id: entity._id, account_id: entity.account_id });
+          return { id: entity._id };
+        });
         return respondNoContent(ctx);
       },
     },
@@ -221,9 +229,13 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const own = await this.models.entities.find({ _id: { $in: [...new Set(ctx.params.entity_ids)] }, account_id: accountId }, { _id: 1 }).lean();
         if (!ctx.params.confirmed) return deletionPreview(own.length);
         const ids = own.map((r) => r._id);
-        const { deletedCount } = await this.models.entities.deleteMany({ _id: { $in: ids }, account_id: accountId });
-        for (const id of ids) ctx.emit("entity.deleted", { accountId, data: { id } });
-        return { deleted: deletedCount };
+        const drafts = ids.map((id) => changeOf("entity.deleted", "entities", { _id: id, account_id: accountId }));
+        let deleted = 0;
+        await this.recordChanges(drafts, async () => {
+          deleted = (await this.models.entities.deleteMany({ _id: { $in: ids }, account_id: accountId })).deletedCount;
+          return ids.map((id) => ({ id }));
+        });
+        return { deleted };
       },
     },
 
@@ -305,10 +317,10 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       if (!agent) throw ERRORS.validation([{ field: "agent_id", message: `No agent ${params.agent_id} in this account`, type: "reference" }]);
       const provenance = params.provenance ? await this.checkedProvenance(accountId, params.session_id ?? null, params.provenance) : null;
       const fields = { ...pickFields(params, RECORD_KEYS), provenance, agent_name: agent.name, ...(createdAt ? { created_at: createdAt } : {}) };
-      const entity = await this.createOwned(ctx, this.models.entities, fields);
-      const view = await this.detail(entity);
-      ctx.emit("entity.created", { accountId, data: view });
-      return view;
+      const id = await nextId(this.db, "entities");
+      return this.recordChange(changeOf("entity.created", "entities", { _id: id, account_id: accountId }), async () => {
+        return this.detail(await this.createOwned(ctx, this.models.entities, { ...fields, _id: id }));
+      });
     },
 
     /** Provenance whose message ids are kept only when they are messages of the record's session in this account. */

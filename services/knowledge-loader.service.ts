@@ -1,4 +1,7 @@
 import type { Connection, Model } from "mongoose";
+import { KNOWLEDGE_SOURCES_COLLECTION } from "../lib/collections";
+import { changeOf } from "../lib/events";
+import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import type { ServiceSchema } from "moleculer";
 import { numberEnv } from "../lib/env";
 import { MongoMixin } from "../lib/mongo.mixin";
@@ -37,7 +40,7 @@ interface Vars {
   loop?: Promise<void>;
   current: LoadJobRecord | null;
 }
-interface Methods {
+interface Methods extends EventsMethods {
   work(): Promise<void>;
   runJob(job: LoadJobRecord): Promise<void>;
 }
@@ -50,6 +53,7 @@ interface Methods {
 const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
   name: "knowledge-loader",
   mixins: [
+    EventsMixin({ records: { [KNOWLEDGE_SOURCES_COLLECTION]: function (this: Vars, source: Record<string, unknown>) { return knowledgeSourceModel(this.db).hydrate(source).toJSON(); } } }),
     MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db), urlLists: urlListModel(db), pages: pageRegistryModel(db) })),
   ],
   settings,
@@ -114,9 +118,13 @@ const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
           }
           return removed;
         },
-        announce: async (accountId, sourceId, status) => {
-          const source = await this.models.sources.findOne({ _id: sourceId, account_id: accountId });
-          if (source) await this.broker.emit(`knowledge_source.${status}`, { accountId, data: source.toJSON() });
+        recordSourceChange: async (job, type, write) => {
+          const record = { _id: job.knowledge_source_id, account_id: job.account_id };
+          await this.recordChange(changeOf(type, KNOWLEDGE_SOURCES_COLLECTION, record), async () => {
+            await write();
+            if (type.endsWith(".deleted")) return { id: record._id };
+            return (await this.models.sources.findOne(record))?.toJSON() ?? { id: record._id };
+          });
         },
         owner,
         windowMs: settings.windowSeconds * 1000,

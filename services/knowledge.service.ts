@@ -7,6 +7,10 @@ import { namedSort, paginationParams, sortParams, toPage } from "../lib/paginati
 import { respondCreated } from "../lib/responses";
 import { sealSecret } from "../lib/secrets";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { KNOWLEDGE_SOURCES_COLLECTION } from "../lib/collections";
+import { changeOf } from "../lib/events";
+import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
+import { nextId } from "../lib/ids";
 import { DATA_TYPES, LOADING_STATUSES, knowledgeSourceModel, loadJobModel, type DataType, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
 import { enqueueJob } from "./knowledge/jobs";
 import { deletionResponse, derivedLabel, preloadResponse, preloadSkipped } from "./knowledge/rules";
@@ -45,7 +49,7 @@ function refreshFields(refresh: RefreshInput | null, now = new Date()): Pick<Kno
   return { refresh: policy, next_refresh_at: nextRefreshAt(policy, now) };
 }
 
-interface Methods extends TenancyMethods {
+interface Methods extends TenancyMethods, EventsMethods {
   findSource(ctx: Ctx<unknown>, id: number): Promise<KnowledgeSourceRecord & { toJSON(): object }>;
   queueLoad(source: KnowledgeSourceRecord, force: boolean): Promise<{ job: LoadJobRecord; created: boolean }>;
 }
@@ -60,7 +64,11 @@ interface Vars {
  */
 const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "knowledge",
-  mixins: [MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db) })), TenancyMixin],
+  mixins: [
+    EventsMixin({ records: { [KNOWLEDGE_SOURCES_COLLECTION]: function (this: Vars, source: Record<string, unknown>) { return knowledgeSourceModel(this.db).hydrate(source).toJSON(); } } }),
+    MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db) })),
+    TenancyMixin,
+  ],
   settings: { rest: "/" },
 
   actions: {
@@ -95,7 +103,10 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           credentials: ctx.params.auth_token ? sealSecret(ctx.params.auth_token) : null,
           ...(ctx.params.refresh !== undefined ? refreshFields(ctx.params.refresh) : {}),
         };
-        const source = await this.createIdentified(ctx, this.models.sources, fields, { name, label: "Knowledge source" });
+        const id = await nextId(this.db, KNOWLEDGE_SOURCES_COLLECTION);
+        const source = await this.recordChange(changeOf("knowledge_source.created", KNOWLEDGE_SOURCES_COLLECTION, { _id: id, account_id: this.accountOf(ctx) }), async () => {
+          return this.createIdentified(ctx, this.models.sources, { ...fields, _id: id }, { name, label: "Knowledge source" });
+        });
         if (auto_load) await this.queueLoad(source, false);
         return respondCreated(ctx, `/api/v1/knowledge/${source._id}`, source.toJSON());
       },
@@ -121,8 +132,10 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (description !== undefined) source.description = description?.trim() || derivedLabel(source.paths);
         if (data_type) source.data_type = await resolveSourceType(data_type, source.paths);
         if (auth_token) source.credentials = sealSecret(auth_token);
-        await source.save();
-        return source.toJSON();
+        return this.recordChange(changeOf("knowledge_source.updated", KNOWLEDGE_SOURCES_COLLECTION, source), async () => {
+          await source.save();
+          return source.toJSON();
+        });
       },
     },
 

@@ -1,11 +1,15 @@
 import type { Connection, HydratedDocument, Model } from "mongoose";
-import type { ServiceSchema } from "moleculer";
+import type { Service, ServiceSchema } from "moleculer";
 import { ERRORS, type FieldProblem } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams, toPage } from "../lib/pagination";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { changeOf, type ChangeEvent } from "../lib/events";
+import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
+import { USER_REGISTERED } from "../lib/event-types";
+import { nextId } from "../lib/ids";
 import { reaches, type Neighbours } from "./tasks/graph";
 import { taskModel, type TaskRecord, type TaskStatus } from "./tasks/model";
 import { dependencyParams, pickDefined, taskFields, taskFilters, taskIdParam, taskTemplateProps, taskUpdateFields, TEMPLATE_KEYS, type TaskFields } from "./tasks/params";
@@ -29,12 +33,14 @@ const FILTER_KEYS = Object.keys(taskFilters);
 const TASK_PAGE = { max: 1000, def: 100 };
 
 type TaskDoc = HydratedDocument<TaskRecord>;
+/** A task as the API returns it. */
+type TaskView = { id: number } & Record<string, unknown>;
 type ScheduleDoc = HydratedDocument<ScheduledTaskRecord>;
 type Page = { skip: number; limit: number };
 
-interface Methods extends TenancyMethods {
+interface Methods extends TenancyMethods, EventsMethods {
   findTask(ctx: Ctx<unknown>, id: number): Promise<TaskDoc>;
-  createTask(ctx: Ctx<unknown>, fields: TaskFields & Partial<Pick<TaskRecord, "scheduled_task_id" | "scheduled_for">>): Promise<TaskDoc>;
+  createTask(ctx: Ctx<unknown>, fields: TaskFields & Partial<Pick<TaskRecord, "scheduled_task_id" | "scheduled_for">>): Promise<TaskView>;
   applyChanges(ctx: Ctx<unknown>, task: TaskDoc, changes: TaskFields): Promise<void>;
   checkReferences(ctx: Ctx<unknown>, task: TaskDoc | null, fields: TaskFields): Promise<void>;
   checkStatusMove(task: TaskDoc, next: TaskStatus): Promise<void>;
@@ -43,7 +49,6 @@ interface Methods extends TenancyMethods {
   neighbours(accountId: number, field: "parent_id" | "dependency_ids"): Neighbours;
   findSchedule(ctx: Ctx<unknown>, id: number): Promise<ScheduleDoc>;
   checkSchedule(ctx: Ctx<unknown>, params: ScheduledTaskParams): Promise<Partial<ScheduledTaskRecord>>;
-  emitChange(ctx: Ctx<unknown>, event: string, data: object): void;
 }
 interface Vars {
   db: Connection;
@@ -56,7 +61,33 @@ interface Vars {
  */
 const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "tasks",
-  mixins: [MongoMixin((db) => ({ tasks: taskModel(db), schedules: scheduledTaskModel(db) })), TenancyMixin],
+  mixins: [
+    EventsMixin({
+      records: {
+        tasks: function (this: Vars, task: Record<string, unknown>) { return taskModel(this.db).hydrate(task).toJSON(); },
+        scheduled_tasks: function (this: Vars, schedule: Record<string, unknown>) { return scheduledTaskModel(this.db).hydrate(schedule).toJSON(); },
+      },
+      consumer: {
+        group: "tasks",
+        /**
+         * The interface's onboarding task on signup: a background action (the signup answered already), off
+         * unless ONBOARDING_TASK_ENABLED=true. The event may come more than once, so a user gets one onboarding
+         * task however often it arrives; a failure is retried with the event.
+         */
+        async handle(this: Vars & { broker: Service["broker"] }, event: ChangeEvent) {
+          if (event.type !== USER_REGISTERED || process.env.ONBOARDING_TASK_ENABLED !== "true") return;
+          const { user_id, email } = event.data as { user_id: number; email: string };
+          const account_id = event.account_id;
+          // input is free-form, stored encoded (lib/free-json): matched here among the account's few onboarding tasks.
+          const onboarding = await this.models.tasks.find({ account_id, task_type: ONBOARDING_TASK_TYPE }, { input: 1 }).lean<Pick<TaskRecord, "input">[]>();
+          if (onboarding.some((task) => task.input?.user_id === user_id)) return;
+          await this.broker.call("tasks.create", onboardingTask(user_id, email), { meta: { accountId: account_id } });
+        },
+      },
+    }),
+    MongoMixin((db) => ({ tasks: taskModel(db), schedules: scheduledTaskModel(db) })),
+    TenancyMixin,
+  ],
   settings: { rest: "/" },
 
   actions: {
@@ -76,7 +107,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: taskFields,
       async handler(ctx: Ctx<TaskFields>) {
         const task = await this.createTask(ctx, pickDefined(ctx.params, TASK_KEYS));
-        return respondCreated(ctx, `/api/v1/tasks/${task._id}`, task.toJSON());
+        return respondCreated(ctx, `/api/v1/tasks/${task.id}`, task);
       },
     },
 
@@ -94,9 +125,10 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       async handler(ctx: Ctx<TaskFields & { task_id: number }>) {
         const task = await this.findTask(ctx, ctx.params.task_id);
         await this.applyChanges(ctx, task, pickDefined(ctx.params, TASK_KEYS));
-        await task.save();
-        this.emitChange(ctx, "task.updated", task.toJSON());
-        return task.toJSON();
+        return this.recordChange(changeOf("task.updated", "tasks", task), async () => {
+          await task.save();
+          return task.toJSON();
+        });
       },
     },
 
@@ -138,13 +170,16 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: dependencyParams,
       async handler(ctx: Ctx<{ task_id: number; dependency_id: number }>) {
         const task = await this.findTask(ctx, ctx.params.task_id);
-        // Idempotent: removing a link that is not there is already done.
-        const updated = await this.models.tasks.findOneAndUpdate(
-          { _id: task._id, account_id: task.account_id, dependency_ids: ctx.params.dependency_id },
-          { $pull: { dependency_ids: ctx.params.dependency_id } },
-          { returnDocument: "after" },
-        );
-        if (updated) this.emitChange(ctx, "task.updated", updated.toJSON());
+        // Idempotent: removing a link that is not there is already done (and changes nothing).
+        if (!task.dependency_ids.includes(ctx.params.dependency_id)) return respondNoContent(ctx);
+        await this.recordChange(changeOf("task.updated", "tasks", task), async () => {
+          const updated = await this.models.tasks.findOneAndUpdate(
+            { _id: task._id, account_id: task.account_id },
+            { $pull: { dependency_ids: ctx.params.dependency_id } },
+            { returnDocument: "after" },
+          );
+          return (updated ?? task).toJSON();
+        });
         return respondNoContent(ctx);
       },
     },
@@ -159,8 +194,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       },
       async handler(ctx: Ctx<TaskTemplate & { scheduled_task_id: number; scheduled_for: Date }>) {
         const { scheduled_task_id, scheduled_for } = ctx.params;
-        const task = await this.createTask(ctx, { ...pickDefined(ctx.params, TEMPLATE_KEYS), scheduled_task_id, scheduled_for });
-        return task.toJSON();
+        return this.createTask(ctx, { ...pickDefined(ctx.params, TEMPLATE_KEYS), scheduled_task_id, scheduled_for });
       },
     },
 
@@ -179,9 +213,11 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: scheduledTaskFields,
       async handler(ctx: Ctx<ScheduledTaskParams>) {
         const fields = { timezone: DEFAULT_TIMEZONE, enabled: true, ...(await this.checkSchedule(ctx, ctx.params)) } as ScheduledTaskRecord;
-        const schedule = await this.createOwned(ctx, this.models.schedules, { ...fields, next_run_at: nextRunAt(fields, new Date()) });
-        this.emitChange(ctx, "scheduled_task.created", schedule.toJSON());
-        return respondCreated(ctx, `/api/v1/scheduled-tasks/${schedule._id}`, schedule.toJSON());
+        const id = await nextId(this.db, "scheduled_tasks");
+        const schedule = await this.recordChange(changeOf("scheduled_task.created", "scheduled_tasks", { _id: id, account_id: this.accountOf(ctx) }), async () => {
+          return (await this.createOwned(ctx, this.models.schedules, { ...fields, _id: id, next_run_at: nextRunAt(fields, new Date()) })).toJSON();
+        });
+        return respondCreated(ctx, `/api/v1/scheduled-tasks/${id}`, schedule);
       },
     },
 
@@ -203,9 +239,10 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (schedule.isModified("schedule") || schedule.isModified("timezone") || schedule.isModified("enabled")) {
           schedule.next_run_at = nextRunAt(schedule, new Date());
         }
-        await schedule.save();
-        this.emitChange(ctx, "scheduled_task.updated", schedule.toJSON());
-        return schedule.toJSON();
+        return this.recordChange(changeOf("scheduled_task.updated", "scheduled_tasks", schedule), async () => {
+          await schedule.save();
+          return schedule.toJSON();
+        });
       },
     },
 
@@ -214,30 +251,12 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: scheduledTaskIdParam,
       async handler(ctx: Ctx<{ scheduled_task_id: number }>) {
         const schedule = await this.findSchedule(ctx, ctx.params.scheduled_task_id);
-        await this.models.schedules.deleteOne({ _id: schedule._id, account_id: schedule.account_id });
-        this.emitChange(ctx, "scheduled_task.deleted", schedule.toJSON());
+        await this.recordChange(changeOf("scheduled_task.deleted", "scheduled_tasks", schedule), async () => {
+          await this.models.schedules.deleteOne({ _id: schedule._id, account_id: schedule.account_id });
+          return { id: schedule._id };
+        });
         return respondNoContent(ctx);
       },
-    },
-  },
-
-  events: {
-    /**
-     * The interface's onboarding task on signup: a background action (the signup answered already; a failure
-     * here is logged, never surfaced), off unless ONBOARDING_TASK_ENABLED=true. The event is delivered at least
-     * once, so a user gets one onboarding task however often it arrives.
-     */
-    async "user.registered"(ctx: Ctx<{ user_id: number; account_id: number; email: string }>) {
-      if (process.env.ONBOARDING_TASK_ENABLED !== "true") return;
-      const { user_id, account_id, email } = ctx.params;
-      try {
-        // input is free-form, stored encoded (lib/free-json): matched here among the account's few onboarding tasks.
-        const onboarding = await this.models.tasks.find({ account_id, task_type: ONBOARDING_TASK_TYPE }, { input: 1 }).lean<Pick<TaskRecord, "input">[]>();
-        if (onboarding.some((task) => task.input?.user_id === user_id)) return;
-        await this.broker.call("tasks.create", onboardingTask(user_id, email), { meta: { accountId: account_id } });
-      } catch (err) {
-        this.logger.warn(`Onboarding task for user ${user_id} not created`, err);
-      }
     },
   },
 
@@ -249,9 +268,10 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     async createTask(ctx, fields) {
       await this.checkReferences(ctx, null, fields);
       const status = statusFields(null, fields.status ?? "pending", new Date());
-      const task = await this.createOwned(ctx, this.models.tasks, { ...fields, ...status });
-      this.emitChange(ctx, "task.created", task.toJSON());
-      return task;
+      const id = await nextId(this.db, "tasks");
+      return this.recordChange(changeOf("task.created", "tasks", { _id: id, account_id: this.accountOf(ctx) }), async () => {
+        return (await this.createOwned(ctx, this.models.tasks, { ...fields, ...status, _id: id })).toJSON() as unknown as TaskView;
+      });
     },
 
     /** Validates a partial update and copies it onto the task; saving is the caller's. */
@@ -301,12 +321,14 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       if (await reaches(dependency._id, task._id, this.neighbours(task.account_id, "dependency_ids"))) {
         throw ERRORS.conflict(`Task ${task._id} cannot depend on task ${dependency._id}: that would create a dependency cycle`);
       }
-      const updated = await this.models.tasks.findOneAndUpdate(
-        { _id: task._id, account_id: task.account_id },
-        { $addToSet: { dependency_ids: dependency._id } },
-        { returnDocument: "after" },
-      );
-      if (updated) this.emitChange(ctx, "task.updated", updated.toJSON());
+      await this.recordChange(changeOf("task.updated", "tasks", task), async () => {
+        const updated = await this.models.tasks.findOneAndUpdate(
+          { _id: task._id, account_id: task.account_id },
+          { $addToSet: { dependency_ids: dependency._id } },
+          { returnDocument: "after" },
+        );
+        return (updated ?? task).toJSON();
+      });
       return `Task ${task._id} now depends on task ${dependency._id}`;
     },
 
@@ -317,13 +339,14 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     async removeTask(ctx, task) {
       const scope = { account_id: task.account_id };
       const affected = await this.models.tasks.find({ ...scope, $or: [{ parent_id: task._id }, { dependency_ids: task._id }] }, { _id: 1 }).lean();
-      await this.models.tasks.updateMany({ ...scope, dependency_ids: task._id }, { $pull: { dependency_ids: task._id } });
-      await this.models.tasks.updateMany({ ...scope, parent_id: task._id }, { $set: { parent_id: null } });
-      await this.models.tasks.deleteOne({ _id: task._id, ...scope });
-      this.emitChange(ctx, "task.deleted", task.toJSON());
-      if (!affected.length) return;
-      const changed = await this.models.tasks.find({ ...scope, _id: { $in: affected.map((t) => t._id) } });
-      for (const t of changed) this.emitChange(ctx, "task.updated", t.toJSON());
+      const drafts = [changeOf("task.deleted", "tasks", task), ...affected.map((t) => changeOf("task.updated", "tasks", { ...t, ...scope }))];
+      await this.recordChanges(drafts, async () => {
+        await this.models.tasks.updateMany({ ...scope, dependency_ids: task._id }, { $pull: { dependency_ids: task._id } });
+        await this.models.tasks.updateMany({ ...scope, parent_id: task._id }, { $set: { parent_id: null } });
+        await this.models.tasks.deleteOne({ _id: task._id, ...scope });
+        const changed = new Map((await this.models.tasks.find({ ...scope, _id: { $in: affected.map((t) => t._id) } })).map((t) => [t._id, t.toJSON()]));
+        return [{ id: task._id }, ...affected.map((t) => changed.get(t._id) ?? { id: t._id })];
+      });
     },
 
     /** Parents (or dependencies) of a set of the account's tasks, for cycle checks. */
@@ -344,11 +367,6 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       if (params.task_template) problems.push(...(await assigneeProblems(this.db, this.accountOf(ctx), params.task_template, "task_template.")));
       if (problems.length) throw ERRORS.validation(problems);
       return { ...pickDefined(params, SCHEDULED_TASK_KEYS), ...fields };
-    },
-
-    /** Emits `<resource>.<past-verb>` with the record as the API shows it, after the write succeeded. */
-    emitChange(ctx, event, data) {
-      ctx.emit(event, { accountId: this.accountOf(ctx), data });
     },
   },
 };

@@ -8,6 +8,11 @@ import { MongoMixin } from "../lib/mongo.mixin";
 import { namedSort, paginationParams, sortParams, toPage } from "../lib/pagination";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { changeOf, type ChangeEvent } from "../lib/events";
+import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
+import { nextId } from "../lib/ids";
+import { toolModel } from "./tools/model";
+import { traitModel } from "./traits/model";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
 import { loadConfig } from "../lib/config";
@@ -47,7 +52,7 @@ type TeamParams = {
 };
 type TeamDoc = HydratedDocument<TeamRecord>;
 
-interface Methods extends TenancyMethods {
+interface Methods extends TenancyMethods, EventsMethods {
   render(team: TeamRecord): Promise<object>;
   applyTeamFields(ctx: Ctx<unknown>, team: TeamDoc, params: TeamParams): Promise<void>;
   readableTeam(ctx: Ctx<unknown>, ref: string): Promise<TeamRecord>;
@@ -61,7 +66,27 @@ interface Vars {
 /** Teams of agents, their access levels, and configuration push/pull. */
 const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "teams",
-  mixins: [MongoMixin((db) => ({ teams: teamModel(db), agents: agentModel(db), failures: failureCounterModel(db) })), TenancyMixin],
+  mixins: [
+    EventsMixin({
+      // Push writes agents, tools and traits too: their events are recorded (and, after a crash, settled) here.
+      records: {
+        teams: function (this: Methods, team) { return this.render(team as unknown as TeamRecord); },
+        agents: async function (this: Vars, agent) { return (await renderAgents(this.db, agent.account_id as number, [agent as unknown as AgentRecord]))[0]!; },
+        tools: function (this: Vars, tool) { return toolModel(this.db).hydrate(tool).toJSON(); },
+        traits: function (this: Vars, trait) { return traitModel(this.db).hydrate(trait).toJSON(); },
+      },
+      consumer: {
+        group: "teams",
+        /** A deleted agent leaves every team of its account (a replay pulls nothing). */
+        async handle(this: Vars, event: ChangeEvent) {
+          const agentId = event.data.id as number;
+          await this.models.teams.updateMany({ account_id: event.account_id, agent_ids: agentId }, { $pull: { agent_ids: agentId } });
+        },
+      },
+    }),
+    MongoMixin((db) => ({ teams: teamModel(db), agents: agentModel(db), failures: failureCounterModel(db) })),
+    TenancyMixin,
+  ],
   settings: { rest: "/" },
 
   actions: {
@@ -83,10 +108,12 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const draft = new this.models.teams({ name: ctx.params.name });
         await this.applyTeamFields(ctx, draft, ctx.params);
         const { _id, account_id, identifier, created_at, updated_at, ...fields } = draft.toObject();
-        const team = await this.createIdentified(ctx, this.models.teams, fields, { name: ctx.params.name, identifier: ctx.params.identifier, label: "Team" });
-        const body = await this.render(team);
-        ctx.emit("team.created", { accountId: team.account_id, data: body });
-        return respondCreated(ctx, `/api/v1/teams/${team._id}`, body);
+        const id = await nextId(this.db, "teams");
+        const body = await this.recordChange(changeOf("team.created", "teams", { _id: id, account_id: this.accountOf(ctx) }), async () => {
+          const naming = { name: ctx.params.name, identifier: ctx.params.identifier, label: "Team" };
+          return this.render(await this.createIdentified(ctx, this.models.teams, { ...fields, _id: id }, naming));
+        });
+        return respondCreated(ctx, `/api/v1/teams/${id}`, body);
       },
     },
 
@@ -95,10 +122,9 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       rest: ["POST /teams/config", "POST /teams/push"],
       async handler(ctx: Ctx<unknown>) {
         if (ctx.meta.authType === "master") throw ERRORS.forbidden("Master API keys cannot push teams; use an account API key or a user token");
-        const { team, created } = await pushDocument(this.db, this.accountOf(ctx), ctx.params);
-        const body = await this.render(team);
-        ctx.emit(created ? "team.created" : "team.updated", { accountId: team.account_id, data: body });
-        return body;
+        const { team, changes } = await pushDocument(this.db, this.accountOf(ctx), ctx.params);
+        await this.commitRendered(changes);
+        return this.render(team);
       },
     },
 
@@ -126,10 +152,10 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       async handler(ctx: Ctx<TeamParams & { team_id_or_identifier: string }>) {
         const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.team_id_or_identifier, "Team");
         await this.applyTeamFields(ctx, team, ctx.params);
-        await this.saveIdentified(team, "Team");
-        const body = await this.render(team);
-        ctx.emit("team.updated", { accountId: team.account_id, data: body });
-        return body;
+        return this.recordChange(changeOf("team.updated", "teams", team), async () => {
+          await this.saveIdentified(team, "Team");
+          return this.render(team);
+        });
       },
     },
 
@@ -138,18 +164,12 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: teamRefParam,
       async handler(ctx: Ctx<{ team_id_or_identifier: string }>) {
         const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.team_id_or_identifier, "Team");
-        await this.models.teams.deleteOne({ _id: team._id, account_id: team.account_id });
-        ctx.emit("team.deleted", { accountId: team.account_id, data: { id: team._id } });
+        await this.recordChange(changeOf("team.deleted", "teams", team), async () => {
+          await this.models.teams.deleteOne({ _id: team._id, account_id: team.account_id });
+          return { id: team._id };
+        });
         return respondNoContent(ctx);
       },
-    },
-  },
-
-  events: {
-    /** A deleted agent leaves every team of its account. */
-    async "agent.deleted"(ctx: Ctx<{ accountId: number; agentId: number }>) {
-      const { accountId, agentId } = ctx.params;
-      await this.models.teams.updateMany({ account_id: accountId, agent_ids: agentId }, { $pull: { agent_ids: agentId } });
     },
   },
 

@@ -7,6 +7,9 @@ import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams, toPage } from "../lib/pagination";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { changeOf } from "../lib/events";
+import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
+import { nextId } from "../lib/ids";
 import { toolModel, type ToolRecord } from "./tools/model";
 
 const toolFields = {
@@ -32,9 +35,13 @@ interface Vars {
 }
 
 /** Account tools agents can use. Deleting a tool leaves agents' references in place, as the interface specifies. */
-const ToolsService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
+const ToolsService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMethods, Vars> = {
   name: "tools",
-  mixins: [MongoMixin((db) => ({ tools: toolModel(db) })), TenancyMixin],
+  mixins: [
+    EventsMixin({ records: { tools: function (this: Vars, tool) { return toolModel(this.db).hydrate(tool).toJSON(); } } }),
+    MongoMixin((db) => ({ tools: toolModel(db) })),
+    TenancyMixin,
+  ],
   settings: { rest: "/" },
 
   actions: {
@@ -52,12 +59,12 @@ const ToolsService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
       rest: "POST /tools",
       params: toolFields,
       async handler(ctx: Ctx<Record<string, unknown> & { name: string; identifier: string }>) {
-        const tool = await this.createIdentified(ctx, this.models.tools, pickToolFields(ctx.params), {
-          name: ctx.params.name,
-          identifier: ctx.params.identifier,
-          label: "Tool",
+        const id = await nextId(this.db, "tools");
+        const body = await this.recordChange(changeOf("tool.created", "tools", { _id: id, account_id: this.accountOf(ctx) }), async () => {
+          const naming = { name: ctx.params.name, identifier: ctx.params.identifier, label: "Tool" };
+          return (await this.createIdentified(ctx, this.models.tools, { ...pickToolFields(ctx.params), _id: id }, naming)).toJSON();
         });
-        return respondCreated(ctx, `/api/v1/tools/${tool._id}`, tool.toJSON());
+        return respondCreated(ctx, `/api/v1/tools/${id}`, body);
       },
     },
 
@@ -78,8 +85,10 @@ const ToolsService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
       async handler(ctx: Ctx<{ tool_id: number } & Record<string, unknown>>) {
         const tool = await this.findOwned(ctx, this.models.tools, ctx.params.tool_id, "Tool");
         tool.set(pickToolFields(ctx.params));
-        await this.saveIdentified(tool, "Tool");
-        return tool.toJSON();
+        return this.recordChange(changeOf("tool.updated", "tools", tool), async () => {
+          await this.saveIdentified(tool, "Tool");
+          return tool.toJSON();
+        });
       },
     },
 
@@ -92,8 +101,11 @@ const ToolsService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
         const existing = await this.models.tools.findOne(scope);
         if (existing) return existing.toJSON();
         try {
-          const naming = { name: ctx.params.name, identifier: ctx.params.identifier, label: "Tool" };
-          return (await this.createIdentified(ctx, this.models.tools, pickToolFields(ctx.params), naming)).toJSON();
+          const id = await nextId(this.db, "tools");
+          return await this.recordChange(changeOf("tool.created", "tools", { _id: id, account_id: scope.account_id }), async () => {
+            const naming = { name: ctx.params.name, identifier: ctx.params.identifier, label: "Tool" };
+            return (await this.createIdentified(ctx, this.models.tools, { ...pickToolFields(ctx.params), _id: id }, naming)).toJSON();
+          });
         } catch (err) {
           // A concurrent ensure created it first.
           const created = await this.models.tools.findOne(scope);
@@ -108,7 +120,10 @@ const ToolsService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
       params: idParam,
       async handler(ctx: Ctx<{ tool_id: number }>) {
         const tool = await this.findOwned(ctx, this.models.tools, ctx.params.tool_id, "Tool");
-        await this.models.tools.deleteOne({ _id: tool._id, account_id: tool.account_id });
+        await this.recordChange(changeOf("tool.deleted", "tools", tool), async () => {
+          await this.models.tools.deleteOne({ _id: tool._id, account_id: tool.account_id });
+          return { id: tool._id };
+        });
         return respondNoContent(ctx);
       },
     },

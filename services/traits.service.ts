@@ -1,11 +1,13 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { identifierRule } from "../lib/ids";
+import { identifierRule, nextId } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { namedSort, paginationParams, sortParams, toPage } from "../lib/pagination";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { changeOf } from "../lib/events";
+import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { traitModel, type TraitRecord } from "./traits/model";
 import { normalizeTags, traitCategories } from "./traits/rules";
 
@@ -36,9 +38,13 @@ interface Vars {
 }
 
 /** Traits: reusable behaviour descriptions attached to agents by id or identifier. */
-const TraitsService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
+const TraitsService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMethods, Vars> = {
   name: "traits",
-  mixins: [MongoMixin((db) => ({ traits: traitModel(db) })), TenancyMixin],
+  mixins: [
+    EventsMixin({ records: { traits: function (this: Vars, trait) { return traitModel(this.db).hydrate(trait).toJSON(); } } }),
+    MongoMixin((db) => ({ traits: traitModel(db) })),
+    TenancyMixin,
+  ],
   settings: { rest: "/" },
 
   actions: {
@@ -56,12 +62,12 @@ const TraitsService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
       rest: "POST /traits",
       params: traitFields,
       async handler(ctx: Ctx<TraitParams & { name: string }>) {
-        const trait = await this.createIdentified(ctx, this.models.traits, traitChanges(ctx.params), {
-          name: ctx.params.name,
-          identifier: ctx.params.identifier,
-          label: "Trait",
+        const id = await nextId(this.db, "traits");
+        const body = await this.recordChange(changeOf("trait.created", "traits", { _id: id, account_id: this.accountOf(ctx) }), async () => {
+          const naming = { name: ctx.params.name, identifier: ctx.params.identifier, label: "Trait" };
+          return (await this.createIdentified(ctx, this.models.traits, { ...traitChanges(ctx.params), _id: id }, naming)).toJSON();
         });
-        return respondCreated(ctx, `/api/v1/traits/${trait._id}`, trait.toJSON());
+        return respondCreated(ctx, `/api/v1/traits/${id}`, body);
       },
     },
 
@@ -90,8 +96,10 @@ const TraitsService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
       async handler(ctx: Ctx<{ trait_id: number } & TraitParams>) {
         const trait = await this.findOwned(ctx, this.models.traits, ctx.params.trait_id, "Trait");
         trait.set(traitChanges(ctx.params));
-        await this.saveIdentified(trait, "Trait");
-        return trait.toJSON();
+        return this.recordChange(changeOf("trait.updated", "traits", trait), async () => {
+          await this.saveIdentified(trait, "Trait");
+          return trait.toJSON();
+        });
       },
     },
 
@@ -100,7 +108,10 @@ const TraitsService: ServiceSchema<{ rest: string }, TenancyMethods, Vars> = {
       params: idParam,
       async handler(ctx: Ctx<{ trait_id: number }>) {
         const trait = await this.findOwned(ctx, this.models.traits, ctx.params.trait_id, "Trait");
-        await this.models.traits.deleteOne({ _id: trait._id, account_id: trait.account_id });
+        await this.recordChange(changeOf("trait.deleted", "traits", trait), async () => {
+          await this.models.traits.deleteOne({ _id: trait._id, account_id: trait.account_id });
+          return { id: trait._id };
+        });
         return respondNoContent(ctx);
       },
     },

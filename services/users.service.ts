@@ -13,6 +13,8 @@ import { signToken, verifyToken } from "../lib/auth/jwt";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
 import { publishOutbox, sweepOutbox } from "../lib/outbox";
 import { USER_ROLES, type UserRole } from "../lib/meta";
+import { eventIdFor } from "../lib/events";
+import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { userModel, type UserRecord } from "./users/model";
 import { auditEntry, userAuditModel, type UserAuditAction, type UserAuditRecord } from "./users/audit";
 import {
@@ -57,8 +59,9 @@ const managedFields = {
  */
 const HOT_READ_LOCK = { enabled: true, staleTime: Math.max(1, Math.floor(config.cacheTtlSeconds / 3)) };
 
-interface Methods extends TenancyMethods {
+interface Methods extends TenancyMethods, EventsMethods {
   publishEvents(userId: number): Promise<number>;
+  relayOutboxEntry(type: string, data: Record<string, unknown>, occurredAt: Date): Promise<void>;
   accessToken(user: { _id: number; account_id: number; token_version: number }): Promise<{ access_token: string; token_type: string; expires_in: number }>;
   requireSelf(ctx: Ctx<unknown>): number;
   applyUpdate(ctx: Ctx<unknown>, userId: number, params: Record<string, unknown>): Promise<object>;
@@ -80,7 +83,7 @@ interface Vars {
  */
 const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "users",
-  mixins: [MongoMixin((db) => ({ users: userModel(db), audit: userAuditModel(db), failures: failureCounterModel(db) })), TenancyMixin],
+  mixins: [EventsMixin({}), MongoMixin((db) => ({ users: userModel(db), audit: userAuditModel(db), failures: failureCounterModel(db) })), TenancyMixin],
   settings: { rest: "/" },
 
   actions: {
@@ -298,8 +301,14 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       );
     },
 
+    /** Relays the user's outbox (user.registered) into the event log; one event per user, whatever replays. */
     publishEvents(userId: number) {
-      return publishOutbox(this.models.users, userId, (event, payload) => this.broker.emit(event, payload));
+      return publishOutbox(this.models.users, userId, (type, data, createdAt) => this.relayOutboxEntry(type, data, createdAt));
+    },
+
+    relayOutboxEntry(type, data, occurred_at) {
+      const subject = `users/${data.user_id}`;
+      return this.appendChange({ id: eventIdFor(type, subject), type, account_id: data.account_id as number, subject, data, occurred_at });
     },
 
     async accessToken(user) {
@@ -341,9 +350,9 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
   started() {
     this.throttle = new FailureThrottle(this.models.failures);
-    const emit = (event: string, payload: Record<string, unknown>) => this.broker.emit(event, payload);
     this.sweepTimer = setInterval(() => {
-      sweepOutbox(this.models.users, emit, OUTBOX_SWEEP_AGE_MS).catch((err) => this.logger.warn("Outbox sweep failed", err));
+      const relay = (type: string, data: Record<string, unknown>, createdAt: Date) => this.relayOutboxEntry(type, data, createdAt);
+      sweepOutbox(this.models.users, relay, OUTBOX_SWEEP_AGE_MS).catch((err) => this.logger.warn("Outbox sweep failed", err));
       this.throttle.prune().catch((err) => this.logger.warn("Pruning failure counters failed", err));
     }, OUTBOX_SWEEP_INTERVAL_MS);
     this.sweepTimer.unref();

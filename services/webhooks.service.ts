@@ -7,6 +7,8 @@ import { paginationParams, toPage } from "../lib/pagination";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { openSecret, sealSecret } from "../lib/secrets";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import type { ChangeEvent } from "../lib/events";
+import { EventsMixin } from "../lib/events.mixin";
 import { loadWebhookConfig, type WebhookConfig } from "./webhooks/config";
 import { claimDelivery, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./webhooks/deliveries";
 import { DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./webhooks/model";
@@ -51,7 +53,6 @@ function pickSubscriptionFields(params: SubscriptionParams): Partial<WebhookSubs
 
 interface Methods extends TenancyMethods {
   findSubscription(ctx: Ctx<unknown>, id: number): Promise<SubscriptionDoc>;
-  enqueue(ctx: Ctx<{ accountId?: unknown; data?: unknown }>): Promise<void>;
   dispatch(): Promise<void>;
   attempt(delivery: WebhookDeliveryRecord): Promise<void>;
   send(subscription: WebhookSubscriptionRecord, delivery: WebhookDeliveryRecord): Promise<Answer>;
@@ -65,12 +66,24 @@ interface Vars {
 }
 
 /**
- * Webhook subscriptions and their deliveries: platform events become durable delivery documents, which
+ * Webhook subscriptions and their deliveries: events read from the event log become delivery documents, which
  * dispatchers (any number of replicas) claim with a lease, sign at send time (Standard Webhooks) and retry.
  */
 const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "webhooks",
-  mixins: [MongoMixin((db) => ({ subscriptions: subscriptionModel(db), deliveries: deliveryModel(db) })), TenancyMixin],
+  mixins: [
+    EventsMixin({
+      consumer: {
+        group: "webhooks",
+        handle(this: Vars, event: ChangeEvent) {
+          return enqueueDeliveries(this.models.subscriptions, this.models.deliveries, event);
+        },
+      },
+    }),
+    MongoMixin((db) => ({ subscriptions: subscriptionModel(db), deliveries: deliveryModel(db) })),
+    TenancyMixin,
+    // The webhooks consumer group: every event becomes durable deliveries (idempotent per event and subscription).
+  ],
   settings: { rest: "/" },
 
   actions: {
@@ -172,28 +185,9 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
   },
 
-  /** Every deliverable event is queued the same way; the event's name is the delivery's type. */
-  events: Object.fromEntries(
-    WEBHOOK_EVENT_TYPES.map((type) => [
-      type,
-      function (this: Methods, ctx: Ctx<{ accountId?: unknown; data?: unknown }>) {
-        return this.enqueue(ctx);
-      },
-    ]),
-  ),
-
   methods: {
     findSubscription(ctx, id) {
       return this.findOwned(ctx, this.models.subscriptions, id, "Webhook subscription");
-    },
-
-    async enqueue(ctx) {
-      const { accountId, data } = ctx.params;
-      if (typeof accountId !== "number") {
-        this.logger.warn(`Event ${ctx.eventName} has no accountId; not delivered`);
-        return;
-      }
-      await enqueueDeliveries(this.models.subscriptions, this.models.deliveries, { accountId, type: ctx.eventName!, data, occurredAt: new Date() });
     },
 
     /** Claims due deliveries while there is room for more in flight; otherwise waits for a slot or the next poll. */

@@ -66,10 +66,10 @@ export interface RunnerDeps {
   /** Removes the source's documents at these URLs from the index (chunks and records). */
   removeDocuments(accountId: number, sourceId: number, urls: string[]): Promise<number>;
   /**
-   * Announces a load's end (knowledge_source.loaded, .partial or .failed) once the source shows it, and, after a
-   * reload, knowledge_source.refreshed with the source's last_refresh counts.
+   * Records a change of the job's source with its event (knowledge_source.loaded, .partial, .failed when a load
+   * ends, then .refreshed after a reload; .deleted): `write` makes the change, the event carries the source as the API shows it after it.
    */
-  announce(accountId: number, sourceId: number, status: "loaded" | "partial" | "failed" | "refreshed"): Promise<void>;
+  recordSourceChange(job: LoadJobRecord, type: string, write: () => Promise<void>): Promise<void>;
   owner: string;
   windowMs: number;
   maxWindows: number;
@@ -251,12 +251,12 @@ async function finish(
   const error = result.complete && result.emptyIsFailure && documentCount === 0 ? "The crawl indexed no documents" : result.error;
   const outcome = loadOutcome({ complete: result.complete, documentCount, error });
   const last_refresh = loadReport(job, progress, { status: outcome.loading_status, removed });
-  await updateSource(deps, job, { ...outcome, document_count: documentCount, last_refresh });
+  await deps.recordSourceChange(job, `knowledge_source.${outcome.loading_status}`, () => updateSource(deps, job, { ...outcome, document_count: documentCount, last_refresh }));
   await finishJob(deps.jobs, job, deps.owner, { status: outcome.loading_status === "failed" ? "failed" : "done", error: outcome.loading_error ?? null });
   if (progress) await deps.reader.release(progress);
-  await deps.announce(job.account_id, job.knowledge_source_id, outcome.loading_status);
   const reload = progress?.reload ?? (source !== null && (source.loaded_at !== null || source.last_refresh !== null));
-  if (reload) await deps.announce(job.account_id, job.knowledge_source_id, "refreshed");
+  // The counts are in the source's last_refresh, written above: the event carries the source as it is now.
+  if (reload) await deps.recordSourceChange(job, "knowledge_source.refreshed", async () => undefined);
   return "finished";
 }
 
@@ -266,6 +266,8 @@ export async function runDeleteSource(deps: RunnerDeps, job: LoadJobRecord): Pro
   await deps.jobs.updateMany({ ...scope, kind: "load", status: "pending" }, { $set: { status: "failed", error: "source deleted" } });
   await deps.deleteSourceDocuments(job.account_id, job.knowledge_source_id);
   await deps.reader.forget({ account_id: job.account_id, _id: job.knowledge_source_id });
-  await deps.sources.deleteOne({ _id: job.knowledge_source_id, account_id: job.account_id });
+  await deps.recordSourceChange(job, "knowledge_source.deleted", async () => {
+    await deps.sources.deleteOne({ _id: job.knowledge_source_id, account_id: job.account_id });
+  });
   await finishJob(deps.jobs, job, deps.owner, { status: "done" });
 }

@@ -100,7 +100,7 @@ function validate(raw: unknown, state: Awaited<ReturnType<typeof loadState>>): T
   return doc;
 }
 
-/** Writes the planned changes; every write is undone if a later one fails. */
+/** Writes the planned changes, each with its change event prepared; every write is undone if a later one fails. */
 async function apply(db: Connection, accountId: number, doc: TeamDocument, state: Awaited<ReturnType<typeof loadState>>) {
   const uow = new UnitOfWork();
   const [traits, tools, agents, teams] = [traitModel(db), toolModel(db), agentModel(db), teamModel(db)];
@@ -111,8 +111,8 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
       const existing = matchByName(state.traits, def.name);
       traitRecords.push(
         existing
-          ? await uow.update(traits, existing, changedFields(existing, fields))
-          : await uow.insert(traits, { ...(await newIdentity(db, traits, accountId, def.name)), ...fields } as TraitRecord),
+          ? await uow.update(traits, existing, changedFields(existing, fields), "trait.updated")
+          : await uow.insert(traits, { ...(await newIdentity(db, traits, accountId, def.name)), ...fields } as TraitRecord, "trait.created"),
       );
     }
     const traitId = (ref: string) =>
@@ -123,8 +123,8 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
       const fields = { name: def.name, description: def.description ?? null, tool_type: def.type, configuration: def.config ?? {} };
       const existing = matchByName(state.tools, def.name, state.team?.tool_ids);
       const record = existing
-        ? await uow.update(tools, existing, changedFields(existing, fields))
-        : await uow.insert(tools, { ...(await newIdentity(db, tools, accountId, def.name)), ...fields } as ToolRecord);
+        ? await uow.update(tools, existing, changedFields(existing, fields), "tool.updated")
+        : await uow.insert(tools, { ...(await newIdentity(db, tools, accountId, def.name)), ...fields } as ToolRecord, "tool.created");
       toolIds.push(record._id);
     }
 
@@ -137,8 +137,8 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
       });
       fields.tool_ids = [...new Set([...(existing?.tool_ids ?? []), ...toolIds])];
       const record = existing
-        ? await uow.update(agents, existing, changedFields(existing, fields))
-        : await uow.insert(agents, { ...(await newIdentity(db, agents, accountId, config.name)), ...fields } as AgentRecord);
+        ? await uow.update(agents, existing, changedFields(existing, fields), "agent.updated")
+        : await uow.insert(agents, { ...(await newIdentity(db, agents, accountId, config.name)), ...fields } as AgentRecord, "agent.created");
       agentIds.push(record._id);
     }
 
@@ -149,9 +149,10 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
       tool_ids: toolIds,
       knowledge: doc.knowledge ?? state.team?.knowledge ?? [],
     };
-    return state.team
-      ? await uow.update(teams, state.team, changedFields(state.team, teamFields))
-      : await uow.insert(teams, { ...(await newIdentity(db, teams, accountId, doc.name)), ...teamFields } as TeamRecord);
+    const team = state.team
+      ? await uow.update(teams, state.team, changedFields(state.team, teamFields), "team.updated")
+      : await uow.insert(teams, { ...(await newIdentity(db, teams, accountId, doc.name)), ...teamFields } as TeamRecord, "team.created");
+    return { team, changes: uow.changes };
   } catch (err) {
     await uow.rollback();
     throw err;
@@ -161,14 +162,15 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
 /**
  * Push: creates or updates the team, its agents, tools and traits from one configuration document,
  * completely or not at all (everything is validated first; a failed write undoes the earlier ones).
+ * Returns the change events of what it wrote, prepared, for the caller to commit (nothing changed: none).
  */
-export async function pushDocument(db: Connection, accountId: number, raw: unknown): Promise<{ team: TeamRecord; created: boolean }> {
+export async function pushDocument(db: Connection, accountId: number, raw: unknown): Promise<{ team: TeamRecord; changes: UnitOfWork["changes"] }> {
   const name = (raw as { name?: unknown })?.name;
   for (let attempt = 1; ; attempt++) {
     const state = await loadState(db, accountId, typeof name === "string" ? name : "");
     const doc = validate(raw, state);
     try {
-      return { team: await apply(db, accountId, doc, state), created: !state.team };
+      return await apply(db, accountId, doc, state);
     } catch (err) {
       if (!isDuplicateKeyError(err) || attempt >= PUSH_ATTEMPTS) throw err;
       // Jittered backoff so racing pushes stop colliding with each other's in-flight writes.

@@ -1,33 +1,37 @@
 import type { Model } from "mongoose";
 import type { WebhookDeliveryRecord, WebhookSubscriptionRecord } from "./model";
-import { deliveryBody, newMessageId, receives, type AttemptResult } from "./rules";
+import { isDuplicateKeyError } from "../../lib/errors";
+import type { ChangeEvent } from "../../lib/events";
+import { deliveryBody, messageIdFor, receives, type AttemptResult } from "./rules";
 
 type Deliveries = Model<WebhookDeliveryRecord>;
 
 /**
  * Writes one pending delivery per enabled subscription of the account that takes this event type, each with
- * its own webhook-id and the body every attempt will send. Returns how many were queued.
+ * the webhook-id of (event, subscription) and the body every attempt will send. A redelivered event finds its
+ * deliveries already there (same _id) and adds none. Returns how many were new.
  */
-export async function enqueueDeliveries(
-  subscriptions: Model<WebhookSubscriptionRecord>,
-  deliveries: Deliveries,
-  event: { accountId: number; type: string; data: unknown; occurredAt: Date },
-): Promise<number> {
-  const candidates = await subscriptions.find({ account_id: event.accountId, enabled: true }, { event_types: 1, enabled: 1 }).lean();
+export async function enqueueDeliveries(subscriptions: Model<WebhookSubscriptionRecord>, deliveries: Deliveries, event: ChangeEvent): Promise<number> {
+  const candidates = await subscriptions.find({ account_id: event.account_id, enabled: true }, { event_types: 1, enabled: 1 }).lean();
   const targets = candidates.filter((s) => receives(s, event.type));
   if (!targets.length) return 0;
-  const body = deliveryBody(event.type, event.data, event.occurredAt);
-  await deliveries.insertMany(
-    targets.map((s) => ({
-      _id: newMessageId(),
-      subscription_id: s._id,
-      account_id: event.accountId,
-      type: event.type,
-      body,
-      next_attempt_at: event.occurredAt,
-    })),
-  );
-  return targets.length;
+  const body = deliveryBody(event.type, event.data, event.occurred_at);
+  const docs = targets.map((s) => ({
+    _id: messageIdFor(event.id, s._id),
+    subscription_id: s._id,
+    account_id: event.account_id,
+    type: event.type,
+    body,
+    next_attempt_at: new Date(),
+  }));
+  try {
+    return (await deliveries.insertMany(docs, { ordered: false })).length;
+  } catch (err) {
+    if (!isDuplicateKeyError(err) && !(err as { writeErrors?: unknown[] }).writeErrors?.length) throw err;
+    const errors = (err as { writeErrors?: { code?: number; err?: { code?: number } }[] }).writeErrors ?? [];
+    if (errors.some((e) => (e.code ?? e.err?.code) !== 11000)) throw err;
+    return docs.length - errors.length;
+  }
 }
 
 /**

@@ -1,31 +1,9 @@
-import { randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import type { FieldProblem } from "../../lib/errors";
 
-/**
- * Event kinds a subscription can receive: the internal events of the same name, delivered as they are
- * (Standard Webhooks recommends hierarchical, full-stop delimited names such as "user.created").
- */
-export const WEBHOOK_EVENT_TYPES = [
-  "agent.created",
-  "agent.updated",
-  "agent.deleted",
-  "team.created",
-  "team.updated",
-  "team.deleted",
-  "knowledge_source.loaded",
-  "knowledge_source.failed",
-  "knowledge_source.partial",
-  "knowledge_source.refreshed",
-  "entity.created",
-  "entity.updated",
-  "entity.deleted",
-  "task.created",
-  "task.updated",
-  "task.deleted",
-  "scheduled_task.created",
-  "scheduled_task.updated",
-  "scheduled_task.deleted",
-] as const;
+/** Event kinds a subscription can receive (the catalogue lives with the event log). */
+export { WEBHOOK_EVENT_TYPES } from "../../lib/event-types";
+import type { WEBHOOK_EVENT_TYPES } from "../../lib/event-types";
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** Longest destination URL accepted (the common browser and proxy limit). */
@@ -52,9 +30,12 @@ export function receives(subscription: { enabled: boolean; event_types: string[]
   return subscription.enabled && (subscription.event_types.length === 0 || subscription.event_types.includes(type));
 }
 
-/** A delivery's webhook-id: "msg_" and URL-safe random characters (never a ".", which delimits the signed content). */
-export function newMessageId(): string {
-  return `msg_${randomBytes(18).toString("base64url")}`;
+/**
+ * A delivery's webhook-id: "msg_" and 24 URL-safe characters (never a ".", which delimits the signed content),
+ * derived from the event and the subscription, so a redelivered event maps onto the same delivery.
+ */
+export function messageIdFor(eventId: string, subscriptionId: number): string {
+  return `msg_${createHash("sha256").update(`${eventId}\n${subscriptionId}`).digest("base64url").slice(0, 24)}`;
 }
 
 /** The body every attempt of a delivery sends, byte for byte: Standard Webhooks' {type, timestamp, data}. */

@@ -66,9 +66,9 @@ function natsBinary(): string {
   }
 }
 
-/** Starts nats-server on a free loopback port, with JetStream in a temporary store. */
-export async function startNats(): Promise<RunningServer> {
-  const port = await freePort();
+/** Starts nats-server on loopback (a free port unless given: restarting on the same port), with JetStream in a temporary store. */
+export async function startNats(port?: number): Promise<RunningServer> {
+  port ??= await freePort();
   const storeDir = mkdtempSync(path.join(os.tmpdir(), "nats-js-"));
   const child = spawn(natsBinary(), ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], {
     stdio: ["ignore", "ignore", "pipe"],

@@ -4,7 +4,7 @@ import { apiClient, signup, type Api } from "../harness/http";
 import { parseCsv } from "../unit/entities/parse-csv";
 
 /** Collects the entity.* events the service emits, from a node of its own. */
-const events: { name: string; payload: { accountId: number; data: { id: number } & Record<string, unknown> } }[] = [];
+const events: { name: string; payload: { account_id: number; data: { id: number } & Record<string, unknown> } }[] = [];
 const listener: ServiceSchema = {
   name: "entity-events-listener",
   events: {
@@ -97,7 +97,7 @@ describe("entities (collected data) over NATS", () => {
       expect(Date.now() - Date.parse(created.body.created_at)).toBeLessThan(60_000);
       await eventually(() => events.some((e) => e.name === "entity.created" && e.payload.data.id === created.body.id));
       const event = events.find((e) => e.name === "entity.created" && e.payload.data.id === created.body.id)!;
-      expect(event.payload).toEqual({ accountId, data: { ...created.body, created_at: expect.any(String), updated_at: expect.any(String) } });
+      expect(event.payload).toMatchObject({ type: "entity.created", account_id: accountId, data: { ...created.body, created_at: expect.any(String), updated_at: expect.any(String) } });
 
       const read = await req("GET", `/entities/${created.body.id}`);
       expect(read.status).toBe(200);
@@ -152,7 +152,7 @@ describe("entities (collected data) over NATS", () => {
       expect((await req("GET", `/entities/${body.id}`)).status).toBe(404);
       expect((await req("DELETE", `/entities/${body.id}`)).status).toBe(404);
       await eventually(() => events.some((e) => e.name === "entity.deleted" && e.payload.data.id === body.id));
-      expect(events.find((e) => e.name === "entity.deleted" && e.payload.data.id === body.id)!.payload).toEqual({ accountId, data: { id: body.id } });
+      expect(events.find((e) => e.name === "entity.deleted" && e.payload.data.id === body.id)!.payload).toMatchObject({ type: "entity.deleted", account_id: accountId, data: { id: body.id } });
     });
 
     it("answers 403 for another account's record and 404 for a missing one; never lists it", async () => {

@@ -17,8 +17,8 @@ const registered: Record<string, unknown>[] = [];
 const listener: ServiceSchema = {
   name: "registration-listener",
   events: {
-    "user.registered"(ctx: { params: Record<string, unknown> }) {
-      registered.push(ctx.params);
+    "user.registered"(ctx: { params: { data: Record<string, unknown> } }) {
+      registered.push(ctx.params.data);
     },
   },
 };

@@ -78,11 +78,13 @@ describe("knowledge sources and background loading over NATS", () => {
   let sites: Awaited<ReturnType<typeof startSites>>;
   const spawned: ServiceProcess[] = [];
   /** knowledge_source.* events as a subscriber on its own node receives them. */
-  const announced: { event: string; accountId: number; data: { id: number; loading_status: string } }[] = [];
+  const announced: { event: string; account_id: number; data: { id: number; loading_status: string } }[] = [];
+  /** The event announcing how a source's load ended (its knowledge_source.created comes first). */
+  const loadEnd = (id: number) => announced.find((e) => e.data.id === id && /\.(loaded|partial|failed)$/.test(e.event));
   const listener = {
     name: "load-listener",
     events: {
-      "knowledge_source.*"(ctx: { eventName: string; params: { accountId: number; data: { id: number; loading_status: string } } }) {
+      "knowledge_source.*"(ctx: { eventName: string; params: { account_id: number; data: { id: number; loading_status: string } } }) {
         announced.push({ event: ctx.eventName, ...ctx.params });
       },
     },
@@ -138,9 +140,9 @@ describe("knowledge sources and background loading over NATS", () => {
     const found = await call("POST", "/knowledge/search", { query: "glacier", knowledge_source_ids: [created.body.id] });
     expect(found.status).toBe(200);
     expect(found.body.results[0].metadata.url).toBe(`${sites.base}/map/glacier`);
-    const event = await until(async () => announced.find((e) => e.data.id === created.body.id), Boolean, 5000);
+    const event = await until(async () => loadEnd(created.body.id), Boolean, 5000);
     expect(event).toMatchObject({ event: "knowledge_source.loaded", data: { loading_status: "loaded", document_count: 6 } });
-    expect(event!.accountId).toEqual(expect.any(Number));
+    expect(event!.account_id).toEqual(expect.any(Number));
   });
 
   it("falls back to discovery without a sitemap: each canonical page once, robots.txt honoured", async () => {
@@ -186,7 +188,7 @@ describe("knowledge sources and background loading over NATS", () => {
     const failed = await poll(created.body.id, ["loaded", "partial", "failed"]);
     expect(failed.loading_status).toBe("failed");
     expect(failed.loading_error).toMatch(/500|could not be read/);
-    expect(await until(async () => announced.find((e) => e.data.id === created.body.id), Boolean, 5000)).toMatchObject({ event: "knowledge_source.failed" });
+    expect(await until(async () => loadEnd(created.body.id), Boolean, 5000)).toMatchObject({ event: "knowledge_source.failed" });
     expect((await call("POST", `/knowledge/${created.body.id}/preload`)).body.success).toBe(true);
     expect((await poll(created.body.id, ["failed"])).loading_error).toEqual(expect.any(String));
   });
@@ -196,7 +198,7 @@ describe("knowledge sources and background loading over NATS", () => {
     const partial = await poll(created.body.id, ["loaded", "partial", "failed"]);
     expect(partial).toMatchObject({ loading_status: "partial", document_count: 1 });
     expect(partial.loading_error).toMatch(/1 page\(s\) could not be read/);
-    const event = await until(async () => announced.find((e) => e.data.id === created.body.id), Boolean, 5000);
+    const event = await until(async () => loadEnd(created.body.id), Boolean, 5000);
     expect(event).toMatchObject({ event: "knowledge_source.partial", data: { loading_status: "partial" } });
   });
 

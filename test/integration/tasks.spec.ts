@@ -325,7 +325,15 @@ describe("tasks over NATS", () => {
     const mine = () => events.filter((e) => e.payload.data.id === task.id);
     await eventually(() => mine().length >= 3);
     expect(mine().map((e) => e.name)).toEqual(["task.created", "task.updated", "task.deleted"]);
-    expect(mine()[0]!.payload).toEqual({ accountId, data: expect.objectContaining({ id: task.id, title: "Evented", status: "pending" }) });
+    expect(mine()[0]!.payload).toEqual({
+      id: expect.stringMatching(/^evt_/),
+      type: "task.created",
+      account_id: accountId,
+      subject: `tasks/${task.id}`,
+      data: expect.objectContaining({ id: task.id, title: "Evented", status: "pending" }),
+      occurred_at: expect.any(String),
+    });
+    expect(mine()[2]!.payload.data).toEqual({ id: task.id });
     expect(mine()[1]!.payload.data.status).toBe("in_progress");
   });
 

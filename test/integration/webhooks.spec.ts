@@ -331,6 +331,29 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
       ]);
     });
 
+    it("a push that creates or changes agents, tools and traits delivers their events in the one payload shape", async () => {
+      const { token: owner } = await signup(api, "push-agents");
+      await subscribe("/pushed-agents", { event_types: ["agent.created", "agent.updated", "tool.created", "trait.created"] }, undefined, owner);
+      const doc = {
+        name: "Agent team",
+        traits: [{ name: "Friendly" }],
+        tools: [{ name: "Lookup", type: "function" }],
+        agents: [{ name: "Scout", model: "gpt-4o", traits: ["Friendly"] }, { name: "Writer", model: "gpt-4o" }],
+      };
+      expect((await post("/teams/push", doc, owner)).status).toBe(200);
+      const first = (await receiver.hits("/pushed-agents", 4)).map((h) => JSON.parse(h.rawBody));
+      expect(first.map((p) => `${p.type} ${p.data.name}`).sort()).toEqual(["agent.created Scout", "agent.created Writer", "tool.created Lookup", "trait.created Friendly"]);
+      const scout = first.find((p) => p.data.name === "Scout")!;
+      expect(Object.keys(scout)).toEqual(["type", "timestamp", "data"]);
+      expect(scout.data).toMatchObject({ identifier: "scout", traits: [expect.objectContaining({ identifier: "friendly" })], tools: [expect.objectContaining({ name: "Lookup" })] });
+      // Pushing again with one change announces only that change.
+      expect((await post("/teams/push", { ...doc, agents: [{ ...doc.agents[0], system_prompt: "v2" }, doc.agents[1]] }, owner)).status).toBe(200);
+      const second = (await receiver.hits("/pushed-agents", 5)).map((h) => JSON.parse(h.rawBody))[4];
+      expect([second.type, second.data.name, second.data.instructions]).toEqual(["agent.updated", "Scout", "v2"]);
+      await sleep(500);
+      expect(receiver.at("/pushed-agents")).toHaveLength(5);
+    });
+
     it("never delivers another account's events", async () => {
       const mine = await signup(api, "mine");
       const theirs = await signup(api, "theirs");

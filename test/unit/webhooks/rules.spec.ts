@@ -2,7 +2,7 @@ import {
   attemptOutcome,
   attemptResult,
   deliveryBody,
-  newMessageId,
+  messageIdFor,
   parseRetrySchedule,
   receives,
   retryDelayMs,
@@ -34,9 +34,11 @@ describe("webhook rules", () => {
   });
 
   it("message ids are msg_ plus URL-safe characters and never contain a full stop", () => {
-    const ids = new Set(Array.from({ length: 50 }, newMessageId));
+    const ids = new Set(Array.from({ length: 50 }, (_, i) => messageIdFor(`evt_${i % 10}`, Math.floor(i / 10))));
     expect(ids.size).toBe(50);
     for (const id of ids) expect(id).toMatch(/^msg_[A-Za-z0-9_-]{24}$/);
+    // The same event and subscription give the same webhook-id: a redelivered event is deduplicated.
+    expect(messageIdFor("evt_a", 1)).toBe(messageIdFor("evt_a", 1));
   });
 
   it("builds the body as {type, timestamp, data} with an ISO-8601 timestamp", () => {

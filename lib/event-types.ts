@@ -1,0 +1,40 @@
+/**
+ * Every change event the platform records, `<resource>.<change>` (Standard Webhooks recommends hierarchical,
+ * full-stop delimited names), and which consumer groups read which of them from the event log.
+ */
+const CRUD = ["created", "updated", "deleted"] as const;
+const crud = (resource: string) => CRUD.map((change) => `${resource}.${change}`);
+
+/** Event types a webhook subscription can receive: every resource change, how knowledge loads end, and what a refresh changed. */
+export const WEBHOOK_EVENT_TYPES = [
+  ...crud("agent"),
+  ...crud("team"),
+  ...crud("tool"),
+  ...crud("trait"),
+  ...crud("api_key"),
+  ...crud("knowledge_source"),
+  "knowledge_source.loaded",
+  "knowledge_source.failed",
+  "knowledge_source.partial",
+  "knowledge_source.refreshed",
+  ...crud("entity"),
+  ...crud("task"),
+  ...crud("scheduled_task"),
+] as const;
+
+/** Emitted once per created user; drives the verify-email automation and the onboarding task. */
+export const USER_REGISTERED = "user.registered";
+
+/**
+ * Consumer groups and the types each handles. An event is pending for every group listed for its type from
+ * the moment it is committed, whether or not a replica of that group runs then, so a group that is down
+ * catches up when it starts.
+ */
+export const CONSUMER_GROUPS: Record<string, (type: string) => boolean> = {
+  /** Queues a delivery per matching subscription. */
+  webhooks: (type) => (WEBHOOK_EVENT_TYPES as readonly string[]).includes(type),
+  /** A deleted agent leaves its teams. */
+  teams: (type) => type === "agent.deleted",
+  /** The onboarding task of a new user. */
+  tasks: (type) => type === USER_REGISTERED,
+};

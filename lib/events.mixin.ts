@@ -1,0 +1,224 @@
+import type { Connection } from "mongoose";
+import type { Service, ServiceSchema } from "moleculer";
+import { numberEnv, positiveIntEnv } from "./env";
+import {
+  abandonedEvents,
+  abortEvents,
+  acknowledgeEvents,
+  appendEvent,
+  claimEvents,
+  commitEvents,
+  ensureEventIndexes,
+  prepareEvents,
+  pruneEvents,
+  queuedEvent,
+  releaseEvents,
+  resolvePrepared,
+  subjectOf,
+  type ChangeDraft,
+  type ChangeEvent,
+} from "./events";
+
+type Data = Record<string, unknown>;
+
+/** Broadcast after every commit: consumers look at the log now instead of at their next poll. */
+export const EVENTS_COMMITTED = "events.committed";
+
+/** A prepared event this old was left by a process that died mid-change (a write takes milliseconds). */
+const ABANDONED_AFTER_MS = 30_000;
+const RECOVERY_EVERY_MS = 15_000;
+const PRUNE_EVERY_MS = 3_600_000;
+/** Events one consumer claims at a time. */
+const CLAIM_BATCH = 50;
+/** A failed handler's event is tried again after this long. */
+const RETRY_AFTER_MS = 5_000;
+
+function eventSettings() {
+  return {
+    pollMs: positiveIntEnv("EVENTS_POLL_MS", 1000),
+    leaseMs: positiveIntEnv("EVENTS_LEASE_MS", 30_000),
+    retentionDays: numberEnv("EVENTS_RETENTION_DAYS", 7, { min: 0 }),
+    pendingRetentionDays: numberEnv("EVENTS_PENDING_RETENTION_DAYS", 30, { min: 1 }),
+  };
+}
+
+export interface EventsOptions {
+  /**
+   * The collections whose change events this service records, each with how to render a stored record as its
+   * event data; used to settle events a crashed replica left prepared.
+   */
+  records?: Record<string, (this: any, record: Data) => Promise<object> | object>;
+  /** The consumer group this service is, and its handler (idempotent: an event may come twice). */
+  consumer?: { group: string; handle(event: ChangeEvent): Promise<unknown> };
+}
+
+/** Methods the mixin adds; services declare them in their `this` type. */
+export interface EventsMethods {
+  /**
+   * Records change events in the same unit of work as the write that causes them: prepared before `write`,
+   * committed with the data `write` returns (one entry per draft, in order) after it, dropped when it throws.
+   * The ONE way a service records its changes; see docs/decisions.md "Durable events".
+   */
+  recordChanges<T extends object>(drafts: ChangeDraft[], write: () => Promise<T[]>): Promise<T[]>;
+  /** Commits events prepared elsewhere (a UnitOfWork's `changes`) with their data, in order. */
+  commitChanges(changes: { id: string; draft: ChangeDraft }[], data: object[]): Promise<void>;
+  /** commitChanges with each record's current state rendered by the `records` renderers ({id} for deletes). */
+  commitRendered(changes: { id: string; draft: ChangeDraft }[]): Promise<void>;
+  /** Relays an event already stored with its change (an outbox entry) into the log: idempotent by its id. */
+  appendChange(event: ChangeEvent): Promise<void>;
+  /** recordChanges for one event; returns its data (usually the response body). */
+  recordChange<T extends object>(draft: ChangeDraft, write: () => Promise<T>): Promise<T>;
+}
+
+/** The service as the mixin sees it. */
+type Self = Service &
+  EventsMethods & {
+    db: Connection;
+    eventTimers: NodeJS.Timeout[];
+    consuming?: Promise<void>;
+    consumerRunning: boolean;
+    wake?: () => void;
+    consumeEvents(): Promise<void>;
+    settleAbandonedEvents(): Promise<void>;
+  };
+
+/**
+ * Durable events for a service: recording its changes into the event log (lib/events.ts), settling events a
+ * crashed replica left prepared, and, for a consumer group, reading the log with claims and acknowledgements.
+ * Needs this.db: list it before MongoMixin in `mixins` (Moleculer starts mixins last to first).
+ */
+export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
+  const settings = eventSettings();
+  return {
+    events: options.consumer
+      ? {
+          [EVENTS_COMMITTED]() {
+            (this as unknown as Self).wake?.();
+          },
+        }
+      : {},
+
+    methods: {
+      async recordChanges(this: Self, drafts: ChangeDraft[], write: () => Promise<Data[]>) {
+        const ids = await prepareEvents(this.db, drafts);
+        let data: Data[];
+        try {
+          data = await write();
+        } catch (err) {
+          await abortEvents(this.db, ids).catch(() => undefined);
+          throw err;
+        }
+        await this.commitChanges(ids.map((id, i) => ({ id, draft: drafts[i]! })), data);
+        return data;
+      },
+
+      async appendChange(this: Self, event: ChangeEvent) {
+        if (await appendEvent(this.db, event)) {
+          this.broker.emit(event.type, event);
+          this.broker.broadcast(EVENTS_COMMITTED, {});
+        }
+      },
+
+      async commitChanges(this: Self, changes: { id: string; draft: ChangeDraft }[], data: Data[]) {
+        if (!changes.length) return;
+        const events = changes.map(({ id, draft }, i) => ({ id, type: draft.type, account_id: draft.accountId, subject: subjectOf(draft.record), data: (data[i] ?? {}) as Data }));
+        await commitEvents(this.db, events);
+        // Live notification for in-cluster listeners that may miss some; consumers that must not read the log.
+        const occurred_at = new Date();
+        for (const event of events) this.broker.emit(event.type, { ...event, occurred_at });
+        this.broker.broadcast(EVENTS_COMMITTED, {});
+      },
+
+      async commitRendered(this: Self, changes: { id: string; draft: ChangeDraft }[]) {
+        const data = [];
+        for (const { draft } of changes) {
+          const [collection, id] = draft.record;
+          const record = draft.type.endsWith(".deleted") ? null : await this.db.collection(collection).findOne({ _id: id } as never);
+          data.push(record ? await options.records![collection]!.call(this, record) : { id });
+        }
+        await this.commitChanges(changes, data);
+      },
+
+      async recordChange(this: Self, draft: ChangeDraft, write: () => Promise<object>) {
+        const [data] = await this.recordChanges([draft], async () => [await write()]);
+        return data!;
+      },
+
+      /** Handles claimed events in order; a failure holds back the record's later events until it succeeds. */
+      async consumeEvents(this: Self) {
+        const { group, handle } = options.consumer!;
+        let prunedAt = 0;
+        while (this.consumerRunning) {
+          const batch = await claimEvents(this.db, group, this.broker.nodeID, settings.leaseMs, CLAIM_BATCH).catch((err) => {
+            this.logger.warn(`Claiming ${group} events failed`, err);
+            return [];
+          });
+          const done: string[] = [];
+          const failedSubjects = new Set<string>();
+          const retry: string[] = [];
+          for (const item of batch) {
+            if (failedSubjects.has(item.subject)) {
+              retry.push(item._id);
+              continue;
+            }
+            try {
+              await handle.call(this, queuedEvent(item));
+              done.push(item._id);
+            } catch (err) {
+              this.logger.warn(`${group} could not handle ${item.event.type} ${item.event.id}; retrying`, err);
+              failedSubjects.add(item.subject);
+              retry.push(item._id);
+            }
+          }
+          await acknowledgeEvents(this.db, done).catch((err) => this.logger.warn("Acknowledging events failed", err));
+          await releaseEvents(this.db, retry, RETRY_AFTER_MS).catch(() => undefined);
+          if (batch.length === CLAIM_BATCH) continue;
+          if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
+            prunedAt = Date.now();
+            const day = 86_400_000;
+            await pruneEvents(this.db, new Date(Date.now() - settings.retentionDays * day), new Date(Date.now() - settings.pendingRetentionDays * day)).catch(
+              (err) => this.logger.warn("Pruning events failed", err),
+            );
+          }
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(() => (this.wake = undefined, resolve()), settings.pollMs);
+            this.wake = () => (clearTimeout(timer), (this.wake = undefined), resolve());
+          });
+        }
+      },
+
+      /** Settles events of this service's records that a crashed replica left prepared. */
+      async settleAbandonedEvents(this: Self) {
+        const records = options.records!;
+        const abandoned = await abandonedEvents(this.db, Object.keys(records), ABANDONED_AFTER_MS);
+        for (const event of abandoned) {
+          const render = records[event.subject.split("/")[0]!]!;
+          await resolvePrepared(this.db, event, async (record) => (await render.call(this, record)) as Data);
+        }
+      },
+    },
+
+    async started(this: Service) {
+      const self = this as Self;
+      await ensureEventIndexes(self.db);
+      self.eventTimers = [];
+      if (options.records) {
+        const timer = setInterval(() => self.settleAbandonedEvents().catch((err) => self.logger.warn("Settling abandoned events failed", err)), RECOVERY_EVERY_MS);
+        timer.unref();
+        self.eventTimers.push(timer);
+      }
+      if (options.consumer) {
+        self.consumerRunning = true;
+        self.consuming = self.consumeEvents();
+      }
+    },
+
+    async stopped(this: Service) {
+      const self = this as Self;
+      for (const timer of self.eventTimers ?? []) clearInterval(timer);
+      self.consumerRunning = false;
+      self.wake?.();
+      await self.consuming;
+    },
+  };
+}

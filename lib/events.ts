@@ -1,0 +1,276 @@
+import { createHash, randomBytes } from "node:crypto";
+import type { Connection } from "mongoose";
+import { isDuplicateKeyError } from "./errors";
+import { decodeFreeJson, encodeFreeJson } from "./free-json";
+import { CONSUMER_GROUPS } from "./event-types";
+import { nextId } from "./ids";
+
+/**
+ * The durable event log: every service writes its change events to `events` (prepared before the change,
+ * committed after it), and each consumer group takes them from `event_queue` with its own acknowledgement
+ * (docs/decisions.md, "Durable events").
+ */
+export const EVENTS_COLLECTION = "events";
+/**
+ * Work items: one per (committed event, consumer group) until the group acknowledges it, carrying the event.
+ * Consumers only ever scan this small collection, never the whole log (the local database scans what it reads).
+ */
+export const EVENT_QUEUE_COLLECTION = "event_queue";
+
+/**
+ * The one shape of every event, stored and handed to consumers alike. `data` is the record as the REST API
+ * returns it (for deletes `{id}`); `subject` names the record ("agents/12"), which orders events per record.
+ */
+export interface ChangeEvent {
+  id: string;
+  type: string;
+  account_id: number;
+  subject: string;
+  data: Record<string, unknown>;
+  occurred_at: Date;
+}
+
+/** What a writer knows before its write: the event's type, account and record. */
+export interface ChangeDraft {
+  type: string;
+  accountId: number;
+  /** The record's collection and id, e.g. ["agents", 12]. */
+  record: [collection: string, id: number];
+}
+
+/** A stored event: the ChangeEvent plus its state and place in the log. */
+export interface StoredEvent extends Omit<ChangeEvent, "id" | "data"> {
+  _id: string;
+  /** ChangeEvent.data as stored: encoded like every free-form field (lib/free-json), since it holds client JSON. */
+  data: unknown;
+  /** prepared: written before the change, invisible to consumers; committed: the change happened. */
+  state: "prepared" | "committed";
+  /** Commit order (one counter), which is the order consumers see per record. */
+  seq: number | null;
+  committed_at: Date | null;
+}
+
+/** A committed event waiting for one consumer group. */
+export interface QueuedEvent {
+  /** `<group>:<event id>`, so an event is queued once per group. */
+  _id: string;
+  group: string;
+  /** The event, its data encoded as in StoredEvent. */
+  event: Omit<ChangeEvent, "data"> & { data: unknown };
+  subject: string;
+  seq: number;
+  /** Until when a consumer holds it (past: free), and which one. */
+  claim_until: Date;
+  claimed_by: string | null;
+  queued_at: Date;
+}
+
+/** The groups an event of this type is pending for when committed. */
+export function groupsFor(type: string): string[] {
+  return Object.entries(CONSUMER_GROUPS).flatMap(([group, handles]) => (handles(type) ? [group] : []));
+}
+
+export function newEventId(): string {
+  return `evt_${randomBytes(18).toString("base64url")}`;
+}
+
+/** A deterministic event id, for events that happen once per record (user.registered): replays insert nothing. */
+export function eventIdFor(type: string, subject: string): string {
+  return `evt_${createHash("sha256").update(`${type}\n${subject}`).digest("base64url").slice(0, 24)}`;
+}
+
+/** The draft of a change to a record of `collection`, e.g. changeOf("agent.updated", "agents", agent). */
+export function changeOf(type: string, collection: string, record: { _id: number; account_id: number }): ChangeDraft {
+  return { type, accountId: record.account_id, record: [collection, record._id] };
+}
+
+export const subjectOf = ([collection, id]: ChangeDraft["record"]) => `${collection}/${id}`;
+
+function log(db: Connection) {
+  return db.collection<StoredEvent>(EVENTS_COLLECTION);
+}
+
+function queue(db: Connection) {
+  return db.collection<QueuedEvent>(EVENT_QUEUE_COLLECTION);
+}
+
+/** Indexes the log's readers rely on; every service that writes or reads events ensures them at start. */
+export async function ensureEventIndexes(db: Connection): Promise<void> {
+  // One createIndex at a time: the local server drops the connection on a multi-index createIndexes of existing indexes.
+  const keys: [typeof log | typeof queue, Record<string, 1>][] = [
+    [log, { state: 1, occurred_at: 1 }],
+    [log, { committed_at: 1 }],
+    [queue, { group: 1, seq: 1 }],
+    [queue, { subject: 1, seq: 1 }],
+  ];
+  for (const [collection, key] of keys) await collection(db).createIndex(key);
+}
+
+/** Writes events as prepared, before the change they describe. Returns their ids, in order. */
+export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now = new Date()): Promise<string[]> {
+  if (!drafts.length) return [];
+  const docs = drafts.map((d) => ({
+    _id: newEventId(),
+    type: d.type,
+    account_id: d.accountId,
+    subject: subjectOf(d.record),
+    data: {},
+    occurred_at: now,
+    state: "prepared" as const,
+    seq: null,
+    committed_at: null,
+  }));
+  await log(db).insertMany(docs);
+  return docs.map((d) => d._id);
+}
+
+/**
+ * Makes prepared events visible to consumers with their data, in the order given (one counter range): marks them
+ * committed in the log and queues each for every consumer group that handles its type. An event that is no
+ * longer prepared (another replica settled it) is left as it is.
+ */
+export async function commitEvents(db: Connection, committed: Omit<ChangeEvent, "occurred_at">[]): Promise<number> {
+  if (!committed.length) return 0;
+  const last = await nextId(db, EVENTS_COLLECTION, committed.length);
+  const now = new Date();
+  const seqOf = new Map(committed.map((c, i) => [c.id, last - committed.length + 1 + i]));
+  const res = await log(db).bulkWrite(
+    committed.map((c) => ({
+      updateOne: {
+        filter: { _id: c.id, state: "prepared" },
+        update: { $set: { state: "committed", data: encodeFreeJson(c.data), seq: seqOf.get(c.id)!, occurred_at: now, committed_at: now } },
+      },
+    })),
+    { ordered: true },
+  );
+  if (res.modifiedCount !== committed.length) {
+    // Some were settled meanwhile (and queued by whoever did): queue only the ones this call committed.
+    const mine = await log(db).find({ _id: { $in: committed.map((c) => c.id) }, seq: { $in: [...seqOf.values()] } } as never, { projection: { _id: 1 } }).toArray();
+    const ids = new Set(mine.map((m) => m._id));
+    committed = committed.filter((c) => ids.has(c.id));
+  }
+  const items = committed.flatMap((event) =>
+    groupsFor(event.type).map((group) => ({
+      _id: `${group}:${event.id}`,
+      group,
+      // data holds client JSON (any keys): stored encoded like every free-form field (lib/free-json).
+      event: { ...event, data: encodeFreeJson(event.data), occurred_at: now },
+      subject: event.subject,
+      seq: seqOf.get(event.id)!,
+      claim_until: new Date(0),
+      claimed_by: null,
+      queued_at: now,
+    })),
+  );
+  if (items.length) await queue(db).insertMany(items, { ordered: false });
+  return committed.length;
+}
+
+/** Drops prepared events whose change did not happen (the write failed). */
+export async function abortEvents(db: Connection, ids: string[]): Promise<void> {
+  if (ids.length) await log(db).deleteMany({ _id: { $in: ids }, state: "prepared" });
+}
+
+/**
+ * Writes a committed event directly, for changes recorded in the record's own write (user.registered's
+ * outbox) and relayed here; a deterministic id makes a replayed relay a no-op. True when it was new.
+ */
+export async function appendEvent(db: Connection, event: ChangeEvent): Promise<boolean> {
+  try {
+    await log(db).insertOne({ ...event, data: encodeFreeJson(event.data), _id: event.id, state: "prepared", seq: null, committed_at: null } as never);
+  } catch (err) {
+    if (!isDuplicateKeyError(err)) throw err;
+    // Inserted before (a replay): commit it in case the first relay died between insert and commit.
+  }
+  return (await commitEvents(db, [event])) === 1;
+}
+
+/** The ChangeEvent a consumer gets from a stored one. */
+export function toChangeEvent(stored: StoredEvent): ChangeEvent {
+  const { _id, type, account_id, subject, data, occurred_at } = stored;
+  return { id: _id, type, account_id, subject, data: decodeFreeJson(data) as ChangeEvent["data"], occurred_at };
+}
+
+/** The ChangeEvent a consumer gets from a queued one. */
+export function queuedEvent(item: QueuedEvent): ChangeEvent {
+  return { ...item.event, data: decodeFreeJson(item.event.data) as ChangeEvent["data"] };
+}
+
+/**
+ * Prepared events older than `olderThanMs` whose record lives in one of `collections`: left by a process that
+ * died between its write and the commit. The caller decides each with resolvePrepared.
+ */
+export function abandonedEvents(db: Connection, collections: string[], olderThanMs: number, limit = 100): Promise<StoredEvent[]> {
+  return log(db)
+    .find({ state: "prepared", occurred_at: { $lt: new Date(Date.now() - olderThanMs) }, subject: { $regex: `^(${collections.join("|")})/` } })
+    .sort({ occurred_at: 1 })
+    .limit(limit)
+    .toArray() as Promise<StoredEvent[]>;
+}
+
+/**
+ * Settles an abandoned event by what the database shows: a delete is committed when the record is gone, a
+ * create or update when the record exists (with `render`ed current state as data); otherwise the change never
+ * happened and the event is dropped.
+ */
+export async function resolvePrepared(db: Connection, event: StoredEvent, render: (record: Record<string, unknown>) => Promise<Record<string, unknown>>): Promise<"committed" | "dropped"> {
+  const [collection, id] = event.subject.split("/") as [string, string];
+  const record = await db.collection(collection).findOne({ _id: Number(id) } as never);
+  const deleted = event.type.endsWith(".deleted");
+  if (deleted ? record === null : record !== null) {
+    const data = deleted ? { id: Number(id) } : await render(record!);
+    await commitEvents(db, [{ ...toChangeEvent(event), data }]);
+    return "committed";
+  }
+  await abortEvents(db, [event._id]);
+  return "dropped";
+}
+
+/**
+ * Claims up to `limit` of a group's oldest unhandled events for `owner` until now + leaseMs, then holds back
+ * every event whose record has an older event this group has not acknowledged (another replica holds it, or
+ * it failed): per record, a group sees events in commit order. Returns the claimed items in that order.
+ */
+export async function claimEvents(db: Connection, group: string, owner: string, leaseMs: number, limit: number): Promise<QueuedEvent[]> {
+  const now = new Date();
+  const due = { group, claim_until: { $lt: now } };
+  const candidates = await queue(db).find(due, { projection: { _id: 1 } }).sort({ seq: 1 }).limit(limit).toArray();
+  if (!candidates.length) return [];
+  const ids = candidates.map((c) => c._id);
+  await queue(db).updateMany({ ...due, _id: { $in: ids } }, { $set: { claim_until: new Date(now.getTime() + leaseMs), claimed_by: owner } });
+  const claimed = await queue(db).find({ _id: { $in: ids }, claimed_by: owner, claim_until: { $gt: now } }).sort({ seq: 1 }).toArray();
+  if (!claimed.length) return [];
+  const older = await queue(db)
+    .find(
+      { group, subject: { $in: [...new Set(claimed.map((e) => e.subject))] }, seq: { $lt: claimed[claimed.length - 1]!.seq }, _id: { $nin: claimed.map((e) => e._id) } },
+      { projection: { subject: 1, seq: 1 } },
+    )
+    .toArray();
+  const firstWaiting = new Map<string, number>();
+  for (const o of older) firstWaiting.set(o.subject, Math.min(firstWaiting.get(o.subject) ?? Infinity, o.seq));
+  const ready = claimed.filter((e) => e.seq < (firstWaiting.get(e.subject) ?? Infinity));
+  await releaseEvents(db, claimed.filter((e) => !ready.includes(e)).map((e) => e._id), 0);
+  return ready;
+}
+
+/** Marks claimed items handled: their group is done with those events. */
+export async function acknowledgeEvents(db: Connection, itemIds: string[]): Promise<void> {
+  if (itemIds.length) await queue(db).deleteMany({ _id: { $in: itemIds } });
+}
+
+/** Gives items back, to be claimed again after `delayMs` (a failed handler backs off). */
+export async function releaseEvents(db: Connection, itemIds: string[], delayMs: number): Promise<void> {
+  if (itemIds.length) await queue(db).updateMany({ _id: { $in: itemIds } }, { $set: { claim_until: new Date(Date.now() + delayMs), claimed_by: null } });
+}
+
+/**
+ * Deletes committed events from the log after `retainedBefore`, and queued items no group took since
+ * `pendingBefore` (a group absent that long loses them). Prepared events are settled, never pruned here.
+ */
+export async function pruneEvents(db: Connection, retainedBefore: Date, pendingBefore: Date): Promise<number> {
+  const [events, items] = await Promise.all([
+    log(db).deleteMany({ state: "committed", committed_at: { $lt: retainedBefore } }),
+    queue(db).deleteMany({ queued_at: { $lt: pendingBefore } }),
+  ]);
+  return events.deletedCount + items.deletedCount;
+}
