@@ -94,16 +94,18 @@ function queue(db: Connection) {
   return db.collection<QueuedEvent>(EVENT_QUEUE_COLLECTION);
 }
 
-/** Indexes the log's readers rely on; every service that writes or reads events ensures them at start. */
+/** The log's indexes, by collection: every query on it is served by one of them (test/integration/indexes.spec.ts). */
+export const EVENT_INDEXES: Record<string, Record<string, 1>[]> = {
+  [EVENTS_COLLECTION]: [{ state: 1, occurred_at: 1 }, { committed_at: 1 }],
+  [EVENT_QUEUE_COLLECTION]: [{ group: 1, seq: 1 }, { subject: 1, seq: 1 }, { queued_at: 1 }],
+};
+
+/** Creates EVENT_INDEXES; every service that writes or reads events ensures them at start. */
 export async function ensureEventIndexes(db: Connection): Promise<void> {
   // One createIndex at a time: the local server drops the connection on a multi-index createIndexes of existing indexes.
-  const keys: [typeof log | typeof queue, Record<string, 1>][] = [
-    [log, { state: 1, occurred_at: 1 }],
-    [log, { committed_at: 1 }],
-    [queue, { group: 1, seq: 1 }],
-    [queue, { subject: 1, seq: 1 }],
-  ];
-  for (const [collection, key] of keys) await collection(db).createIndex(key);
+  for (const [collection, indexes] of Object.entries(EVENT_INDEXES)) {
+    for (const key of indexes) await db.collection(collection).createIndex(key);
+  }
 }
 
 /** Writes events as prepared, before the change they describe. Returns their ids, in order. */

@@ -1,4 +1,5 @@
 import mongoose from "mongoose";
+import { EVENT_INDEXES } from "../../lib/events";
 
 /**
  * Query shapes the services issue, captured through mongoose's debug hook, and the check that a declared index
@@ -105,6 +106,10 @@ export function declaredIndexes(): Map<string, DeclaredIndex[]> {
       const indexes = model.schema.indexes().map(([keys, options]) => ({ keys: sortKeys(keys), unique: Boolean(options?.unique) }));
       byCollection.set(model.collection.collectionName, [ID_INDEX, ...indexes]);
     }
+  }
+  // The event log is written through the driver, with its indexes declared in lib/events.ts.
+  for (const [collection, indexes] of Object.entries(EVENT_INDEXES)) {
+    byCollection.set(collection, [ID_INDEX, ...indexes.map((keys) => ({ keys: sortKeys(keys), unique: false }))]);
   }
   return byCollection;
 }
