@@ -55,9 +55,13 @@ export class EmbedStage {
     this.kick();
   }
 
-  /** Re-queues what a previous process left pending (the durable queue). */
+  /**
+   * Re-queues what the durable queue holds and this process has not queued: what a previous process left,
+   * or a replica that stopped or died (another live replica may embed some of it too; that is harmless).
+   */
   async recover() {
-    const pending = await this.deps.models.pending.find({}, { _id: 1 }).lean();
+    const queued = new Set(this.queue.map((j) => j.chunkId));
+    const pending = (await this.deps.models.pending.find({}, { _id: 1 }).lean()).filter((p) => !queued.has(p._id));
     for (let i = 0; i < pending.length; i += 100) {
       const chunks = await Promise.all(
         pending.slice(i, i + 100).map((p) => this.deps.models.chunks.findById(p._id, { vector: 0 }).lean()),
