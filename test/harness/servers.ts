@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { ensureLocalMongoBuilt, startLocalMongo } from "../../lib/local-mongo";
+import { ensureLocalMongoBuilt, repoRoot, startLocalMongo } from "../../lib/local-mongo";
 
 /** A server the test run started, with how to stop it. */
 export interface RunningServer {
@@ -54,8 +54,6 @@ function stopChild(child: ChildProcess): Promise<void> {
     child.kill("SIGTERM");
   });
 }
-
-const ROOT = path.resolve(__dirname, "..", "..");
 
 function findNatsServer(): string | undefined {
   for (const candidate of ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]) {
@@ -109,9 +107,9 @@ export const TYPESENSE_VERSION = process.env.TYPESENSE_VERSION || "0.24.1";
 
 /** The Typesense server binary, fetched into .cache/typesense on first use. */
 function typesenseBinary(): string {
-  const binary = path.join(ROOT, ".cache", "typesense", `typesense-server-${TYPESENSE_VERSION}`);
+  const binary = path.join(repoRoot(), ".cache", "typesense", `typesense-server-${TYPESENSE_VERSION}`);
   if (!existsSync(binary)) {
-    execFileSync("bash", [path.join(ROOT, "scripts", "typesense", "fetch.sh")], {
+    execFileSync("bash", [path.join(repoRoot(), "scripts", "typesense", "fetch.sh")], {
       stdio: ["ignore", "inherit", "inherit"],
       env: { ...process.env, TYPESENSE_VERSION },
     });
@@ -137,7 +135,7 @@ async function waitForTypesense(url: string, timeoutMs: number, child?: ChildPro
  * A Typesense server: the one TYPESENSE_URL names (with TYPESENSE_API_KEY), or typesense-server on free
  * loopback ports (API and raft peering) with a temporary data directory and a random API key.
  */
-export async function startTypesense(): Promise<RunningServer & { apiKey: string; kind: string }> {
+export async function startTypesense(): Promise<RunningServer & { apiKey: string; kind: string; pid?: number }> {
   if (process.env.TYPESENSE_URL) {
     const url = process.env.TYPESENSE_URL.replace(/\/+$/, "");
     await waitForTypesense(url, 10_000);
@@ -165,6 +163,7 @@ export async function startTypesense(): Promise<RunningServer & { apiKey: string
     kind: `typesense-server ${TYPESENSE_VERSION}`,
     url,
     apiKey,
+    pid: child.pid,
     async stop() {
       await stopChild(child);
       rmSync(dataDir, { recursive: true, force: true });
