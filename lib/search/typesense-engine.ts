@@ -13,6 +13,14 @@ import { terms } from "./tokenizer";
 export const MIN_TYPESENSE_VERSION = "0.24.1";
 /** Ids per delete-by-filter request, to keep filter strings short. */
 const DELETE_BATCH = 100;
+/**
+ * Keyword candidates fetched per query term: all `depth` for queries of up to three terms (exact BM25 top
+ * list whenever a term's matches fit in it), fewer for long queries, never under this floor. Typesense
+ * reads every returned chunk from its store, so returned hits, not matching, are what a query costs.
+ */
+const MIN_CANDIDATES_PER_TERM = 50;
+const FULL_CANDIDATE_TERMS = 3;
+
 /** Typesense's default cap on searches in one multi_search request (limit_multi_searches). */
 const MULTI_SEARCH_LIMIT = 50;
 
@@ -250,19 +258,20 @@ export class TypesenseEngine implements SearchIndex {
 
   /**
    * The keyword searches of a query: the account's chunk count and total length, then per query term its
-   * document frequency in the account and the chunks of the scope that contain it (Typesense has no OR of
-   * terms: a multi-term query drops terms from its ends only). BM25's statistics are the account's, the
-   * population of the embedded engine's per-account index.
+   * document frequency in the account and the chunks of the scope that contain it, as many as the
+   * per-term share allows (Typesense has no OR of terms: a multi-term query drops terms from its ends
+   * only). BM25's statistics are the account's, the population of the embedded engine's per-account index.
    */
   private keywordSearches(q: IndexQuery, queryTerms: string[], perPage: number): Record<string, unknown>[] {
     const account = this.scope(q.accountId);
     const scoped = q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account;
     const match = { query_by: "title_terms,content_terms", prefix: "false", num_typos: 0, typo_tokens_threshold: 0, drop_tokens_threshold: 0 };
-    const candidates = (t: string, filter_by: string) => ({ ...match, q: t, filter_by, include_fields: CANDIDATE_FIELDS, highlight_fields: "none", per_page: perPage });
+    const perTerm = Math.min(perPage, Math.max(MIN_CANDIDATES_PER_TERM, Math.ceil((FULL_CANDIDATE_TERMS * perPage) / queryTerms.length)));
+    const candidates = (t: string, filter_by: string) => ({ ...match, q: t, filter_by, include_fields: CANDIDATE_FIELDS, highlight_fields: "none", per_page: perTerm });
     return [
       { q: "*", filter_by: account, facet_by: "term_count", max_facet_values: 1, per_page: 0 },
       ...queryTerms.flatMap((t) =>
-        q.sourceIds ? [{ ...match, q: t, filter_by: account, per_page: 0 }, candidates(t, scoped)] : [candidates(t, account)],
+        q.sourceIds ? [{ ...match, q: t, filter_by: account, per_page: 0, highlight_fields: "none" }, candidates(t, scoped)] : [candidates(t, account)],
       ),
     ];
   }
