@@ -241,7 +241,7 @@ async function main() {
   const corpus = syntheticCorpus();
   const engine = new EmbeddedEngine({ dimensions: DIMENSIONS });
   const base = memoryMb();
-  console.log(`embedded engine benchmark: ${CHUNKS} chunks x 1000 chars, ${DIMENSIONS}-d vectors, ${QUERIES} queries, node ${process.version}, ${os.cpus().length} cores`);
+  console.log(`search engine benchmark: ${CHUNKS} chunks x 1000 chars, ${DIMENSIONS}-d vectors, ${QUERIES} queries, node ${process.version}, ${os.cpus().length} cores`);
 
   // Index: keyword + vectors (the HNSW graph takes over at 5,000 vectors).
   const t0 = performance.now();
