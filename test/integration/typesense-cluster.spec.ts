@@ -12,6 +12,8 @@ import { spawnServices, type ServiceProcess } from "../harness/process";
 /** Pages of the site: the contract corpus (for ranking checks) and filler pages, each served slowly. */
 const FILLER_PAGES = 110;
 const PAGE_DELAY_MS = 200;
+/** A child process transpiles the services and loads the embedding model: slow on a busy machine. */
+const SPAWN_TIMEOUT_MS = 150_000;
 
 function page(title: string, body: string) {
   return `<html><head><title>${title}</title></head><body><main><h1>${title}</h1><p>${body}</p></main></body></html>`;
@@ -80,7 +82,15 @@ describe("cluster on Typesense: two search replicas, two loaders", () => {
     const nodes = await broker.call<{ id: string; services?: { name: string }[] }[], object>("$node.list", { onlyAvailable: true, withServices: true });
     return nodes.filter((n) => n.services?.some((s) => s.name === service)).map((n) => n.id).sort();
   }
-  const searchNodes = () => nodesRunning("search");
+
+  /** Waits for `count` replicas of a service; a timeout shows what the child processes printed. */
+  async function replicas(service: string, count: number): Promise<string[]> {
+    try {
+      return await until(() => nodesRunning(service), (n) => n.length === count, SPAWN_TIMEOUT_MS, `${count} ${service} replicas`);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${spawned.map((p) => p.output().slice(-2000)).join("\n---\n")}`);
+    }
+  }
 
   /** One search answered by one named replica. */
   const searchOn = (nodeID: string, query: string, mode: string) =>
@@ -117,9 +127,9 @@ describe("cluster on Typesense: two search replicas, two loaders", () => {
     // Two loaders in processes of their own, indexing in batches of 10 pages: many index calls, spread over
     // both search replicas, before and after the kill.
     for (let i = 0; i < 2; i++) spawned.push(spawnServices(["knowledge-loader"], { ...childEnv(), LOAD_BATCH_SIZE: "10" }));
-    await until(searchNodes, (n) => n.length === 2, 60_000, "second search replica");
-    await until(() => nodesRunning("knowledge-loader"), (n) => n.length === 2, 60_000, "two loaders");
-  }, 90_000);
+    await replicas("search", 2);
+    await replicas("knowledge-loader", 2);
+  }, 2 * SPAWN_TIMEOUT_MS + 30_000);
 
   afterAll(async () => {
     await Promise.all(spawned.map((p) => p.kill()));
@@ -169,7 +179,7 @@ describe("cluster on Typesense: two search replicas, two loaders", () => {
 
   it("gives identical results whichever replica answers, a replica started after the load included", async () => {
     spawned.push(spawnServices(["search"], childEnv()));
-    const [a, b] = await until(searchNodes, (n) => n.length === 2, 60_000, "replacement search replica");
+    const [a, b] = await replicas("search", 2);
     const queries = [...PARAPHRASE_QUERIES, ...KEYWORD_QUERIES].map((q) => q.query).concat("catalogue entry 117 amber");
     let answered = 0;
     for (const mode of ["keyword", "semantic", "hybrid"]) {
@@ -181,5 +191,5 @@ describe("cluster on Typesense: two search replicas, two loaders", () => {
     }
     // Paraphrases share no word with their page, so some keyword searches rightly find nothing.
     expect(answered).toBeGreaterThan(2 * queries.length);
-  }, 90_000);
+  }, SPAWN_TIMEOUT_MS + 60_000);
 });
