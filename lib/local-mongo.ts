@@ -43,7 +43,8 @@ export interface LocalMongo {
 }
 
 /** Repo root: the nearest ancestor of this file holding the build script (works from lib/ and dist/lib/). */
-function repoRoot(): string {
+/** The repository root (also from a build output directory such as dist-bench). */
+export function repoRoot(): string {
   for (let dir = path.resolve(__dirname, ".."); ; dir = path.dirname(dir)) {
     if (fs.existsSync(path.join(dir, BUILD_SCRIPT_RELATIVE_PATH))) return dir;
     if (path.dirname(dir) === dir) return path.resolve(__dirname, "..");

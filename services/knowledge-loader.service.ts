@@ -27,6 +27,25 @@ const settings = {
   batchSize: envNumber("LOAD_BATCH_SIZE", 50),
 };
 
+/** Attempts of a search call after the first; delays 0.5, 1, 2, 4 s. */
+const SEARCH_CALL_RETRIES = 4;
+
+/**
+ * A search call retried when Moleculer says the request never completed on a replica (its node dropped
+ * out mid-call, or no replica is available for a moment): indexing a batch again is idempotent (unchanged
+ * documents are skipped, half-written ones are redone), so a killed search replica loses no pages.
+ */
+async function retryingSearchCall<T>(call: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      if (!(err as { retryable?: boolean }).retryable || attempt >= SEARCH_CALL_RETRIES) throw err;
+      await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
+    }
+  }
+}
+
 interface Vars {
   db: Connection;
   models: {
@@ -95,7 +114,7 @@ const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
           .then((held) => (holdsLease &&= held))
           .catch((err) => this.logger.warn("Lease renewal failed", err));
       }, leaseMs / 3);
-      const call = <T>(action: string, params: object) => this.broker.call<T, object>(action, params);
+      const call = <T>(action: string, params: object) => retryingSearchCall(() => this.broker.call<T, object>(action, params));
       const deps: RunnerDeps = {
         sources: this.models.sources,
         jobs: this.models.jobs,

@@ -301,6 +301,14 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
   },
 
+  events: {
+    /** A search replica that stopped or died leaves its queued embeddings in the durable queue: take them over. */
+    "$node.disconnected"(ctx: Ctx<{ node: { services?: { name: string }[] } }>) {
+      if (!this.stage || !ctx.params.node.services?.some((s) => s.name === "search")) return;
+      this.stage.recover().catch((err) => this.logger.warn("Taking over pending embeddings failed", err));
+    },
+  },
+
   methods: {
     /** The one tenancy escape hatch: internal actions carry the account as a param, set by the calling service. */
     explicitAccount(params) {

@@ -1,8 +1,10 @@
 /**
- * Embedded search engine benchmark: 100,000 chunks (BENCH_CHUNKS) of 1000 characters with 512-d vectors.
- * Prints index rate, p50/p99 latency per mode at 1 and 8 concurrent clients, memory, HNSW recall@10
- * against exact search, and restart: from a snapshot and cold (rebuild from MongoDB), each in a new
- * process, as the search service does it at start (BENCH_RESTART=0 skips both, BENCH_COLD=0 the cold one).
+ * Search engine benchmark: 100,000 chunks (BENCH_CHUNKS) of 1000 characters with 512-d vectors.
+ * Prints index rate, p50/p99 latency per mode at 1 and 8 concurrent clients and memory of the embedded
+ * engine and, side by side on the same corpus and queries, of Typesense (the test harness's
+ * typesense-server, or TYPESENSE_URL's; BENCH_TYPESENSE=0 skips it); then HNSW recall@10 against exact
+ * search, and restart of the embedded engine: from a snapshot and cold (rebuild from MongoDB), each in a
+ * new process, as the search service does it at start (BENCH_RESTART=0 skips both, BENCH_COLD=0 the cold one).
  *
  *   npm run bench:search            (BENCH_CHUNKS=20000 for a quick run)
  */
@@ -12,8 +14,11 @@ import os from "node:os";
 import path from "node:path";
 import fs from "node:fs";
 import mongoose from "mongoose";
+import { randomBytes } from "node:crypto";
 import { EmbeddedEngine } from "../../lib/search/embedded-engine";
-import type { IndexedChunk, IndexQuery, SearchMode } from "../../lib/search/port";
+import type { IndexedChunk, IndexQuery, SearchIndex, SearchMode } from "../../lib/search/port";
+import { TypesenseEngine } from "../../lib/search/typesense-engine";
+import { startTypesense } from "../../test/harness/servers";
 import { startLocalMongo } from "../../lib/local-mongo";
 import { normalize, vectorToBuffer } from "../../lib/search/vectors";
 import { accountStateId, IndexGenerations, SNAPSHOT_MARKER } from "../../services/search/generations";
@@ -66,7 +71,7 @@ function queriesOf(mode: SearchMode, n = QUERIES): IndexQuery[] {
   });
 }
 
-async function latency(engine: EmbeddedEngine, queries: IndexQuery[], clients: number) {
+async function latency(engine: SearchIndex, queries: IndexQuery[], clients: number) {
   const times: number[] = [];
   let next = 0;
   const started = performance.now();
@@ -184,11 +189,59 @@ function runChild(kind: "snapshot" | "cold", mongoUrl: string, snapshotDir: stri
   });
 }
 
+type Latencies = Record<`${SearchMode} ${number}`, { p50: number; p99: number; qps: number }>;
+const MODES = ["keyword", "semantic", "hybrid"] as const;
+const CLIENTS = [1, 8];
+
+/** p50/p99 per mode at 1 and 8 clients, after a warm-up. */
+async function latencies(engine: SearchIndex): Promise<Latencies> {
+  for (const mode of MODES) await latency(engine, queriesOf(mode).slice(0, 30), 1);
+  const out = {} as Latencies;
+  for (const mode of MODES) for (const clients of CLIENTS) out[`${mode} ${clients}`] = await latency(engine, queriesOf(mode), clients);
+  return out;
+}
+
+/** Resident memory of a process in MiB (Linux), or undefined. */
+function rssOf(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  const line = fs.readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB/m);
+  return line ? Math.round(Number(line[1]) / 1024) : undefined;
+}
+
+interface TypesenseReport {
+  version: string;
+  indexSeconds: number;
+  rssMb?: number;
+  latencies: Latencies;
+}
+
+/** The same corpus and queries through the Typesense engine (one collection of its own, dropped afterwards). */
+async function typesenseColumn(corpus: ReturnType<typeof syntheticCorpus>): Promise<TypesenseReport> {
+  const server = await startTypesense();
+  const engine = new TypesenseEngine({ url: server.url, apiKey: server.apiKey, collection: `bench_${randomBytes(4).toString("hex")}`, dimensions: DIMENSIONS });
+  try {
+    await engine.start();
+    const t0 = performance.now();
+    for (let i = 0; i < CHUNKS; i += 1000) {
+      const batch: IndexedChunk[] = [];
+      for (let j = i; j < Math.min(CHUNKS, i + 1000); j++) batch.push(chunkOf(corpus, j));
+      await engine.upsertChunks(batch);
+      if (i % 20_000 === 0 && i) console.log(`  typesense: imported ${i} (${Math.round(i / ((performance.now() - t0) / 1000))}/s)`);
+    }
+    const indexSeconds = (performance.now() - t0) / 1000;
+    const rssMb = rssOf(server.pid);
+    return { version: server.kind, indexSeconds, rssMb, latencies: await latencies(engine) };
+  } finally {
+    await engine.dropCollection();
+    await server.stop();
+  }
+}
+
 async function main() {
   const corpus = syntheticCorpus();
   const engine = new EmbeddedEngine({ dimensions: DIMENSIONS });
   const base = memoryMb();
-  console.log(`embedded engine benchmark: ${CHUNKS} chunks x 1000 chars, ${DIMENSIONS}-d vectors, ${QUERIES} queries, node ${process.version}, ${os.cpus().length} cores`);
+  console.log(`search engine benchmark: ${CHUNKS} chunks x 1000 chars, ${DIMENSIONS}-d vectors, ${QUERIES} queries, node ${process.version}, ${os.cpus().length} cores`);
 
   // Index: keyword + vectors (the HNSW graph takes over at 5,000 vectors).
   const t0 = performance.now();
@@ -201,15 +254,8 @@ async function main() {
   const indexSeconds = (performance.now() - t0) / 1000;
   const memIndexed = memoryMb();
 
-  // Warm up (JIT), then measure.
-  for (const mode of ["keyword", "semantic", "hybrid"] as const) await latency(engine, queriesOf(mode).slice(0, 30), 1);
-  const rows: string[][] = [];
-  for (const mode of ["keyword", "semantic", "hybrid"] as const) {
-    for (const clients of [1, 8]) {
-      const r = await latency(engine, queriesOf(mode), clients);
-      rows.push([mode, String(clients), r.p50.toFixed(2), r.p99.toFixed(2), r.qps.toFixed(0)]);
-    }
-  }
+  const embedded = await latencies(engine);
+  const typesense = process.env.BENCH_TYPESENSE === "0" ? undefined : await typesenseColumn(corpus);
 
   // Recall@10 of the HNSW graph and of the int8 scan (the path of selective source filters) against exact search.
   const vectors = engine.vectorIndexOf(ACCOUNT)!;
@@ -225,8 +271,15 @@ async function main() {
     scanHits += scan.slots.filter((s) => truth[n]!.has(s)).length;
   });
 
-  console.log("\n| mode | clients | p50 ms | p99 ms | queries/s |\n|---|---|---|---|---|");
-  for (const r of rows) console.log(`| ${r.join(" | ")} |`);
+  const cells = (l: Latencies[keyof Latencies] | undefined) => (l ? `${l.p50.toFixed(2)} / ${l.p99.toFixed(2)} | ${l.qps.toFixed(0)}` : "- | -");
+  console.log(`\n| mode | clients | embedded p50 / p99 ms | embedded queries/s | ${typesense?.version ?? "Typesense"} p50 / p99 ms | Typesense queries/s |`);
+  console.log("|---|---|---|---|---|---|");
+  for (const mode of MODES) for (const clients of CLIENTS) console.log(`| ${mode} | ${clients} | ${cells(embedded[`${mode} ${clients}`])} | ${cells(typesense?.latencies[`${mode} ${clients}`])} |`);
+  if (typesense) {
+    console.log(`\n| measure | embedded | ${typesense.version} |\n|---|---|---|`);
+    console.log(`| index (${CHUNKS} chunks with vectors) | ${indexSeconds.toFixed(1)} s | ${typesense.indexSeconds.toFixed(1)} s (import in batches of 1000) |`);
+    console.log(`| memory after indexing | ${memIndexed.rss} MB RSS (whole bench process) | ${typesense.rssMb ?? "?"} MB RSS (typesense-server) |`);
+  }
   console.log(`\n| measure | value |\n|---|---|`);
   console.log(`| chunks | ${CHUNKS} |`);
   console.log(`| index rate (keyword + HNSW, in memory) | ${Math.round(CHUNKS / indexSeconds)} chunks/s (${indexSeconds.toFixed(1)} s) |`);

@@ -4,6 +4,16 @@ export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
 /** A title term counts this many times a body term, so a page about X ranks above a page mentioning X. */
 export const TITLE_WEIGHT = 2;
+/** Lucene's BM25 idf of a term found in `df` of `n` chunks. */
+export function bm25Idf(n: number, df: number): number {
+  return Math.log(1 + (n - df + 0.5) / (df + 0.5));
+}
+
+/** One term's BM25 contribution to a chunk of `length` terms (title terms counted TITLE_WEIGHT times). */
+export function bm25Term(tf: number, idf: number, length: number, avgLength: number): number {
+  return (idf * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgLength));
+}
+
 /** Postings of removed chunks are dropped once they are this share of all postings. */
 const COMPACT_RATIO = 0.25;
 
@@ -368,10 +378,8 @@ export class KeywordIndex {
       const slot = slots[i]!;
       if (!alive[slot]) continue;
       if (accept && !accept(slot)) continue;
-      const tf = tfs[i]!;
-      const norm = BM25_K1 * (1 - BM25_B + (BM25_B * docLength[slot]!) / avgLength);
       if (acc[slot] === 0) touched.push(slot);
-      acc[slot]! += (idf * tf * (BM25_K1 + 1)) / (tf + norm);
+      acc[slot]! += bm25Term(tfs[i]!, idf, docLength[slot]!, avgLength);
     }
   }
 
@@ -389,7 +397,7 @@ export class KeywordIndex {
       if (id === undefined) continue;
       const df = this.df[id]!;
       if (df <= 0) continue;
-      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
+      const idf = bm25Idf(n, df);
       const start = this.baseStart[id]!;
       this.score(this.baseSlots, this.baseTfs, start, start + this.baseLength[id]!, idf, avgLength, touched, accept);
       const extra = this.extra[id];

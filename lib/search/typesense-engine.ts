@@ -1,11 +1,28 @@
 import { Client, Errors } from "typesense";
+import { bm25Idf, bm25Term, TITLE_WEIGHT } from "./bm25";
+import { fuseRanks } from "./fusion";
 import type { ChunkHit, IndexQuery, IndexResult, IndexStats, IndexedChunk, SearchIndex } from "./port";
-import { STOP_WORDS } from "./tokenizer";
+import { terms } from "./tokenizer";
 
-/** Name of the stop-word set registered in Typesense; the same list the embedded engine drops. */
-export const STOPWORDS_SET = "platform-en";
+/**
+ * Typesense versions this engine runs on: 0.24.1 (tested in CI) and later. It uses only what 0.24 already
+ * has (documents import, multi_search, filter_by, group_by, facet stats, `vector_query` with `k` on a
+ * float[] field) and none of the later additions (stop-word sets, stemming, native hybrid search, distance
+ * thresholds), which the platform does itself, so results are the same on every version.
+ */
+export const MIN_TYPESENSE_VERSION = "0.24.1";
 /** Ids per delete-by-filter request, to keep filter strings short. */
 const DELETE_BATCH = 100;
+/**
+ * Keyword candidates fetched per query term: all `depth` for queries of up to three terms (exact BM25 top
+ * list whenever a term's matches fit in it), fewer for long queries, never under this floor. Typesense
+ * reads every returned chunk from its store, so returned hits, not matching, are what a query costs.
+ */
+const MIN_CANDIDATES_PER_TERM = 50;
+const FULL_CANDIDATE_TERMS = 3;
+
+/** Typesense's default cap on searches in one multi_search request (limit_multi_searches). */
+const MULTI_SEARCH_LIMIT = 50;
 
 export interface TypesenseEngineOptions {
   url: string;
@@ -24,6 +41,11 @@ interface ChunkDocument {
   title: string;
   url: string;
   content: string;
+  /** The platform's index terms (tokenizer.terms) of title and content, space-separated: what Typesense matches. */
+  title_terms: string;
+  content_terms: string;
+  /** BM25 length of the chunk: title terms count TITLE_WEIGHT times (as in the embedded engine). */
+  term_count: number;
   content_bytes: number;
   embedding?: number[];
   has_vector: boolean;
@@ -34,28 +56,55 @@ interface Hit {
   document: ChunkDocument;
   text_match?: number;
   vector_distance?: number;
-  hybrid_search_info?: { rank_fusion_score?: number };
 }
 
 interface SearchResult {
   found: number;
   hits?: Hit[];
-  grouped_hits?: unknown[];
-  found_docs?: number;
   facet_counts?: { field_name: string; stats?: { sum?: number } }[];
   error?: string;
   code?: number;
 }
+
+/** What a hit shows; keyword candidates also bring their terms and length for BM25. */
+const HIT_FIELDS = "id,source_id,document_id,position,title,url,content";
+const CANDIDATE_FIELDS = `${HIT_FIELDS},title_terms,content_terms,term_count`;
 
 /** Typesense filter value for a list of strings (backticks quote ids safely). */
 function quoteList(values: string[]): string {
   return `[${values.map((v) => `\`${v.replace(/`/g, "")}\``).join(",")}]`;
 }
 
+/** "0.24.1" -> [0, 24, 1]; a build without a numeric version (nightly) sorts last. */
+function versionParts(version: string): number[] {
+  const parts = version.replace(/^v/, "").split(/[.-]/).slice(0, 3).map(Number);
+  return parts.every(Number.isFinite) ? parts : [Number.MAX_SAFE_INTEGER];
+}
+
+export function isSupportedTypesenseVersion(version: string): boolean {
+  const have = versionParts(version);
+  const want = versionParts(MIN_TYPESENSE_VERSION);
+  for (let i = 0; i < want.length; i++) {
+    if ((have[i] ?? 0) !== want[i]) return (have[i] ?? 0) > want[i]!;
+  }
+  return true;
+}
+
+/** The BM25 length and term frequencies of a chunk, from its stored terms, as the embedded index counts them. */
+function termFrequencies(d: Pick<ChunkDocument, "title_terms" | "content_terms">): Map<string, number> {
+  const tf = new Map<string, number>();
+  for (const t of d.title_terms.split(" ")) if (t) tf.set(t, (tf.get(t) ?? 0) + TITLE_WEIGHT);
+  for (const t of d.content_terms.split(" ")) if (t) tf.set(t, (tf.get(t) ?? 0) + 1);
+  return tf;
+}
+
 /**
  * Production engine: one shared Typesense collection for all accounts, every request filtered by
- * account_id in one place (scope()). Hybrid search is Typesense's own rank fusion (text rank and vector
- * rank weighted by alpha); vectors are precomputed by the embedding stage and added by partial update.
+ * account_id in one place (scope()). The platform analyses text (tokenizer.terms: folding, stop words,
+ * Porter2 stems) and Typesense stores and matches those terms; Typesense finds the keyword candidates and
+ * the nearest vectors (both lists in one multi_search), and the platform ranks keyword candidates by BM25
+ * with the account's statistics and fuses the lists with fuseRanks, exactly as the embedded engine does.
+ * Vectors are precomputed by the embedding stage and added by partial update.
  */
 export class TypesenseEngine implements SearchIndex {
   readonly engine = "typesense" as const;
@@ -71,7 +120,7 @@ export class TypesenseEngine implements SearchIndex {
     });
   }
 
-  /** The collection schema: chunk text for keyword ranking, an optional cosine vector, tenant and source ids. */
+  /** The collection schema: analysed terms for matching, stored text for hits, an optional cosine vector, tenant ids. */
   schema() {
     return {
       name: this.options.collection,
@@ -80,9 +129,12 @@ export class TypesenseEngine implements SearchIndex {
         { name: "source_id", type: "int64" },
         { name: "document_id", type: "string", facet: true },
         { name: "position", type: "int32" },
-        { name: "title", type: "string", stem: true },
+        { name: "title", type: "string", index: false, optional: true },
         { name: "url", type: "string", index: false, optional: true },
-        { name: "content", type: "string", stem: true },
+        { name: "content", type: "string", index: false, optional: true },
+        { name: "title_terms", type: "string" },
+        { name: "content_terms", type: "string" },
+        { name: "term_count", type: "int32", facet: true },
         { name: "content_bytes", type: "int32", facet: true },
         { name: "embedding", type: "float[]", num_dim: this.options.dimensions, optional: true, vec_dist: "cosine" },
         { name: "has_vector", type: "bool" },
@@ -92,18 +144,31 @@ export class TypesenseEngine implements SearchIndex {
   }
 
   async start() {
-    await this.client.stopwords().upsert(STOPWORDS_SET, { stopwords: [...STOP_WORDS], locale: "en" });
+    const { version } = (await this.client.debug.retrieve()) as { version?: string };
+    if (version && !isSupportedTypesenseVersion(version)) {
+      throw new Error(`Typesense ${version} at ${this.options.url} is not supported: needs ${MIN_TYPESENSE_VERSION} or later`);
+    }
     try {
-      const existing = (await this.client.collections(this.options.collection).retrieve()) as unknown as {
-        fields: { name: string; num_dim?: number }[];
-      };
-      const dims = existing.fields.find((f) => f.name === "embedding")?.num_dim;
-      if (dims !== this.options.dimensions) {
-        throw new Error(`Typesense collection ${this.options.collection} has ${dims}-d vectors, the embedding model gives ${this.options.dimensions}`);
-      }
-    } catch (err) {
-      if (!(err instanceof Errors.ObjectNotFound)) throw err;
       await this.client.collections().create(this.schema() as never);
+    } catch (err) {
+      // Another replica (or an earlier start) created it: it must have this schema's fields and dimensions.
+      if (!(err instanceof Errors.ObjectAlreadyExists)) throw err;
+      await this.checkCollection();
+    }
+  }
+
+  private async checkCollection() {
+    const existing = (await this.client.collections(this.options.collection).retrieve()) as unknown as {
+      fields: { name: string; num_dim?: number }[];
+    };
+    const names = new Set(existing.fields.map((f) => f.name));
+    const missing = this.schema().fields.filter((f) => !names.has(f.name)).map((f) => f.name);
+    if (missing.length) {
+      throw new Error(`Typesense collection ${this.options.collection} lacks fields ${missing.join(", ")}: drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
+    }
+    const dims = existing.fields.find((f) => f.name === "embedding")?.num_dim;
+    if (dims !== this.options.dimensions) {
+      throw new Error(`Typesense collection ${this.options.collection} has ${dims}-d vectors, the embedding model gives ${this.options.dimensions}`);
     }
   }
 
@@ -121,30 +186,46 @@ export class TypesenseEngine implements SearchIndex {
     return this.client.collections<ChunkDocument>(this.options.collection).documents();
   }
 
+  /** Runs searches in as few multi_search requests as Typesense accepts (one, unless a query has many terms). */
   private async multi(searches: Record<string, unknown>[]): Promise<SearchResult[]> {
-    const res = (await this.client.multiSearch.perform({ searches: searches.map((s) => ({ collection: this.options.collection, ...s })) } as never)) as unknown as {
-      results: SearchResult[];
-    };
-    for (const r of res.results) if (r.error) throw new Error(`Typesense search failed: ${r.error}`);
-    return res.results;
+    const batches: Record<string, unknown>[][] = [];
+    for (let i = 0; i < searches.length; i += MULTI_SEARCH_LIMIT) batches.push(searches.slice(i, i + MULTI_SEARCH_LIMIT));
+    const answers = await Promise.all(
+      batches.map(
+        (batch) =>
+          this.client.multiSearch.perform({ searches: batch.map((s) => ({ collection: this.options.collection, ...s })) } as never) as unknown as Promise<{
+            results: SearchResult[];
+          }>,
+      ),
+    );
+    const results = answers.flatMap((a) => a.results);
+    for (const r of results) if (r.error) throw new Error(`Typesense search failed: ${r.error}`);
+    return results;
   }
 
   async upsertChunks(chunks: IndexedChunk[]) {
     if (!chunks.length) return;
-    const docs: ChunkDocument[] = chunks.map((c) => ({
-      id: c.id,
-      account_id: c.accountId,
-      source_id: c.sourceId,
-      document_id: c.documentId,
-      position: c.position,
-      title: c.title,
-      url: c.url,
-      content: c.content,
-      content_bytes: Buffer.byteLength(c.content),
-      has_vector: c.vector !== null,
-      indexed_at: c.indexedAt,
-      ...(c.vector ? { embedding: Array.from(c.vector) } : {}),
-    }));
+    const docs: ChunkDocument[] = chunks.map((c) => {
+      const titleTerms = terms(c.title);
+      const contentTerms = terms(c.content);
+      return {
+        id: c.id,
+        account_id: c.accountId,
+        source_id: c.sourceId,
+        document_id: c.documentId,
+        position: c.position,
+        title: c.title,
+        url: c.url,
+        content: c.content,
+        title_terms: titleTerms.join(" "),
+        content_terms: contentTerms.join(" "),
+        term_count: TITLE_WEIGHT * titleTerms.length + contentTerms.length,
+        content_bytes: Buffer.byteLength(c.content),
+        has_vector: c.vector !== null,
+        indexed_at: c.indexedAt,
+        ...(c.vector ? { embedding: Array.from(c.vector) } : {}),
+      };
+    });
     await this.documents().import(docs, { action: "upsert" });
   }
 
@@ -181,59 +262,96 @@ export class TypesenseEngine implements SearchIndex {
     await this.documents().delete({ filter_by: this.scope(accountId, [sourceId]) });
   }
 
-  async search(q: IndexQuery): Promise<IndexResult> {
-    const filter_by = this.scope(q.accountId, q.sourceIds);
-    const perPage = Math.min(q.depth, 250);
-    const keywordParams = {
-      q: q.text,
-      query_by: "title,content",
-      query_by_weights: "2,1",
-      prefix: "false",
-      stopwords: STOPWORDS_SET,
-      exclude_fields: "embedding",
-      highlight_fields: "none",
-      filter_by,
+  /**
+   * The keyword searches of a query: the account's chunk count and total length, then per query term its
+   * document frequency in the account and the chunks of the scope that contain it, as many as the
+   * per-term share allows (Typesense has no OR of terms: a multi-term query drops terms from its ends
+   * only). BM25's statistics are the account's, the population of the embedded engine's per-account index.
+   */
+  private keywordSearches(q: IndexQuery, queryTerms: string[], perPage: number): Record<string, unknown>[] {
+    const account = this.scope(q.accountId);
+    const scoped = q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account;
+    const match = { query_by: "title_terms,content_terms", prefix: "false", num_typos: 0, typo_tokens_threshold: 0, drop_tokens_threshold: 0 };
+    const perTerm = Math.min(perPage, Math.max(MIN_CANDIDATES_PER_TERM, Math.ceil((FULL_CANDIDATE_TERMS * perPage) / queryTerms.length)));
+    const candidates = (t: string, filter_by: string) => ({ ...match, q: t, filter_by, include_fields: CANDIDATE_FIELDS, highlight_fields: "none", per_page: perTerm });
+    return [
+      { q: "*", filter_by: account, facet_by: "term_count", max_facet_values: 1, per_page: 0 },
+      ...queryTerms.flatMap((t) =>
+        q.sourceIds ? [{ ...match, q: t, filter_by: account, per_page: 0, highlight_fields: "none" }, candidates(t, scoped)] : [candidates(t, account)],
+      ),
+    ];
+  }
+
+  /** BM25 of the candidates with the account's statistics, best first (ties by id, as fusion breaks them). */
+  private rankKeyword(q: IndexQuery, queryTerms: string[], [totals, ...perTerm]: SearchResult[], perPage: number): { document: ChunkDocument; score: number }[] {
+    const n = totals!.found;
+    const totalLength = totals!.facet_counts?.find((f) => f.field_name === "term_count")?.stats?.sum ?? 0;
+    if (!n || !totalLength) return [];
+    const avgLength = totalLength / n;
+    const step = q.sourceIds ? 2 : 1;
+    const idf = new Map<string, number>();
+    const documents = new Map<string, ChunkDocument>();
+    queryTerms.forEach((t, i) => {
+      const df = perTerm[i * step]!.found;
+      if (df) idf.set(t, bm25Idf(n, df));
+      for (const h of perTerm[i * step + step - 1]!.hits ?? []) documents.set(h.document.id, h.document);
+    });
+    const ranked: { document: ChunkDocument; score: number }[] = [];
+    for (const document of documents.values()) {
+      const tf = termFrequencies(document);
+      let score = 0;
+      for (const [term, weight] of idf) {
+        const f = tf.get(term);
+        if (f) score += bm25Term(f, weight, document.term_count, avgLength);
+      }
+      if (score > 0) ranked.push({ document, score });
+    }
+    ranked.sort((a, b) => b.score - a.score || (a.document.id < b.document.id ? -1 : 1));
+    return ranked.slice(0, perPage);
+  }
+
+  private vectorSearch(q: IndexQuery, perPage: number): Record<string, unknown> {
+    return {
+      q: "*",
+      filter_by: this.scope(q.accountId, q.sourceIds),
+      vector_query: `embedding:([${Array.from(q.vector!).join(",")}], k:${perPage})`,
+      include_fields: HIT_FIELDS,
       per_page: perPage,
     };
-    let modeUsed = q.mode;
-    if (q.mode !== "keyword") {
-      let available = q.vector !== null;
-      if (available) {
-        const [count] = await this.multi([{ q: "*", filter_by: `${filter_by} && has_vector:true`, per_page: 0 }]);
-        available = count!.found > 0;
-      }
-      if (!available) modeUsed = "keyword";
+  }
+
+  async search(q: IndexQuery): Promise<IndexResult> {
+    const perPage = Math.min(q.depth, 250);
+    const queryTerms = [...new Set(terms(q.text))];
+    const wantsVectors = q.mode !== "keyword" && q.vector !== null;
+    const keywordNeeded = q.mode !== "semantic" || !wantsVectors;
+    const searches: Record<string, unknown>[] = [];
+    if (wantsVectors) searches.push(this.vectorSearch(q, perPage));
+    if (keywordNeeded && queryTerms.length) searches.push(...this.keywordSearches(q, queryTerms, perPage));
+    let results = searches.length ? await this.multi(searches) : [];
+    const nearest = wantsVectors ? results.shift()! : undefined;
+    // Typesense returns the k nearest whatever their distance: none at all means no vector in scope.
+    const modeUsed = nearest?.hits?.length ? q.mode : "keyword";
+    if (modeUsed === "keyword" && !keywordNeeded && queryTerms.length) results = await this.multi(this.keywordSearches(q, queryTerms, perPage));
+    const keyword = modeUsed !== "semantic" && results.length ? this.rankKeyword(q, queryTerms, results, perPage) : [];
+    const vector = modeUsed !== "keyword" ? (nearest!.hits ?? []).filter((h) => h.vector_distance! <= q.maxDistance) : [];
+
+    if (modeUsed === "keyword") return { modeUsed, hits: keyword.map(({ document, score }) => toChunkHit(document, score, { textScore: score })) };
+    if (modeUsed === "semantic") {
+      return { modeUsed, hits: vector.map((h) => toChunkHit(h.document, 1 - h.vector_distance!, { vectorDistance: h.vector_distance! })) };
     }
-    const vectorQuery = (extra: string) =>
-      `embedding:([${Array.from(q.vector ?? []).join(",")}], k:${perPage}, distance_threshold:${q.maxDistance}${extra})`;
-    let search: Record<string, unknown>;
-    if (modeUsed === "keyword") search = keywordParams;
-    else if (modeUsed === "semantic") {
-      search = { q: "*", filter_by, vector_query: vectorQuery(""), exclude_fields: "embedding", per_page: perPage };
-    } else search = { ...keywordParams, vector_query: vectorQuery(`, alpha:${q.alpha}`) };
-    const [result] = await this.multi([search]);
-    const hits = (result!.hits ?? []).map((h): ChunkHit => {
-      const d = h.document;
-      const score =
-        modeUsed === "keyword"
-          ? (h.text_match ?? 0)
-          : modeUsed === "semantic"
-            ? 1 - (h.vector_distance ?? 2)
-            : (h.hybrid_search_info?.rank_fusion_score ?? 0);
-      return {
-        id: d.id,
-        sourceId: d.source_id,
-        documentId: d.document_id,
-        position: d.position,
-        title: d.title,
-        url: d.url ?? "",
-        content: d.content,
-        score,
-        ...(h.vector_distance !== undefined && h.vector_distance < 2.01 ? { vectorDistance: h.vector_distance } : {}),
-        ...(h.text_match ? { textScore: h.text_match } : {}),
-      };
-    });
-    return { hits, modeUsed };
+    const documents = new Map<string, ChunkDocument>();
+    for (const { document } of keyword) documents.set(document.id, document);
+    for (const h of vector) documents.set(h.document.id, h.document);
+    const fused = fuseRanks(
+      keyword.map(({ document, score }) => ({ id: document.id, score })),
+      vector.map((h) => ({ id: h.document.id, distance: h.vector_distance! })),
+      q.alpha,
+    );
+    return {
+      modeUsed,
+      hits: fused.slice(0, q.depth).map((f) => toChunkHit(documents.get(f.id)!, f.score, { textScore: f.textScore, vectorDistance: f.distance })),
+    };
   }
 
   async countDocuments(accountId: number, sourceId?: number) {
@@ -267,4 +385,19 @@ export class TypesenseEngine implements SearchIndex {
       if (!(err instanceof Errors.ObjectNotFound)) throw err;
     }
   }
+}
+
+function toChunkHit(d: ChunkDocument, score: number, extra: { textScore?: number; vectorDistance?: number }): ChunkHit {
+  return {
+    id: d.id,
+    sourceId: d.source_id,
+    documentId: d.document_id,
+    position: d.position,
+    title: d.title ?? "",
+    url: d.url ?? "",
+    content: d.content ?? "",
+    score,
+    ...(extra.vectorDistance !== undefined ? { vectorDistance: extra.vectorDistance } : {}),
+    ...(extra.textScore !== undefined ? { textScore: extra.textScore } : {}),
+  };
 }

@@ -108,7 +108,11 @@ export class EmbedStage {
     this.kick();
   }
 
-  /** Re-queues what the durable queue holds beyond memory (at start: what a previous process left pending). */
+  /**
+   * Re-queues what the durable queue holds and this process has not queued: what a previous process left, what
+   * overflowed memory, or what a replica that stopped or died held (another live replica may embed some of it
+   * too; that is harmless).
+   */
   async recover() {
     this.overflowed = false;
     const pending = await this.deps.models.pending.find({}, { _id: 1 }).lean();

@@ -96,6 +96,16 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
       expect(res.hits[0]!.score).toBeGreaterThan(0);
     });
 
+    it("keyword search matches chunks containing any query term, not only all of them", async () => {
+      const res = await index.search(query(a, "WireGuard chlorophyll levain", "keyword"));
+      expect(res.hits.map((h) => keyOf(h.documentId)).sort()).toEqual(["photosynthesis", "sourdough", "vpn"]);
+    });
+
+    it("keyword search with only stop words matches nothing", async () => {
+      const res = await index.search(query(a, "the of and", "keyword"));
+      expect(res).toEqual({ hits: [], modeUsed: "keyword" });
+    });
+
     it("semantic scores are cosine similarities (1 - vector_distance), descending, within the distance threshold", async () => {
       const res = await index.search(query(a, PARAPHRASE_QUERIES[0]!.query, "semantic"));
       expect(res.hits.length).toBeGreaterThan(0);

@@ -1,9 +1,10 @@
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { ensureLocalMongoBuilt, startLocalMongo } from "../../lib/local-mongo";
+import { ensureLocalMongoBuilt, repoRoot, startLocalMongo } from "../../lib/local-mongo";
 
 /** A server the test run started, with how to stop it. */
 export interface RunningServer {
@@ -54,16 +55,34 @@ function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-/** Debian's nats-server, where .ci/run installs it. */
-function natsBinary(): string {
+function findNatsServer(): string | undefined {
   for (const candidate of ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]) {
     if (existsSync(candidate)) return candidate;
   }
   try {
-    return execFileSync("which", ["nats-server"], { encoding: "utf8" }).trim();
+    return execFileSync("which", ["nats-server"], { encoding: "utf8" }).trim() || undefined;
   } catch {
-    throw new Error("nats-server is not installed: run `apt-get install -y nats-server` (see .ci/run)");
+    return undefined;
   }
+}
+
+/** Debian's nats-server, installed with apt the first time a run needs it (as root, like .ci/run does). */
+function natsBinary(): string {
+  const found = findNatsServer();
+  if (found) return found;
+  if (process.getuid?.() !== 0) throw new Error("nats-server is not installed and this is not root: run `sudo apt-get install -y nats-server`");
+  const apt = (args: string[]) =>
+    execFileSync("apt-get", args, { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  try {
+    apt(["install", "-y", "-qq", "nats-server"]);
+  } catch {
+    // A fresh machine has no package lists yet.
+    apt(["update", "-qq"]);
+    apt(["install", "-y", "-qq", "nats-server"]);
+  }
+  const installed = findNatsServer();
+  if (!installed) throw new Error("apt-get installed nats-server but it is not on the PATH");
+  return installed;
 }
 
 /** Starts nats-server on loopback (a free port unless given: restarting on the same port), with JetStream in a temporary store. */
@@ -79,6 +98,75 @@ export async function startNats(port?: number): Promise<RunningServer> {
     async stop() {
       await stopChild(child);
       rmSync(storeDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The Typesense version the harness runs (the only one any registry here serves, see scripts/typesense/fetch.sh). */
+export const TYPESENSE_VERSION = process.env.TYPESENSE_VERSION || "0.24.1";
+
+/** The Typesense server binary, fetched into .cache/typesense on first use. */
+function typesenseBinary(): string {
+  const binary = path.join(repoRoot(), ".cache", "typesense", `typesense-server-${TYPESENSE_VERSION}`);
+  if (!existsSync(binary)) {
+    execFileSync("bash", [path.join(repoRoot(), "scripts", "typesense", "fetch.sh")], {
+      stdio: ["ignore", "inherit", "inherit"],
+      env: { ...process.env, TYPESENSE_VERSION },
+    });
+  }
+  return binary;
+}
+
+/** Resolves once Typesense answers /health with ok (it serves HTTP before its raft group is ready). */
+async function waitForTypesense(url: string, timeoutMs: number, child?: ChildProcess): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child && child.exitCode !== null) throw new Error(`typesense-server exited with code ${child.exitCode}`);
+    const ok = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) })
+      .then(async (r) => ((await r.json()) as { ok?: boolean }).ok === true)
+      .catch(() => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`Typesense at ${url} is not healthy after ${timeoutMs} ms`);
+}
+
+/**
+ * A Typesense server: the one TYPESENSE_URL names (with TYPESENSE_API_KEY), or typesense-server on free
+ * loopback ports (API and raft peering) with a temporary data directory and a random API key.
+ */
+export async function startTypesense(): Promise<RunningServer & { apiKey: string; kind: string; pid?: number }> {
+  if (process.env.TYPESENSE_URL) {
+    const url = process.env.TYPESENSE_URL.replace(/\/+$/, "");
+    await waitForTypesense(url, 10_000);
+    return { kind: "TYPESENSE_URL", url, apiKey: process.env.TYPESENSE_API_KEY ?? "", stop: async () => {} };
+  }
+  const binary = typesenseBinary();
+  const [apiPort, peeringPort] = [await freePort(), await freePort()];
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "typesense-data-"));
+  const apiKey = randomBytes(16).toString("hex");
+  const child = spawn(
+    binary,
+    ["--data-dir", dataDir, "--api-key", apiKey, "--api-address", "127.0.0.1", "--api-port", String(apiPort),
+      "--peering-address", "127.0.0.1", "--peering-port", String(peeringPort), "--enable-cors=false"],
+    { stdio: ["ignore", "ignore", "ignore"] },
+  );
+  const url = `http://127.0.0.1:${apiPort}`;
+  try {
+    await waitForTypesense(url, 30_000, child);
+  } catch (err) {
+    await stopChild(child);
+    rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+  return {
+    kind: `typesense-server ${TYPESENSE_VERSION}`,
+    url,
+    apiKey,
+    pid: child.pid,
+    async stop() {
+      await stopChild(child);
+      rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,9 +1,11 @@
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import mongoose from "mongoose";
 import type { ServiceBroker } from "moleculer";
 import { DEFAULT_LOCAL_MODEL } from "../../lib/search/embeddings";
+import { TypesenseEngine } from "../../lib/search/typesense-engine";
 import SearchService from "../../services/search.service";
 import { searchModels } from "../../services/search/model";
 import type { RestoreReport, SnapshotKeeper } from "../../services/search/snapshots";
@@ -34,7 +36,21 @@ afterAll(() => {
 /** The loader's side of the boundary: documents of one source, as search.indexDocuments takes them. */
 const corpusDocuments = CORPUS.map((d) => ({ url: d.url, title: d.title, content: d.content, metadata: { key: d.key } }));
 
-describe("search over NATS: gateway, users and api-keys on two nodes, search on a third", () => {
+/** The same REST and internal-action tests on each engine: the embedded one and the test run's Typesense. */
+const ENGINES = [
+  { engine: "embedded", env: {} },
+  {
+    engine: "typesense",
+    env: {
+      SEARCH_ENGINE: "typesense",
+      TYPESENSE_URL: process.env.TEST_TYPESENSE_URL!,
+      TYPESENSE_API_KEY: process.env.TEST_TYPESENSE_API_KEY ?? "",
+      TYPESENSE_COLLECTION: `search_spec_${randomBytes(4).toString("hex")}`,
+    },
+  },
+] as const;
+
+describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users and api-keys on two nodes, search on a third", ({ engine, env }) => {
   let cluster: Cluster;
   let api: Api;
   let broker: ServiceBroker;
@@ -45,7 +61,8 @@ describe("search over NATS: gateway, users and api-keys on two nodes, search on 
   beforeAll(async () => {
     delete process.env.EMBEDDING_PROVIDER;
     delete process.env.SEARCH_ENGINE;
-    cluster = await startCluster({ database: "search", extraServices: [SearchService], nodes: [["gateway"], ["users", "api-keys"]] });
+    Object.assign(process.env, env);
+    cluster = await startCluster({ database: engine === "embedded" ? "search" : `search-${engine}`, extraServices: [SearchService], nodes: [["gateway"], ["users", "api-keys"]] });
     api = apiClient(cluster.baseUrl);
     broker = cluster.brokers[0]!;
     await broker.waitForServices(["search"], 20_000);
@@ -66,7 +83,13 @@ describe("search over NATS: gateway, users and api-keys on two nodes, search on 
       return stats.body.index_status === "ready";
     }, 120_000, "all chunks embedded");
   }, 180_000);
-  afterAll(() => cluster?.stop());
+  afterAll(async () => {
+    await cluster?.stop();
+    if ("TYPESENSE_URL" in env) {
+      await new TypesenseEngine({ url: env.TYPESENSE_URL, apiKey: env.TYPESENSE_API_KEY, collection: env.TYPESENSE_COLLECTION, dimensions: 512 }).dropCollection();
+    }
+    for (const name of Object.keys(env)) delete process.env[name];
+  });
 
   describe("indexing (internal actions)", () => {
     it("documents are keyword-searchable as soon as indexDocuments returns, before any vector exists", async () => {
@@ -245,7 +268,7 @@ describe("search over NATS: gateway, users and api-keys on two nodes, search on 
 
     it("account stats report the total document count, the index status and the embedding stage's progress", async () => {
       const res = await api("GET", "/api/v1/knowledge/documents/stats", { token: owner.token });
-      expect(res.body).toMatchObject({ total_documents: CORPUS.length, index_status: "ready", engine: "embedded", embedding_model: DEFAULT_LOCAL_MODEL });
+      expect(res.body).toMatchObject({ total_documents: CORPUS.length, index_status: "ready", engine, embedding_model: DEFAULT_LOCAL_MODEL });
       expect(res.body).toMatchObject({ pending_chunks: 0, embedding_workers: 2 });
       expect(res.body.embedded_chunks).toBe(res.body.total_chunks);
       // Chunks were embedded in the last minute, so the stage reports a rate.
@@ -284,6 +307,8 @@ describe("search over NATS: gateway, users and api-keys on two nodes, search on 
     });
   });
 
+  // Snapshots and restarts are the embedded engine's; Typesense keeps the index itself.
+  if (engine === "embedded")
   describe("restart", () => {
     const query = { query: PARAPHRASE_QUERIES[2]!.query, limit: 5 };
     const search = (body: object) => api("POST", "/api/v1/knowledge/documents/search", { token: owner.token, body });

@@ -1,0 +1,126 @@
+/**
+ * BEIR SciFact through the SearchIndex port of both engines: the corpus is chunked as the search service
+ * chunks documents, each of the 300 test queries ranks chunks, documents take their best chunk's rank,
+ * and nDCG@10 and recall@100 are printed per engine and mode. Typesense is the test harness's
+ * typesense-server (or TYPESENSE_URL's). Semantic and hybrid embed the corpus with the bundled model
+ * (minutes on two cores): RELEVANCE_MODES=keyword measures keyword alone.
+ *
+ *   npm run bench:search:engines      (SCIFACT_DIR, default ../shared/eval/scifact)
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { randomBytes } from "node:crypto";
+import { chunkText } from "../../lib/search/chunking";
+import { MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
+import { EmbeddedEngine } from "../../lib/search/embedded-engine";
+import { DEFAULT_LOCAL_MODEL, LocalEmbeddingProvider } from "../../lib/search/embeddings";
+import { DEFAULT_HYBRID_ALPHA } from "../../lib/search/fusion";
+import { SEARCH_MODES, type IndexedChunk, type SearchIndex, type SearchMode } from "../../lib/search/port";
+import { TypesenseEngine } from "../../lib/search/typesense-engine";
+import { repoRoot } from "../../lib/local-mongo";
+import { startTypesense } from "../../test/harness/servers";
+import { collapseByDocument, embedText } from "../../services/search/rules";
+
+/** ../shared/eval/scifact of the checkout (or of the repository above a worktree), unless SCIFACT_DIR says. */
+const DIR =
+  process.env.SCIFACT_DIR ??
+  [path.resolve(repoRoot(), "..", "shared"), path.resolve(repoRoot(), "..", "..", "shared")].map((d) => path.join(d, "eval", "scifact")).find((d) => fs.existsSync(d)) ??
+  path.resolve(repoRoot(), "..", "shared", "eval", "scifact");
+const MODES = (process.env.RELEVANCE_MODES ?? SEARCH_MODES.join(",")).split(",") as SearchMode[];
+const ACCOUNT = 1;
+const DEPTH = 250;
+
+const jsonl = <T>(file: string): T[] =>
+  fs.readFileSync(path.join(DIR, file), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as T);
+
+/** qrels: query id -> relevant document id -> grade. */
+function qrels(): Map<string, Map<string, number>> {
+  const out = new Map<string, Map<string, number>>();
+  for (const line of fs.readFileSync(path.join(DIR, "qrels-test.tsv"), "utf8").split("\n").slice(1)) {
+    const [q, d, g] = line.split("\t");
+    if (!q || !d) continue;
+    if (!out.has(q)) out.set(q, new Map());
+    out.get(q)!.set(d, Number(g));
+  }
+  return out;
+}
+
+function ndcgAt10(ranked: string[], relevant: Map<string, number>): number {
+  const dcg = (gains: number[]) => gains.reduce((s, g, i) => s + (2 ** g - 1) / Math.log2(i + 2), 0);
+  const ideal = dcg([...relevant.values()].sort((a, b) => b - a).slice(0, 10));
+  return ideal ? dcg(ranked.slice(0, 10).map((d) => relevant.get(d) ?? 0)) / ideal : 0;
+}
+
+function recallAt100(ranked: string[], relevant: Map<string, number>): number {
+  const top = new Set(ranked.slice(0, 100));
+  return [...relevant.keys()].filter((d) => top.has(d)).length / relevant.size;
+}
+
+async function main() {
+  const corpus = jsonl<{ _id: string; title: string; text: string }>("corpus.jsonl");
+  const judged = qrels();
+  const queries = jsonl<{ _id: string; text: string }>("queries.jsonl").filter((q) => judged.has(q._id));
+  const wantsVectors = MODES.some((m) => m !== "keyword");
+  const provider = wantsVectors ? new LocalEmbeddingProvider() : undefined;
+
+  const chunks: IndexedChunk[] = corpus.flatMap((d) =>
+    chunkText(d.text).map((c) => ({
+      id: `${d._id}-${c.position}`, accountId: ACCOUNT, sourceId: 1, documentId: d._id, position: c.position,
+      title: d.title, url: `scifact:${d._id}`, content: c.text, vector: null, indexedAt: 0,
+    })),
+  );
+  const queryVectors: (Float32Array | null)[] = queries.map(() => null);
+  if (provider) {
+    const t0 = performance.now();
+    for (let i = 0; i < chunks.length; i += 64) {
+      const batch = chunks.slice(i, i + 64);
+      const vectors = await provider.embed(batch.map((c) => embedText(c.title, c.content)), "batch");
+      batch.forEach((c, j) => (c.vector = vectors[j]!));
+    }
+    (await provider.embed(queries.map((q) => q.text), "query")).forEach((v, i) => (queryVectors[i] = v));
+    console.log(`embedded ${chunks.length} chunks and ${queries.length} queries in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    await provider.close();
+  }
+
+  const typesense = await startTypesense();
+  const engines: SearchIndex[] = [
+    new EmbeddedEngine({ dimensions: 512 }),
+    new TypesenseEngine({ url: typesense.url, apiKey: typesense.apiKey, collection: `scifact_${randomBytes(4).toString("hex")}`, dimensions: 512 }),
+  ];
+  const rows: string[] = [];
+  try {
+    for (const engine of engines) {
+      await engine.start();
+      for (let i = 0; i < chunks.length; i += 1000) await engine.upsertChunks(chunks.slice(i, i + 1000));
+      for (const mode of MODES) {
+        let ndcg = 0;
+        let recall = 0;
+        const t0 = performance.now();
+        for (const [i, q] of queries.entries()) {
+          const res = await engine.search({
+            accountId: ACCOUNT, text: q.text, mode, vector: queryVectors[i]!, depth: DEPTH, alpha: DEFAULT_HYBRID_ALPHA,
+            maxDistance: 1 - MIN_SIMILARITY_BY_MODEL[DEFAULT_LOCAL_MODEL]!,
+          });
+          const ranked = collapseByDocument(res.hits).map((h) => h.documentId);
+          ndcg += ndcgAt10(ranked, judged.get(q._id)!);
+          recall += recallAt100(ranked, judged.get(q._id)!);
+        }
+        const ms = (performance.now() - t0) / queries.length;
+        rows.push(`| ${engine.engine === "typesense" ? typesense.kind : "embedded"} | ${mode} | ${(ndcg / queries.length).toFixed(3)} | ${(recall / queries.length).toFixed(3)} | ${ms.toFixed(1)} |`);
+      }
+      if (engine instanceof TypesenseEngine) await engine.dropCollection();
+      await engine.stop();
+    }
+  } finally {
+    await typesense.stop();
+  }
+  console.log(`\nBEIR SciFact (${corpus.length} documents, ${chunks.length} chunks, ${queries.length} test queries), depth ${DEPTH}`);
+  console.log("\n| engine | mode | nDCG@10 | recall@100 | ms/query |\n|---|---|---|---|---|");
+  for (const r of rows) console.log(r);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
