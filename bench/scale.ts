@@ -13,6 +13,7 @@ import { taskModel } from "../services/tasks/model";
 import { knowledgeSourceModel } from "../services/knowledge/model";
 import { searchModels } from "../services/search/model";
 import { entityModel } from "../services/entities/model";
+import { dropDatabase } from "./database";
 import { runBench, type Lifecycle } from "./lifecycle";
 import { measureLoad, type Measurement } from "./load";
 import { startNode, waitForOk, type BenchProcess } from "./processes";
@@ -267,19 +268,6 @@ function table(rows: Row[]): string {
     }
   }
   return lines.join("\n");
-}
-
-/** Drops a database on a server that outlives the bench; best effort. */
-async function dropDatabase(url: string): Promise<void> {
-  const conn = mongoose.createConnection(url, { serverSelectionTimeoutMS: 5_000 });
-  try {
-    await conn.asPromise();
-    await conn.dropDatabase();
-  } catch (err) {
-    console.error(`could not drop ${url}: ${err instanceof Error ? err.message : String(err)}`);
-  } finally {
-    await conn.close().catch(() => {});
-  }
 }
 
 /** The database server: MONGO_URL if set, else the embedded default on a temporary data directory. */

@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import mongoose from "mongoose";
 import { databaseUrl, freePort, startMongo, startNats } from "../test/harness/servers";
 import { apiClient, signup } from "../test/harness/http";
+import { dropDatabase } from "./database";
 import { runBench, type Lifecycle } from "./lifecycle";
 import type { Measurement } from "./load";
 import { startNode, waitForOk, type BenchProcess } from "./processes";
@@ -221,19 +221,6 @@ function getTable(rows: GetRow[]): string {
     "|---|---|---:|---:|---:|---:|---:|",
     ...rows.map((r) => `| ${r.database} | ${r.agents} ${GET_AGENT_COUNT} (ids ${r.ids[0]}–${r.ids[r.ids.length - 1]}) | ${r.connections} | ${Math.round(r.requestsPerSecond)} | ${r.p50Ms} | ${r.p99Ms} | ${r.totalRequests} |`),
   ].join("\n");
-}
-
-/** Drops the bench's database on a server that outlives the bench; best effort, bounded in time. */
-async function dropDatabase(url: string): Promise<void> {
-  const conn = mongoose.createConnection(url, { serverSelectionTimeoutMS: 5_000 });
-  try {
-    await conn.asPromise();
-    await conn.dropDatabase();
-  } catch (err) {
-    console.error(`could not drop ${url}: ${err instanceof Error ? err.message : String(err)}`);
-  } finally {
-    await conn.close().catch(() => {});
-  }
 }
 
 async function main({ own, startWatchdog }: Lifecycle) {

@@ -5,6 +5,7 @@ import { DEFAULT_LOCAL_MODEL, LocalEmbeddingProvider } from "../../lib/search/em
 import { SEARCH_MODES, type IndexedChunk, type IndexResult } from "../../lib/search/port";
 import { TypesenseEngine } from "../../lib/search/typesense-engine";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "./corpus";
+import { CONTRACT_DIMENSIONS } from "./search-index.contract";
 
 /**
  * The two engines are one behaviour: the same chunks and queries give the same hits in the same order with
@@ -12,12 +13,12 @@ import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "./corpus";
  */
 describe("embedded engine and Typesense agree", () => {
   const provider = new LocalEmbeddingProvider();
-  const embedded = new EmbeddedEngine({ dimensions: 512 });
+  const embedded = new EmbeddedEngine({ dimensions: CONTRACT_DIMENSIONS });
   const typesense = new TypesenseEngine({
     url: process.env.TEST_TYPESENSE_URL!,
     apiKey: process.env.TEST_TYPESENSE_API_KEY ?? "",
     collection: `agree_${randomBytes(4).toString("hex")}`,
-    dimensions: 512,
+    dimensions: CONTRACT_DIMENSIONS,
   });
   const account = 800_000_000 + Math.floor(Math.random() * 90_000_000);
   const queries = [...PARAPHRASE_QUERIES, ...KEYWORD_QUERIES].map((q) => q.query).concat("days of the year", "password reset link email");

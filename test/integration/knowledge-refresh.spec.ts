@@ -2,18 +2,9 @@ import mongoose from "mongoose";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { startChangingSite, type ChangingSite } from "../harness/fixture-site";
 import { apiClient, signup, type Api } from "../harness/http";
+import { until } from "../harness/wait";
 
 const PAGES = 30;
-
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 interface SourceView {
   id: number;

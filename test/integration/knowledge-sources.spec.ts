@@ -1,16 +1,7 @@
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
 import { FIXTURE_PDF, SITEMAP_SITE_PAGES, WIKI_PAGES, WIKI_SPACE, WIKI_TOKEN, sitemapSiteUrls, startFixtureSite, type FixtureSite } from "../harness/fixture-site";
-
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+import { until } from "../harness/wait";
 
 describe("loading real fixture sites end to end: sitemap ceiling, PDF, markdown, wiki", () => {
   let cluster: Cluster;

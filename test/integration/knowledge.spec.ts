@@ -4,6 +4,7 @@ import mongoose from "mongoose";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
 import { spawnServices, type ServiceProcess } from "../harness/process";
+import { until } from "../harness/wait";
 
 /** Words that make each fixture page distinct and searchable. */
 const TOPICS = ["volcano", "glacier", "lagoon", "canyon", "prairie", "tundra", "savanna", "fjord", "mesa", "delta"];
@@ -58,16 +59,6 @@ function startSites(): Promise<{ base: string; stop(): Promise<void>; hits: Map<
       resolve({ base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits, stop: () => new Promise((r) => server.close(() => r())) }),
     ),
   );
-}
-
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met in ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 describe("knowledge sources and background loading over NATS", () => {

@@ -2,12 +2,13 @@ import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ServiceBroker } from "moleculer";
-import { DEFAULT_LOCAL_MODEL } from "../../lib/search/embeddings";
+import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS } from "../../lib/search/embeddings";
 import { TypesenseEngine } from "../../lib/search/typesense-engine";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "../contract/corpus";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
 import { spawnServices, type ServiceProcess } from "../harness/process";
+import { until } from "../harness/wait";
 
 /** Pages of the site: the contract corpus (for ranking checks) and filler pages, each served slowly. */
 const FILLER_PAGES = 110;
@@ -43,16 +44,6 @@ function startSite(): Promise<{ base: string; stop(): Promise<void> }> {
       resolve({ base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, stop: () => new Promise((r) => server.close(() => r())) }),
     ),
   );
-}
-
-async function until<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what} not met in ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 /**
@@ -121,7 +112,7 @@ describe("cluster on Typesense: two search replicas, two loaders", () => {
         EMBEDDING_PROVIDER: "openai",
         EMBEDDING_URL: embeddingUrl,
         EMBEDDING_MODEL: DEFAULT_LOCAL_MODEL,
-        EMBEDDING_DIMENSIONS: "512",
+        EMBEDDING_DIMENSIONS: String(LOCAL_MODELS[DEFAULT_LOCAL_MODEL].dimensions),
       }),
     );
     // Two loaders in processes of their own, indexing in batches of 10 pages: many index calls, spread over
@@ -136,7 +127,7 @@ describe("cluster on Typesense: two search replicas, two loaders", () => {
     await cluster?.stop();
     await site?.stop();
     await new Promise((r) => failingEmbeddings?.close(r));
-    await new TypesenseEngine({ url: settings.TYPESENSE_URL, apiKey: settings.TYPESENSE_API_KEY, collection, dimensions: 512 }).dropCollection();
+    await new TypesenseEngine({ url: settings.TYPESENSE_URL, apiKey: settings.TYPESENSE_API_KEY, collection, dimensions: LOCAL_MODELS[DEFAULT_LOCAL_MODEL].dimensions }).dropCollection();
     for (const name of Object.keys(settings)) delete process.env[name];
   });
 
