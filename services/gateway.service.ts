@@ -3,7 +3,7 @@ import type { Context, ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { loadConfig } from "../lib/config";
 import { ERRORS } from "../lib/errors";
-import { identityResolver } from "../lib/auth/identity";
+import { identityResolver, SESSION_CHANGED_EVENT } from "../lib/auth/identity";
 import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
 import { healthReport } from "../lib/health";
 import { renderError } from "./gateway/errors";
@@ -157,6 +157,13 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
           .map((alias) => ({ method: alias.method, path: alias.fullPath, action: alias.action!, ...actions.get(alias.action!) }));
         return openApiDocument(routes, { title: config.serverName, serverUrl: config.apiUrl.replace(/\/api\/v1\/?$/, "") });
       },
+    },
+  },
+
+  events: {
+    /** A user changed: their next request re-reads their session (a deleted or disabled user is refused). */
+    [SESSION_CHANGED_EVENT]() {
+      resolveIdentity.forgetSessions();
     },
   },
 

@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { ServiceSchema } from "moleculer";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { identityResolver, type Identity, type IdentityResolver } from "../lib/auth/identity";
+import { identityResolver, SESSION_CHANGED_EVENT, type Identity, type IdentityResolver } from "../lib/auth/identity";
 import { loadConfig, type Config } from "../lib/config";
 import { healthReport, VERSION } from "../lib/health";
 import type { Ctx } from "../lib/meta";
@@ -40,6 +40,13 @@ const McpService: ServiceSchema<Record<string, never>, Methods, Vars> = {
       handler(ctx: Ctx<McpExchangeRequest>) {
         return answerMcpRequest(this.serverFor(ctx.params.headers), ctx.params);
       },
+    },
+  },
+
+  events: {
+    /** A user changed: their next request re-reads their session (a deleted or disabled user is refused). */
+    [SESSION_CHANGED_EVENT]() {
+      this.resolveIdentity.forgetSessions();
     },
   },
 

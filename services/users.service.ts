@@ -10,6 +10,7 @@ import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
 import { signToken, verifyToken } from "../lib/auth/jwt";
+import { SESSION_CHANGED_EVENT } from "../lib/auth/identity";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
 import { publishOutbox, sweepOutbox } from "../lib/outbox";
 import { USER_ROLES, type UserRole } from "../lib/meta";
@@ -287,9 +288,11 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   methods: {
     /**
      * Drops cached user reads on every users replica before the write is answered, so no replica serves the
-     * old record afterwards. A replica that cannot be reached keeps its entries at most CACHE_TTL_SECONDS.
+     * old record afterwards. A replica that cannot be reached keeps its entries at most CACHE_TTL_SECONDS. HTTP
+     * edges drop their cached session states on the broadcast (lib/auth/identity).
      */
     async forgetCachedReads() {
+      await this.broker.broadcast(SESSION_CHANGED_EVENT, {});
       if (!this.broker.cacher) return;
       const replicas = this.broker.registry
         .getServiceList({ onlyAvailable: true, skipInternal: true })

@@ -21,19 +21,42 @@ export interface ActionCaller {
 }
 
 /** Resolves the credentials of one HTTP request; null when it carries none. */
-export type IdentityResolver = (headers: IncomingHttpHeaders, caller: ActionCaller) => Promise<Identity | null>;
+export interface IdentityResolver {
+  (headers: IncomingHttpHeaders, caller: ActionCaller): Promise<Identity | null>;
+  /** Drops the cached session states (on SESSION_CHANGED_EVENT). */
+  forgetSessions(): void;
+}
+
+/** Broadcast by the users service after every user write; each HTTP edge then drops its cached session states. */
+export const SESSION_CHANGED_EVENT = "users.session-changed";
+/**
+ * How long an HTTP edge reuses a user's session state instead of asking users.session again (one NATS round trip
+ * per request otherwise). The broadcast ends a revoked token at once; this bounds it for an edge that missed it.
+ */
+const SESSION_CACHE_MS = 5_000;
+/** Past this many cached users the cache starts over, so memory stays bounded. */
+const SESSION_CACHE_MAX = 10_000;
 
 /**
  * The one credential check of every HTTP edge (the REST gateway and the MCP server), so both accept exactly
- * the same callers: a Bearer JWT (signature verified here, then checked against the user's cached session state,
- * so deleting, disabling or a password change ends it at once), an X-AUTH-TOKEN account key (checked against
+ * the same callers: a Bearer JWT (signature verified here, then checked against the user's session state, cached
+ * here for seconds and dropped on every user write, so deleting, disabling or a password change ends it at once), an X-AUTH-TOKEN account key (checked against
  * the api-keys service on every request, so a disabled key stops working at once), or the operator's master
  * key acting for the account in X-Account-Id. Invalid credentials throw (401, or 400 for a master key without
  * an account): a bad token is never silently treated as no token.
  */
 export function identityResolver(config: { jwt: JwtSettings; masterApiKey: string }): IdentityResolver {
   const verifyAccessToken = cachedVerifier(config.jwt);
-  return async (headers, caller) => {
+  const sessions = new Map<number, { state: SessionState | null; until: number }>();
+  const sessionOf = async (userId: number, caller: ActionCaller) => {
+    const cached = sessions.get(userId);
+    if (cached && cached.until > Date.now()) return cached.state;
+    const state = await caller.call<SessionState | null, { user_id: number }>("users.session", { user_id: userId });
+    if (sessions.size >= SESSION_CACHE_MAX) sessions.clear();
+    sessions.set(userId, { state, until: Date.now() + SESSION_CACHE_MS });
+    return state;
+  };
+  const resolve = async (headers: IncomingHttpHeaders, caller: ActionCaller): Promise<Identity | null> => {
     const authorization = headers.authorization;
     const apiKey = headers["x-auth-token"];
     if (authorization) {
@@ -41,7 +64,7 @@ export function identityResolver(config: { jwt: JwtSettings; masterApiKey: strin
       if (scheme?.toLowerCase() !== "bearer" || !token) throw ERRORS.unauthorized("Invalid authorization header");
       const claims = await verifyAccessToken(token);
       if (!claims) throw ERRORS.unauthorized("Invalid or expired token");
-      const session = await caller.call<SessionState | null, { user_id: number }>("users.session", { user_id: claims.userId });
+      const session = await sessionOf(claims.userId, caller);
       if (!session || session.account_id !== claims.accountId || session.token_version !== (claims.tokenVersion ?? 0)) {
         throw ERRORS.unauthorized("Invalid or expired token");
       }
@@ -55,6 +78,7 @@ export function identityResolver(config: { jwt: JwtSettings; masterApiKey: strin
     }
     return null;
   };
+  return Object.assign(resolve, { forgetSessions: () => sessions.clear() });
 }
 
 /** The master key acts for the account named in X-Account-Id; operators use it, never end users. */
