@@ -133,6 +133,15 @@ describe("scheduled tasks over NATS, with two scheduler replicas", () => {
       expect(locs(bad.body).sort()).toEqual(["body.schedule", "body.timezone"]);
     });
 
+    it("takes a null time zone as not given, on create and update (schemathesis found a 500)", async () => {
+      const created = await post("/scheduled-tasks", { ...later, timezone: null });
+      expect(created.status).toBe(201);
+      expect(created.body.timezone).toBe("UTC");
+      const updated = await put(`/scheduled-tasks/${created.body.id}`, { timezone: null, schedule: null, name: null });
+      expect(updated.status).toBe(200);
+      expect(updated.body).toMatchObject({ timezone: "UTC", schedule: created.body.schedule, name: created.body.name });
+    });
+
     it("requires name, schedule and a template with a title; validates the template's team and agent", async () => {
       const missing = await post("/scheduled-tasks", {});
       expect(missing.status).toBe(422);
