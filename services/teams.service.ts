@@ -188,11 +188,13 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (params[key] !== undefined) team.set(key, params[key]);
       }
       const accessLevel = (params.access_level?.toUpperCase() as TeamAccessLevel | undefined) ?? team.access_level;
-      const problem = passwordProblem(accessLevel, params.access_password, Boolean(team.access_password_hash));
+      // null in an optional field is "not given" (the validator lets it through).
+      const password = params.access_password ?? undefined;
+      const problem = passwordProblem(accessLevel, password, Boolean(team.access_password_hash));
       if (problem) throw ERRORS.badRequest(problem);
       team.access_level = accessLevel;
       if (accessLevel !== "PASSWORD_PROTECTED") team.access_password_hash = null;
-      else if (params.access_password !== undefined) team.access_password_hash = await hashPassword(params.access_password);
+      else if (password !== undefined) team.access_password_hash = await hashPassword(password);
       if (params.agent_ids) {
         const accountId = this.accountOf(ctx);
         const found = await this.models.agents.find({ _id: { $in: params.agent_ids }, account_id: accountId }, { _id: 1 }).lean();
