@@ -41,22 +41,32 @@ export function describeJsonPath(path: (string | number)[]): string {
  * deep is measured, not a stack overflow.
  */
 export function jsonProblem(value: unknown, { maxDepth = MAX_JSON_DEPTH, keys = true } = {}): JsonProblem | null {
-  const stack: { value: unknown; path: (string | number)[] }[] = [{ value, path: [] }];
+  // Each node links to its parent, so the path is built only for a problem: every request body is walked.
+  type Node = { value: unknown; depth: number; key?: string | number; parent?: Node };
+  const pathOf = (node: Node, last?: string): (string | number)[] => {
+    const path: (string | number)[] = last === undefined ? [] : [last];
+    for (let n: Node | undefined = node; n?.parent; n = n.parent) path.unshift(n.key!);
+    return path;
+  };
+  const stack: Node[] = [{ value, depth: 0 }];
   while (stack.length) {
-    const item = stack.pop()!;
-    if (item.value === null || typeof item.value !== "object") continue;
-    if (item.path.length >= maxDepth) {
-      return { path: item.path, type: "jsonDepth", message: `Nested deeper than ${maxDepth} levels of objects and arrays` };
+    const node = stack.pop()!;
+    if (node.value === null || typeof node.value !== "object") continue;
+    if (node.depth >= maxDepth) {
+      return { path: pathOf(node), type: "jsonDepth", message: `Nested deeper than ${maxDepth} levels of objects and arrays` };
     }
-    const entries: [string | number, unknown][] = Array.isArray(item.value) ? item.value.map((v, i) => [i, v]) : Object.entries(item.value);
-    for (const [key, child] of entries) {
-      if (keys && typeof key === "string" && key.includes("\0")) {
-        return { path: [...item.path, key], type: "jsonKey", message: "Keys must not contain the NUL character (\\u0000)" };
+    if (Array.isArray(node.value)) {
+      node.value.forEach((child, i) => stack.push({ value: child, depth: node.depth + 1, key: i, parent: node }));
+      continue;
+    }
+    for (const [key, child] of Object.entries(node.value)) {
+      if (keys && key.includes("\0")) {
+        return { path: pathOf(node, key), type: "jsonKey", message: "Keys must not contain the NUL character (\\u0000)" };
       }
       if (keys && key === "__proto__") {
-        return { path: [...item.path, key], type: "jsonKey", message: 'Keys must not be "__proto__"' };
+        return { path: pathOf(node, key), type: "jsonKey", message: 'Keys must not be "__proto__"' };
       }
-      stack.push({ value: child, path: [...item.path, key] });
+      stack.push({ value: child, depth: node.depth + 1, key, parent: node });
     }
   }
   return null;
