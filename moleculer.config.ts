@@ -2,6 +2,7 @@ import os from "node:os";
 import type { BrokerOptions, LogLevels } from "moleculer";
 import { loadConfig } from "./lib/config";
 import { CoalescingNatsTransporter } from "./lib/nats-transporter";
+import { PlatformValidator } from "./lib/validator";
 
 /**
  * Broker options for every process. No TRANSPORTER means one process holding every service (the embedded
@@ -22,7 +23,8 @@ export function brokerOptions(overrides: Partial<BrokerOptions> = {}): BrokerOpt
     heartbeatInterval: 5,
     heartbeatTimeout: 15,
     registry: { strategy: "RoundRobin", preferLocal: true },
-    validator: true,
+    // fastest-validator, with null in an optional non-nullable field read as "not given" (lib/validator.ts).
+    validator: new PlatformValidator(),
     // Per-process cache for actions that declare `cache` (hot reads such as users.me); see CACHE_TTL_SECONDS.
     cacher: config.cacheTtlSeconds > 0 ? { type: "Memory", options: { ttl: config.cacheTtlSeconds } } : undefined,
     // METRICS_PORT exposes Prometheus metrics (e.g. knowledge_loader_jobs_pending for an autoscaler).

@@ -198,9 +198,8 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       for (const key of ["name", "identifier", "description", "instructions", "model", "temperature", "max_tokens", "image_url"] as const) {
         if (params[key] !== undefined) agent.set(key, params[key]);
       }
-      // null in an optional field is "not given" (the validator lets it through).
-      if (params.access_level != null) agent.access_level = normalizeAccessLevel(params.access_level);
-      if (params.configuration != null) {
+      if (params.access_level !== undefined) agent.access_level = normalizeAccessLevel(params.access_level);
+      if (params.configuration !== undefined) {
         agent.configuration = mergeConfiguration(agent.configuration ?? {}, params.configuration);
         agent.markModified("configuration");
       }

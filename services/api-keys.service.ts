@@ -96,10 +96,9 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMet
         const added = ctx.params.permissions?.filter((p) => !key.permissions.includes(p)) ?? [];
         const refusal = permissionGrantRefusal(ctx.meta, added);
         if (refusal) throw ERRORS.forbidden(refusal);
-        if (ctx.params.permissions != null) key.permissions = ctx.params.permissions;
-        // The validator lets null through for optional fields: a key's name and status cannot be null.
-        if (ctx.params.name != null) key.name = ctx.params.name;
-        if (ctx.params.status != null) key.status = ctx.params.status;
+        if (ctx.params.permissions !== undefined) key.permissions = ctx.params.permissions;
+        if (ctx.params.name !== undefined) key.name = ctx.params.name;
+        if (ctx.params.status !== undefined) key.status = ctx.params.status;
         return this.recordChange(changeOf("api_key.updated", "apikeys", key), async () => {
           await key.save();
           return key.toJSON();

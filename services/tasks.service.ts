@@ -366,9 +366,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const { fields, problems } = timingFields(params);
       if (params.task_template) problems.push(...(await assigneeProblems(this.db, this.accountOf(ctx), params.task_template, "task_template.")));
       if (problems.length) throw ERRORS.validation(problems);
-      // The validator lets null through for optional fields: only description may be stored null.
-      const given = Object.entries(pickDefined(params, SCHEDULED_TASK_KEYS)).filter(([key, value]) => value !== null || key === "description");
-      return { ...Object.fromEntries(given), ...fields };
+      return { ...pickDefined(params, SCHEDULED_TASK_KEYS), ...fields };
     },
   },
 };

@@ -188,8 +188,7 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (params[key] !== undefined) team.set(key, params[key]);
       }
       const accessLevel = (params.access_level?.toUpperCase() as TeamAccessLevel | undefined) ?? team.access_level;
-      // null in an optional field is "not given" (the validator lets it through).
-      const password = params.access_password ?? undefined;
+      const password = params.access_password;
       const problem = passwordProblem(accessLevel, password, Boolean(team.access_password_hash));
       if (problem) throw ERRORS.badRequest(problem);
       team.access_level = accessLevel;

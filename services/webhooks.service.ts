@@ -41,14 +41,13 @@ type SubscriptionDoc = HydratedDocument<WebhookSubscriptionRecord>;
 
 /** Keeps only the fields a client may set (extra body keys never reach the database) and checks the URL. */
 function pickSubscriptionFields(params: SubscriptionParams): Partial<WebhookSubscriptionRecord> {
-  // null in an optional field is "not given" (the validator lets it through); description alone may be null.
-  const problem = params.url == null ? null : urlProblem(params.url);
+  const problem = params.url === undefined ? null : urlProblem(params.url);
   if (problem) throw ERRORS.validation([problem]);
   const out: Partial<WebhookSubscriptionRecord> = {};
-  if (params.url != null) out.url = params.url;
+  if (params.url !== undefined) out.url = params.url;
   if (params.description !== undefined) out.description = params.description;
-  if (params.event_types != null) out.event_types = [...new Set(params.event_types)];
-  if (params.enabled != null) Object.assign(out, { enabled: params.enabled, disabled_reason: null });
+  if (params.event_types !== undefined) out.event_types = [...new Set(params.event_types)];
+  if (params.enabled !== undefined) Object.assign(out, { enabled: params.enabled, disabled_reason: null });
   return out;
 }
 

@@ -47,13 +47,12 @@ export function timingFields(params: Pick<ScheduledTaskParams, "schedule" | "tim
 } {
   const fields: { schedule?: string; timezone?: string } = {};
   const problems: FieldProblem[] = [];
-  // null is "not given", as the validator lets it through for optional fields.
-  if (params.schedule != null) {
+  if (params.schedule !== undefined) {
     const problem = cronProblem(params.schedule);
     if (problem) problems.push({ field: "schedule", message: problem, type: "cron" });
     else fields.schedule = params.schedule.trim().split(/\s+/).join(" ");
   }
-  if (params.timezone != null) {
+  if (params.timezone !== undefined) {
     const zone = canonicalTimezone(params.timezone);
     if (!zone) problems.push({ field: "timezone", message: `Unknown time zone "${params.timezone}": use an IANA name such as "UTC" or "Europe/Berlin"`, type: "timezone" });
     else fields.timezone = zone;

@@ -1,0 +1,58 @@
+import { Validators } from "moleculer";
+
+type Rule = string | { type?: string; optional?: boolean; nullable?: boolean; props?: Record<string, Rule> } | Rule[];
+type Checker = ReturnType<InstanceType<typeof Validators.Fastest>["compile"]>;
+
+/**
+ * fastest-validator accepts null in an optional field that is not nullable (it reads null as missing) but
+ * leaves the null in the params. The platform's contract is the same reading everywhere: such a null is
+ * "not given". So after a successful check those keys are removed, once here, and actions only ever see
+ * null where a field declares `nullable`.
+ */
+export class PlatformValidator extends Validators.Fastest {
+  override compile(schema: Record<string, Rule>): Checker {
+    const check = super.compile(schema);
+    const strip = schema.$$root ? undefined : nullStripper(schema);
+    if (!strip) return check;
+    // The result is true or a list of problems (the typings say boolean); `async` tells the middleware to await it.
+    const stripped: Checker = (params, opts) => {
+      const result = check(params, opts);
+      if (check.async) return (result as Promise<boolean>).then((r) => (r === true && strip(params), r));
+      if (result === true) strip(params);
+      return result;
+    };
+    stripped.async = check.async;
+    return stripped;
+  }
+}
+
+/** Whether null in a field with this rule means "not given" (optional and not nullable). */
+function nullMeansAbsent(rule: Rule): boolean {
+  if (Array.isArray(rule)) return rule.every(nullMeansAbsent);
+  if (typeof rule === "string") return /\boptional\b/.test(rule) && !/\bnullable\b/.test(rule);
+  return rule.optional === true && rule.nullable !== true;
+}
+
+function nestedProps(rule: Rule): Record<string, Rule> | undefined {
+  return !Array.isArray(rule) && typeof rule === "object" && rule.type === "object" ? rule.props : undefined;
+}
+
+/** A function removing such nulls from params shaped by `props` (and nested object props), or none if no field can hold one. */
+function nullStripper(props: Record<string, Rule>): ((value: unknown) => void) | undefined {
+  const absentWhenNull: string[] = [];
+  const nested: [string, (value: unknown) => void][] = [];
+  for (const [key, rule] of Object.entries(props)) {
+    if (key.startsWith("$$")) continue;
+    if (nullMeansAbsent(rule)) absentWhenNull.push(key);
+    const inner = nestedProps(rule);
+    const strip = inner && nullStripper(inner);
+    if (strip) nested.push([key, strip]);
+  }
+  if (!absentWhenNull.length && !nested.length) return undefined;
+  return (value) => {
+    if (value === null || typeof value !== "object" || Array.isArray(value)) return;
+    const record = value as Record<string, unknown>;
+    for (const key of absentWhenNull) if (record[key] === null) delete record[key];
+    for (const [key, strip] of nested) strip(record[key]);
+  };
+}

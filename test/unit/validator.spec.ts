@@ -1,0 +1,32 @@
+import { PlatformValidator } from "../../lib/validator";
+
+describe("params validator: null in an optional field that is not nullable is not given", () => {
+  const validator = new PlatformValidator();
+  const check = validator.compile({
+    name: { type: "string", optional: true },
+    description: { type: "string", optional: true, nullable: true },
+    level: "string|optional",
+    title: "string",
+    refresh: { type: "object", optional: true, nullable: true, props: { cron: { type: "string", optional: true }, prune: { type: "boolean", optional: true } } },
+  });
+
+  it("drops such nulls after a successful check and keeps nullable ones", () => {
+    const params: Record<string, unknown> = { title: "t", name: null, description: null, level: null, refresh: { cron: null, prune: true } };
+    expect(check(params)).toBe(true);
+    expect(params).toEqual({ title: "t", description: null, refresh: { prune: true } });
+  });
+
+  it("still refuses null in a required field and leaves params untouched on failure", () => {
+    const params: Record<string, unknown> = { title: null, name: null };
+    expect(check(params)).not.toBe(true);
+    expect(params).toEqual({ title: null, name: null });
+  });
+
+  it("keeps an async checker async", async () => {
+    const asyncCheck = validator.compile({ $$async: true, name: { type: "string", optional: true } });
+    expect(asyncCheck.async).toBe(true);
+    const params: Record<string, unknown> = { name: null };
+    await expect(asyncCheck(params)).resolves.toBe(true);
+    expect(params).toEqual({});
+  });
+});
