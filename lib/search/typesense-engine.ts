@@ -27,8 +27,13 @@ const MULTI_SEARCH_LIMIT = 50;
 export interface TypesenseEngineOptions {
   url: string;
   apiKey: string;
+  /** What searches read: an alias of the embedding model's collection (or, from before aliases, the collection). */
   collection: string;
   dimensions: number;
+  /** The embedding model: a new deployment's collection is named after it and its dimensions. */
+  model?: string;
+  /** The stored vectors are of another model: fill this model's collection while the current one answers. */
+  switchingModel?: boolean;
 }
 
 /** The fields a chunk has in the shared collection. */
@@ -109,6 +114,10 @@ function termFrequencies(d: Pick<ChunkDocument, "title_terms" | "content_terms">
 export class TypesenseEngine implements SearchIndex {
   readonly engine = "typesense" as const;
   private readonly client: Client;
+  /** The collection every write goes to: the configured model's (searches read the alias). */
+  private target: string;
+  /** During a model switch, the collection the alias still points at: it takes text writes and deletes, no vectors. */
+  private previous?: string;
 
   constructor(private readonly options: TypesenseEngineOptions) {
     this.client = new Client({
@@ -118,12 +127,13 @@ export class TypesenseEngine implements SearchIndex {
       numRetries: 2,
       logLevel: "warn",
     });
+    this.target = options.collection;
   }
 
   /** The collection schema: analysed terms for matching, stored text for hits, an optional cosine vector, tenant ids. */
-  schema() {
+  schema(name = this.target) {
     return {
-      name: this.options.collection,
+      name,
       fields: [
         { name: "account_id", type: "int64" },
         { name: "source_id", type: "int64" },
@@ -148,28 +158,89 @@ export class TypesenseEngine implements SearchIndex {
     if (version && !isSupportedTypesenseVersion(version)) {
       throw new Error(`Typesense ${version} at ${this.options.url} is not supported: needs ${MIN_TYPESENSE_VERSION} or later`);
     }
-    try {
-      await this.client.collections().create(this.schema() as never);
-    } catch (err) {
-      // Another replica (or an earlier start) created it: it must have this schema's fields and dimensions.
-      if (!(err instanceof Errors.ObjectAlreadyExists)) throw err;
-      await this.checkCollection();
+    const current = await this.servingCollection();
+    const own = this.modelCollection();
+    if (current === undefined) {
+      this.target = own;
+      await this.createCollection(own);
+      await this.client.aliases().upsert(this.options.collection, { collection_name: own });
+    } else if (!this.options.switchingModel || current === own) {
+      // No switch (or one whose alias already moved before a crash): the collection searched is written.
+      this.target = current;
+      await this.checkCollection(current);
+    } else {
+      this.target = own;
+      this.previous = current;
+      await this.createCollection(own);
     }
   }
 
-  private async checkCollection() {
-    const existing = (await this.client.collections(this.options.collection).retrieve()) as unknown as {
+  /** The collection the alias points at, the collection itself from before aliases, or undefined when neither exists. */
+  private async servingCollection(): Promise<string | undefined> {
+    try {
+      return ((await this.client.aliases(this.options.collection).retrieve()) as { collection_name: string }).collection_name;
+    } catch (err) {
+      if (!(err instanceof Errors.ObjectNotFound)) throw err;
+    }
+    try {
+      await this.client.collections(this.options.collection).retrieve();
+      return this.options.collection;
+    } catch (err) {
+      if (!(err instanceof Errors.ObjectNotFound)) throw err;
+      return undefined;
+    }
+  }
+
+  /** One collection per embedding model and dimensions, so a model switch never mixes vectors. */
+  private modelCollection(): string {
+    return `${this.options.collection}__${(this.options.model ?? "none").replace(/[^\w-]/g, "_")}_${this.options.dimensions}`;
+  }
+
+  private async createCollection(name: string) {
+    try {
+      await this.client.collections().create(this.schema(name) as never);
+    } catch (err) {
+      // Another replica (or an earlier start) created it: it must have this schema's fields and dimensions.
+      if (!(err instanceof Errors.ObjectAlreadyExists)) throw err;
+      await this.checkCollection(name);
+    }
+  }
+
+  private async checkCollection(name: string) {
+    const existing = (await this.client.collections(name).retrieve()) as unknown as {
       fields: { name: string; num_dim?: number }[];
     };
     const names = new Set(existing.fields.map((f) => f.name));
-    const missing = this.schema().fields.filter((f) => !names.has(f.name)).map((f) => f.name);
+    const missing = this.schema(name).fields.filter((f) => !names.has(f.name)).map((f) => f.name);
     if (missing.length) {
-      throw new Error(`Typesense collection ${this.options.collection} lacks fields ${missing.join(", ")}: drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
+      throw new Error(`Typesense collection ${name} lacks fields ${missing.join(", ")}: drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
     }
     const dims = existing.fields.find((f) => f.name === "embedding")?.num_dim;
     if (dims !== this.options.dimensions) {
-      throw new Error(`Typesense collection ${this.options.collection} has ${dims}-d vectors, the embedding model gives ${this.options.dimensions}`);
+      throw new Error(`Typesense collection ${name} has ${dims}-d vectors, the embedding model gives ${this.options.dimensions}`);
     }
+  }
+
+  /**
+   * Copies chunks into the new model's collection during a model switch (their vectors follow from the
+   * embedding stage); the collection searched meanwhile is not touched.
+   */
+  async copyForModelSwitch(chunks: IndexedChunk[]) {
+    await this.importChunks(this.target, chunks);
+  }
+
+  /**
+   * Ends a model switch: the alias points at the new model's collection (one request: every replica's next
+   * search reads it), and the previous collection is dropped. A collection from before aliases has the alias's
+   * name, so it is dropped first and the alias created after it: searches in between (milliseconds) fail.
+   */
+  async finishModelSwitch() {
+    const previous = this.previous;
+    if (!previous) return;
+    if (previous === this.options.collection) await this.client.collections(previous).delete();
+    await this.client.aliases().upsert(this.options.collection, { collection_name: this.target });
+    this.previous = undefined;
+    if (previous !== this.options.collection) await this.client.collections(previous).delete();
   }
 
   async stop() {}
@@ -182,8 +253,13 @@ export class TypesenseEngine implements SearchIndex {
     return parts.join(" && ");
   }
 
-  private documents() {
-    return this.client.collections<ChunkDocument>(this.options.collection).documents();
+  private documents(collection = this.target) {
+    return this.client.collections<ChunkDocument>(collection).documents();
+  }
+
+  /** The collections a text write or delete goes to: the model's, and during a switch the one still searched. */
+  private written(): string[] {
+    return this.previous ? [this.target, this.previous] : [this.target];
   }
 
   /** Runs searches in as few multi_search requests as Typesense accepts (one, unless a query has many terms). */
@@ -204,6 +280,12 @@ export class TypesenseEngine implements SearchIndex {
   }
 
   async upsertChunks(chunks: IndexedChunk[]) {
+    await this.importChunks(this.target, chunks);
+    // The collection searched during a switch holds another model's vectors: text only.
+    if (this.previous) await this.importChunks(this.previous, chunks.map((c) => ({ ...c, vector: null })));
+  }
+
+  private async importChunks(collection: string, chunks: IndexedChunk[]) {
     if (!chunks.length) return;
     const docs: ChunkDocument[] = chunks.map((c) => {
       const titleTerms = terms(c.title);
@@ -226,7 +308,7 @@ export class TypesenseEngine implements SearchIndex {
         ...(c.vector ? { embedding: Array.from(c.vector) } : {}),
       };
     });
-    await this.documents().import(docs, { action: "upsert" });
+    await this.documents(collection).import(docs, { action: "upsert" });
   }
 
   /** Typesense has no multi-document transaction: the new chunks go in first, so a document is never absent. */
@@ -253,13 +335,15 @@ export class TypesenseEngine implements SearchIndex {
   }
 
   async deleteChunks(accountId: number, ids: string[]) {
-    for (let i = 0; i < ids.length; i += DELETE_BATCH) {
-      await this.documents().delete({ filter_by: `${this.scope(accountId)} && id:${quoteList(ids.slice(i, i + DELETE_BATCH))}` });
+    for (const collection of this.written()) {
+      for (let i = 0; i < ids.length; i += DELETE_BATCH) {
+        await this.documents(collection).delete({ filter_by: `${this.scope(accountId)} && id:${quoteList(ids.slice(i, i + DELETE_BATCH))}` });
+      }
     }
   }
 
   async deleteSource(accountId: number, sourceId: number) {
-    await this.documents().delete({ filter_by: this.scope(accountId, [sourceId]) });
+    for (const collection of this.written()) await this.documents(collection).delete({ filter_by: this.scope(accountId, [sourceId]) });
   }
 
   /**
@@ -365,7 +449,8 @@ export class TypesenseEngine implements SearchIndex {
     const filter_by = this.scope(accountId, sourceId === undefined ? undefined : [sourceId]);
     const [chunks, vectors, documents] = await this.multi([
       { q: "*", filter_by, per_page: 0, facet_by: "content_bytes", max_facet_values: 1 },
-      { q: "*", filter_by: `${filter_by} && has_vector:true`, per_page: 0 },
+      // Vectors of the configured model: during a model switch the searched collection holds the previous model's.
+      { q: "*", filter_by: `${filter_by} && has_vector:true`, per_page: 0, collection: this.target },
       { q: "*", filter_by, group_by: "document_id", group_limit: 1, per_page: 1 },
     ]);
     const contentBytes = chunks!.facet_counts?.find((f) => f.field_name === "content_bytes")?.stats?.sum ?? 0;
@@ -377,12 +462,16 @@ export class TypesenseEngine implements SearchIndex {
     };
   }
 
-  /** Drops the collection (contract tests use a collection of their own). */
+  /** Drops the alias and the collections it names or this engine writes (contract tests use a collection of their own). */
   async dropCollection() {
-    try {
-      await this.client.collections(this.options.collection).delete();
-    } catch (err) {
-      if (!(err instanceof Errors.ObjectNotFound)) throw err;
+    const collections = new Set([(await this.servingCollection()) ?? this.target, ...this.written()]);
+    const drops = [() => this.client.aliases(this.options.collection).delete(), ...[...collections].map((c) => () => this.client.collections(c).delete())];
+    for (const drop of drops) {
+      try {
+        await drop();
+      } catch (err) {
+        if (!(err instanceof Errors.ObjectNotFound)) throw err;
+      }
     }
   }
 }

@@ -45,9 +45,9 @@ export async function startSearch(config: SearchConfig, models: SearchModels, da
   const provider = embeddingProvider(config);
   const dimensions = provider?.dimensions ?? config.embedding.dimensions;
   const embedded = config.engine === "embedded" ? new EmbeddedEngine({ dimensions }) : undefined;
-  const modelSwitch = embedded && provider ? new ModelSwitch({ models, provider, logger }) : undefined;
+  const modelSwitch = provider ? new ModelSwitch({ models, provider, logger }) : undefined;
   const switching = (await modelSwitch?.needed()) ?? false;
-  const index = embedded ?? new TypesenseEngine({ ...config.typesense, dimensions });
+  const index = embedded ?? new TypesenseEngine({ ...config.typesense, dimensions, model: provider?.model, switchingModel: switching });
   await index.start();
   const generations = new IndexGenerations(models.state);
   const deps: StoreDeps = { models, index, provider, generations, logger };
@@ -81,7 +81,7 @@ export async function startSearch(config: SearchConfig, models: SearchModels, da
     });
     runtime.stage = deps.stage = stage;
     await stage.recover();
-    modelSwitch?.start(stage);
+    modelSwitch?.start(stage, index);
     if (provider instanceof LocalEmbeddingProvider) provider.warmUp().catch((err) => logger.warn("Embedding model failed to load", err));
   }
   await runtime.deletions.resume();

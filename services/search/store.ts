@@ -60,7 +60,7 @@ async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<u
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
-function toIndexed(c: ChunkRecord, vector: Float32Array | null): IndexedChunk {
+export function toIndexed(c: ChunkRecord, vector: Float32Array | null): IndexedChunk {
   return {
     id: c._id,
     accountId: c.account_id,
