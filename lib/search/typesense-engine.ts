@@ -1,6 +1,6 @@
 import { Client, Errors } from "typesense";
 import { bm25Idf, bm25Term, TITLE_WEIGHT } from "./bm25";
-import { fuseRanks } from "./fusion";
+import { fuseLists } from "./fusion";
 import type { ChunkHit, IndexQuery, IndexResult, IndexStats, IndexedChunk, SearchIndex } from "./port";
 import { terms } from "./tokenizer";
 
@@ -108,7 +108,7 @@ function termFrequencies(d: Pick<ChunkDocument, "title_terms" | "content_terms">
  * account_id in one place (scope()). The platform analyses text (tokenizer.terms: folding, stop words,
  * Porter2 stems) and Typesense stores and matches those terms; Typesense finds the keyword candidates and
  * the nearest vectors (both lists in one multi_search), and the platform ranks keyword candidates by BM25
- * with the account's statistics and fuses the lists with fuseRanks, exactly as the embedded engine does.
+ * with the account's statistics and fuses the lists with fuseLists, exactly as the embedded engine does.
  * Vectors are precomputed by the embedding stage and added by partial update.
  */
 export class TypesenseEngine implements SearchIndex {
@@ -427,7 +427,7 @@ export class TypesenseEngine implements SearchIndex {
     const documents = new Map<string, ChunkDocument>();
     for (const { document } of keyword) documents.set(document.id, document);
     for (const h of vector) documents.set(h.document.id, h.document);
-    const fused = fuseRanks(
+    const fused = fuseLists(
       keyword.map(({ document, score }) => ({ id: document.id, score })),
       vector.map((h) => ({ id: h.document.id, distance: h.vector_distance! })),
       q.alpha,
