@@ -22,12 +22,9 @@ import { TypesenseEngine } from "../../lib/search/typesense-engine";
 import { repoRoot } from "../../lib/local-mongo";
 import { startTypesense } from "../../test/harness/servers";
 import { collapseByDocument, embedText } from "../../services/search/rules";
+import { sciFactDir } from "./scifact";
 
-/** ../shared/eval/scifact of the checkout (or of the repository above a worktree), unless SCIFACT_DIR says. */
-const DIR =
-  process.env.SCIFACT_DIR ??
-  [path.resolve(repoRoot(), "..", "shared"), path.resolve(repoRoot(), "..", "..", "shared")].map((d) => path.join(d, "eval", "scifact")).find((d) => fs.existsSync(d)) ??
-  path.resolve(repoRoot(), "..", "shared", "eval", "scifact");
+const DIR = sciFactDir();
 const MODES = (process.env.RELEVANCE_MODES ?? SEARCH_MODES.join(",")).split(",") as SearchMode[];
 const ACCOUNT = 1;
 const DEPTH = 250;

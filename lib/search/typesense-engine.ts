@@ -12,6 +12,8 @@ import {
   MIN_TYPESENSE_VERSION,
   quoteList,
   schemas,
+  vectorCollectionName,
+  vectorSchema,
   type ChunkDocument,
   type CollectionNames,
   type ReplacementDocument,
@@ -35,9 +37,18 @@ const REPLACEMENT_TTL_MS = 10 * 60_000;
 export interface TypesenseEngineOptions {
   url: string;
   apiKey: string;
-  /** Name of the chunks collection; the vectors and replacements collections are named after it. */
+  /** The alias searches read vectors through (TYPESENSE_COLLECTION); the other collections are named after it. */
   collection: string;
   dimensions: number;
+  /** The embedding model: its vectors collection is named after it and its dimensions. */
+  model?: string;
+  /** The stored vectors are of another model: fill this model's vectors collection while the current one answers. */
+  switchingModel?: boolean;
+}
+
+interface Schema {
+  name: string;
+  fields: { name: string; num_dim?: number }[];
 }
 
 interface Hit<D> {
@@ -81,6 +92,10 @@ export class TypesenseEngine implements SearchIndex {
   private readonly client: Client;
   private readonly names: CollectionNames;
   private readonly totals = new TotalsCache();
+  /** The vectors collection every vector write goes to: the configured model's (searches read the alias). */
+  private target: string;
+  /** During a model switch, the vectors collection the alias still names: it takes deletes, no new vectors. */
+  private previous?: string;
 
   constructor(private readonly options: TypesenseEngineOptions) {
     this.client = new Client({
@@ -91,10 +106,7 @@ export class TypesenseEngine implements SearchIndex {
       logLevel: "warn",
     });
     this.names = collectionNames(options.collection);
-  }
-
-  schemas() {
-    return schemas(this.names, this.options.dimensions);
+    this.target = vectorCollectionName(options.collection, options.model, options.dimensions);
   }
 
   async start() {
@@ -102,28 +114,75 @@ export class TypesenseEngine implements SearchIndex {
     if (version && !isSupportedTypesenseVersion(version)) {
       throw new Error(`Typesense ${version} at ${this.options.url} is not supported: needs ${MIN_TYPESENSE_VERSION} or later`);
     }
-    for (const schema of Object.values(this.schemas())) {
-      try {
-        await this.client.collections().create(schema as never);
-      } catch (err) {
-        // Another replica (or an earlier start) created it: it must have this schema's fields and dimensions.
-        if (!(err instanceof Errors.ObjectAlreadyExists)) throw err;
-        await this.checkCollection(schema);
-      }
+    for (const schema of Object.values(schemas(this.names))) await this.createCollection(schema);
+    const current = await this.servingVectors();
+    const own = this.target;
+    if (current === undefined) {
+      await this.createCollection(vectorSchema(own, this.options.dimensions));
+      await this.client.aliases().upsert(this.options.collection, { collection_name: own });
+    } else if (!this.options.switchingModel || current === own) {
+      // No switch (or one whose alias already moved before a crash): the collection searched is written.
+      this.target = current;
+      await this.checkCollection(vectorSchema(current, this.options.dimensions));
+    } else {
+      this.previous = current;
+      await this.createCollection(vectorSchema(own, this.options.dimensions));
     }
   }
 
-  private async checkCollection(schema: { name: string; fields: { name: string; num_dim?: number }[] }) {
+  /** The vectors collection the alias names, or undefined before the first start. */
+  private async servingVectors(): Promise<string | undefined> {
+    try {
+      return ((await this.client.aliases(this.options.collection).retrieve()) as { collection_name: string }).collection_name;
+    } catch (err) {
+      if (!(err instanceof Errors.ObjectNotFound)) throw err;
+    }
+    try {
+      await this.client.collections(this.options.collection).retrieve();
+    } catch (err) {
+      if (!(err instanceof Errors.ObjectNotFound)) throw err;
+      return undefined;
+    }
+    throw new Error(`Typesense collection ${this.options.collection} is of the one-collection layout (before 2026-11-24): drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
+  }
+
+  private async createCollection(schema: Schema) {
+    try {
+      await this.client.collections().create(schema as never);
+    } catch (err) {
+      // Another replica (or an earlier start) created it: it must have this schema's fields and dimensions.
+      if (!(err instanceof Errors.ObjectAlreadyExists)) throw err;
+      await this.checkCollection(schema);
+    }
+  }
+
+  private async checkCollection(schema: Schema) {
     const existing = (await this.client.collections(schema.name).retrieve()) as unknown as { fields: { name: string; num_dim?: number }[] };
     const names = new Set(existing.fields.map((f) => f.name));
     const missing = schema.fields.filter((f) => !names.has(f.name)).map((f) => f.name);
-    // Before vectors had a collection of their own, chunks carried them.
-    if (missing.length || (schema.name === this.names.chunks && names.has("embedding"))) {
+    if (missing.length) {
       throw new Error(`Typesense collection ${schema.name} has another layout: drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
     }
     const want = schema.fields.find((f) => f.num_dim)?.num_dim;
     const dims = existing.fields.find((f) => f.num_dim)?.num_dim;
     if (want !== dims) throw new Error(`Typesense collection ${schema.name} has ${dims}-d vectors, the embedding model gives ${want}`);
+  }
+
+  /** Copies chunks' vectors of the new model into its collection during a model switch (text is shared). */
+  async copyForModelSwitch(chunks: IndexedChunk[]) {
+    await this.importVectors(chunks);
+  }
+
+  /**
+   * Ends a model switch: the alias names the new model's vectors collection (one request: every replica's
+   * next search reads it), and the previous one is dropped.
+   */
+  async finishModelSwitch() {
+    const previous = this.previous;
+    if (!previous) return;
+    await this.client.aliases().upsert(this.options.collection, { collection_name: this.target });
+    this.previous = undefined;
+    await this.client.collections(previous).delete();
   }
 
   async stop() {}
@@ -179,16 +238,17 @@ export class TypesenseEngine implements SearchIndex {
   async upsertChunks(chunks: IndexedChunk[]) {
     if (!chunks.length) return;
     await this.documents<ChunkDocument>(this.names.chunks).import(chunks.map(chunkDocument), { action: "upsert" });
-    const vectors: VectorDocument[] = [];
+    await this.importVectors(chunks);
+    // A chunk is upserted whole: one without a vector has none of this model, whatever it had before.
     const withoutVector = new Map<number, string[]>();
-    for (const c of chunks) {
-      if (c.vector) vectors.push({ id: c.id, account_id: c.accountId, source_id: c.sourceId, embedding: Array.from(c.vector) });
-      else withoutVector.set(c.accountId, [...(withoutVector.get(c.accountId) ?? []), c.id]);
-    }
-    if (vectors.length) await this.documents<VectorDocument>(this.names.vectors).import(vectors, { action: "upsert" });
-    // A chunk is upserted whole: one without a vector has none, whatever it had before.
-    for (const [accountId, ids] of withoutVector) await this.deleteByIds(this.names.vectors, accountId, ids);
+    for (const c of chunks) if (!c.vector) withoutVector.set(c.accountId, [...(withoutVector.get(c.accountId) ?? []), c.id]);
+    for (const [accountId, ids] of withoutVector) await this.deleteByIds(this.target, accountId, ids);
     for (const c of chunks) this.totals.forget(c.accountId);
+  }
+
+  private async importVectors(chunks: IndexedChunk[]) {
+    const vectors: VectorDocument[] = chunks.flatMap((c) => (c.vector ? [{ id: c.id, account_id: c.accountId, source_id: c.sourceId, embedding: Array.from(c.vector) }] : []));
+    if (vectors.length) await this.documents<VectorDocument>(this.target).import(vectors, { action: "upsert" });
   }
 
   /**
@@ -225,28 +285,26 @@ export class TypesenseEngine implements SearchIndex {
     const sources = await this.existing(accountId, vectors.map((v) => v.id));
     const present = vectors.filter((v) => sources.has(v.id));
     if (!present.length) return;
-    await this.documents<VectorDocument>(this.names.vectors).import(
+    await this.documents<VectorDocument>(this.target).import(
       present.map((v) => ({ id: v.id, account_id: accountId, source_id: sources.get(v.id)!, embedding: Array.from(v.vector) })),
       { action: "upsert" },
     );
-    try {
-      await this.documents(this.names.chunks).import(present.map((v) => ({ id: v.id, has_vector: true })) as never, { action: "update" });
-    } catch (err) {
-      if (!(err instanceof Errors.ImportError)) throw err;
-      const failures = (err as unknown as { importResults?: { success: boolean; code?: number }[] }).importResults ?? [];
-      if (failures.some((r) => !r.success && r.code !== 404)) throw err;
-    }
+  }
+
+  /** The vectors collections a delete goes to: the model's, and during a switch the one still searched. */
+  private vectorCollections(): string[] {
+    return this.previous ? [this.target, this.previous] : [this.target];
   }
 
   async deleteChunks(accountId: number, ids: string[]) {
     await this.deleteByIds(this.names.chunks, accountId, ids);
-    await this.deleteByIds(this.names.vectors, accountId, ids);
+    for (const collection of this.vectorCollections()) await this.deleteByIds(collection, accountId, ids);
     this.totals.forget(accountId);
   }
 
   async deleteSource(accountId: number, sourceId: number) {
     await this.documents(this.names.chunks).delete({ filter_by: this.scope(accountId, [sourceId]) });
-    await this.documents(this.names.vectors).delete({ filter_by: this.scope(accountId, [sourceId]) });
+    for (const collection of this.vectorCollections()) await this.documents(collection).delete({ filter_by: this.scope(accountId, [sourceId]) });
     this.totals.forget(accountId);
   }
 
@@ -371,7 +429,8 @@ export class TypesenseEngine implements SearchIndex {
     const collection = this.names.chunks;
     const [chunks, vectors, documents] = await this.multi([
       { collection, q: "*", filter_by, per_page: 0, facet_by: "content_bytes", max_facet_values: 1 },
-      { collection, q: "*", filter_by: `${filter_by} && has_vector:true`, per_page: 0 },
+      // Vectors of the configured model: during a model switch the alias names the previous model's.
+      { collection: this.target, q: "*", filter_by, per_page: 0 },
       { collection, q: "*", filter_by, group_by: "document_id", group_limit: 1, per_page: 1 },
     ]);
     const contentBytes = chunks!.facet_counts?.find((f) => f.field_name === "content_bytes")?.stats?.sum ?? 0;
@@ -383,11 +442,14 @@ export class TypesenseEngine implements SearchIndex {
     };
   }
 
-  /** Drops the collections (contract tests use collections of their own). */
+  /** Drops the alias and every collection named after it that this engine knows (tests use collections of their own). */
   async dropCollection() {
-    for (const name of Object.values(this.names)) {
+    const serving = await this.servingVectors().catch(() => this.options.collection);
+    const collections = new Set([this.names.chunks, this.names.replacements, this.target, ...this.vectorCollections(), ...(serving ? [serving] : [])]);
+    const drops = [() => this.client.aliases(this.options.collection).delete(), ...[...collections].map((c) => () => this.client.collections(c).delete())];
+    for (const drop of drops) {
       try {
-        await this.client.collections(name).delete();
+        await drop();
       } catch (err) {
         if (!(err instanceof Errors.ObjectNotFound)) throw err;
       }

@@ -41,13 +41,13 @@ export interface ChunkDocument {
   /** BM25 length of the chunk: title terms count TITLE_WEIGHT times (as in the embedded engine). */
   term_count: number;
   content_bytes: number;
-  has_vector: boolean;
   indexed_at: number;
 }
 
 /**
- * A chunk's vector, in a collection of its own: Typesense 0.24 parses a hit's whole stored document, and a
- * 512-d vector is most of a chunk's JSON, so keyword candidates and text reads would pay for it on every hit.
+ * A chunk's vector, in a collection per embedding model: Typesense 0.24 parses a hit's whole stored
+ * document, and a 512-d vector is most of a chunk's JSON, so keyword candidates and text reads would pay
+ * for it on every hit; and a model switch fills a new vectors collection while the text stays.
  */
 export interface VectorDocument {
   id: string;
@@ -67,16 +67,34 @@ export interface ReplacementDocument {
 
 export interface CollectionNames {
   chunks: string;
+  /** The alias searches read vectors through: it names the embedding model's vectors collection. */
   vectors: string;
   replacements: string;
 }
 
+/** The collections named after TYPESENSE_COLLECTION (the alias of the vectors). */
 export function collectionNames(base: string): CollectionNames {
-  return { chunks: base, vectors: `${base}_vectors`, replacements: `${base}_replacements` };
+  return { chunks: `${base}__chunks`, vectors: base, replacements: `${base}__replacements` };
 }
 
-/** The three collections: analysed terms and stored text, cosine vectors, and replacements in progress. */
-export function schemas(names: CollectionNames, dimensions: number) {
+/** One vectors collection per embedding model and dimensions, so a model switch never mixes vectors. */
+export function vectorCollectionName(base: string, model: string | undefined, dimensions: number): string {
+  return `${base}__${(model ?? "none").replace(/[^\w-]/g, "_")}_${dimensions}`;
+}
+
+export function vectorSchema(name: string, dimensions: number) {
+  return {
+    name,
+    fields: [
+      { name: "account_id", type: "int64" },
+      { name: "source_id", type: "int64" },
+      { name: "embedding", type: "float[]", num_dim: dimensions, vec_dist: "cosine" },
+    ],
+  };
+}
+
+/** The model-independent collections: analysed terms and stored text, and replacements in progress. */
+export function schemas(names: CollectionNames) {
   return {
     chunks: {
       name: names.chunks,
@@ -92,16 +110,7 @@ export function schemas(names: CollectionNames, dimensions: number) {
         { name: "content_terms", type: "string" },
         { name: "term_count", type: "int32", facet: true },
         { name: "content_bytes", type: "int32", facet: true },
-        { name: "has_vector", type: "bool" },
         { name: "indexed_at", type: "int64" },
-      ],
-    },
-    vectors: {
-      name: names.vectors,
-      fields: [
-        { name: "account_id", type: "int64" },
-        { name: "source_id", type: "int64" },
-        { name: "embedding", type: "float[]", num_dim: dimensions, vec_dist: "cosine" },
       ],
     },
     replacements: {
@@ -131,7 +140,6 @@ export function chunkDocument(c: IndexedChunk): ChunkDocument {
     content_terms: contentTerms.join(" "),
     term_count: TITLE_WEIGHT * titleTerms.length + contentTerms.length,
     content_bytes: Buffer.byteLength(c.content),
-    has_vector: c.vector !== null,
     indexed_at: c.indexedAt,
   };
 }

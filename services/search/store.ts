@@ -7,7 +7,7 @@ import { bufferToVector } from "../../lib/search/vectors";
 import type { EmbedJob, EmbedStage } from "./embed-stage";
 import type { IndexGenerations } from "./generations";
 import type { ChunkRecord, DocumentRecord, SearchModels } from "./model";
-import { contentHash, documentIdFor, embedText, indexKey, planChunks, type PlannedChunk } from "./rules";
+import { contentHash, documentIdFor, documentSummary, embedText, indexKey, planChunks, type PlannedChunk } from "./rules";
 
 /** Writes per round trip when removing chunks by id (by _id each: the one query every backend serves fast). */
 const DELETE_CONCURRENCY = 50;
@@ -60,7 +60,7 @@ async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<u
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
-function toIndexed(c: ChunkRecord, vector: Float32Array | null): IndexedChunk {
+export function toIndexed(c: ChunkRecord, vector: Float32Array | null): IndexedChunk {
   return {
     id: c._id,
     accountId: c.account_id,
@@ -233,6 +233,16 @@ export async function indexDocuments(
 }
 
 /** Removes one document everywhere: index first (it stops matching), then chunks, then the record. */
+/** A page of documents (newest first) as listing items, and how many match. */
+export async function documentPage(models: SearchModels, filter: Record<string, unknown>, skip: number, limit: number) {
+  const [rows, total] = await Promise.all([
+    models.documents.find(filter, { chunk_ids: 1, title: 1, url: 1, content: 1, source_id: 1, indexed_at: 1 })
+      .sort({ indexed_at: -1, _id: 1 }).skip(skip).limit(limit).lean<DocumentRecord[]>(),
+    models.documents.countDocuments(filter),
+  ]);
+  return { documents: rows.map(documentSummary), total };
+}
+
 export async function removeDocument(deps: StoreDeps, doc: Pick<DocumentRecord, "_id" | "account_id" | "chunk_ids">) {
   const { models, index } = deps;
   // Resumable: a failed deletion keeps its queue entry and is finished at the next start.
