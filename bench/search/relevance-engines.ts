@@ -3,14 +3,15 @@
  * chunks documents, each of the 300 test queries ranks chunks, documents take their best chunk's rank,
  * and nDCG@10 and recall@100 are printed per engine and mode. Typesense is the test harness's
  * typesense-server (or TYPESENSE_URL's). Semantic and hybrid embed the corpus with the bundled model
- * (minutes on two cores): RELEVANCE_MODES=keyword measures keyword alone.
+ * (minutes on two cores; the vectors are kept in .cache/bench/ for the next run, keyed by model and texts):
+ * RELEVANCE_MODES=keyword measures keyword alone.
  *
  *   npm run bench:search:engines      (SCIFACT_DIR, default ../shared/eval/scifact)
  */
 import fs from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { chunkText } from "../../lib/search/chunking";
 import { MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
 import { EmbeddedEngine } from "../../lib/search/embedded-engine";
@@ -18,6 +19,7 @@ import { DEFAULT_LOCAL_MODEL, LocalEmbeddingProvider } from "../../lib/search/em
 import { DEFAULT_HYBRID_ALPHA } from "../../lib/search/fusion";
 import { SEARCH_MODES, type IndexedChunk, type SearchIndex, type SearchMode } from "../../lib/search/port";
 import { TypesenseEngine } from "../../lib/search/typesense-engine";
+import { repoRoot } from "../../lib/local-mongo";
 import { startTypesense } from "../../test/harness/servers";
 import { collapseByDocument, embedText } from "../../services/search/rules";
 import { sciFactDir } from "./scifact";
@@ -53,6 +55,33 @@ function recallAt100(ranked: string[], relevant: Map<string, number>): number {
   return [...relevant.keys()].filter((d) => top.has(d)).length / relevant.size;
 }
 
+/**
+ * The vectors of `texts` (the first `documents` embedded as documents, the rest as queries), from
+ * .cache/bench/ when an earlier run embedded the same texts with the same model, else embedded and kept.
+ */
+async function cachedEmbeddings(provider: LocalEmbeddingProvider, texts: string[], documents: number): Promise<Float32Array[]> {
+  const key = createHash("sha256").update(provider.model).update(JSON.stringify(texts)).update(String(documents)).digest("hex").slice(0, 16);
+  const file = path.join(repoRoot(), ".cache", "bench", `scifact-${provider.model}-${key}.f32`);
+  const dims = provider.dimensions;
+  if (fs.existsSync(file)) {
+    const all = new Float32Array(new Uint8Array(fs.readFileSync(file)).buffer);
+    if (all.length === texts.length * dims) {
+      console.log(`vectors of ${texts.length} texts from ${path.relative(repoRoot(), file)}`);
+      return texts.map((_, i) => all.slice(i * dims, (i + 1) * dims));
+    }
+  }
+  const t0 = performance.now();
+  const out: Float32Array[] = [];
+  for (let i = 0; i < documents; i += 64) out.push(...(await provider.embed(texts.slice(i, Math.min(i + 64, documents)), "batch")));
+  out.push(...(await provider.embed(texts.slice(documents), "query")));
+  console.log(`embedded ${documents} chunks and ${texts.length - documents} queries in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  const all = new Float32Array(texts.length * dims);
+  out.forEach((v, i) => all.set(v, i * dims));
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, new Uint8Array(all.buffer));
+  return out;
+}
+
 async function main() {
   const corpus = jsonl<{ _id: string; title: string; text: string }>("corpus.jsonl");
   const judged = qrels();
@@ -68,14 +97,10 @@ async function main() {
   );
   const queryVectors: (Float32Array | null)[] = queries.map(() => null);
   if (provider) {
-    const t0 = performance.now();
-    for (let i = 0; i < chunks.length; i += 64) {
-      const batch = chunks.slice(i, i + 64);
-      const vectors = await provider.embed(batch.map((c) => embedText(c.title, c.content)), "batch");
-      batch.forEach((c, j) => (c.vector = vectors[j]!));
-    }
-    (await provider.embed(queries.map((q) => q.text), "query")).forEach((v, i) => (queryVectors[i] = v));
-    console.log(`embedded ${chunks.length} chunks and ${queries.length} queries in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    const texts = [...chunks.map((c) => embedText(c.title, c.content)), ...queries.map((q) => q.text)];
+    const vectors = await cachedEmbeddings(provider, texts, chunks.length);
+    chunks.forEach((c, i) => (c.vector = vectors[i]!));
+    queries.forEach((_, i) => (queryVectors[i] = vectors[chunks.length + i]!));
     await provider.close();
   }
 

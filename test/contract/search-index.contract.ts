@@ -197,6 +197,26 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
       await index.deleteSource(c, 99);
     });
 
+    it("a searcher during a replacement sees the old version or the new one, never neither nor both", async () => {
+      const page = (id: string, position: number, content: string) => ({
+        ...chunk(c, 98, CORPUS[1]!, false), id: `${c}-swap-${id}`, documentId: `${c}-swap`, position, content,
+      });
+      const kept = page("kept", 0, "Marmoset ledger opening chapter");
+      const before = [kept, page("old", 1, "Marmoset ledger closing chapter, first edition")];
+      const after = [kept, page("new", 1, "Marmoset ledger closing chapter, second edition")];
+      await index.upsertChunks(before);
+      const seen = new Set<string>();
+      let done = false;
+      const replaced = index.replaceChunks(c, after, [before[1]!.id]).finally(() => (done = true));
+      do seen.add((await index.search(query(c, "marmoset ledger", "keyword"))).hits.map((h) => h.id).sort().join(" "));
+      while (!done);
+      await replaced;
+      const versions = [before, after].map((v) => v.map((x) => x.id).sort().join(" "));
+      expect([...seen].filter((s) => !versions.includes(s))).toEqual([]);
+      expect((await index.search(query(c, "marmoset ledger", "keyword"))).hits.map((h) => h.id).sort().join(" ")).toBe(versions[1]);
+      await index.deleteSource(c, 98);
+    });
+
     it("deleted chunks and sources stop matching at once and leave other accounts alone", async () => {
       await index.deleteChunks(b, [`${b}-vpn-0`]);
       expect((await index.search(query(b, "WireGuard", "keyword"))).hits).toEqual([]);
