@@ -14,7 +14,11 @@
  *
  *   npm run bench:relevance     (RELEVANCE_SETS=scifact,wordnet; RELEVANCE_DOCS, RELEVANCE_QUERIES size WordNet;
  *                                MONGO_URL to use a running database instead of the bundled server,
- *                                RELEVANCE_DATA_DIR to keep the bundled server's data and so the embedding cache)
+ *                                RELEVANCE_DATA_DIR to keep the bundled server's data and so the embedding cache,
+ *                                RELEVANCE_DUMP=<prefix> to write each query's candidate lists to <prefix>-<set>.json)
+ *
+ * After the modes, the hybrid weight is swept through the SearchIndex port and 2-fold cross-validated over the
+ * queries of all sets (tuned on one half, reported on the other, both ways round).
  */
 import fs from "node:fs";
 import os from "node:os";
