@@ -13,10 +13,9 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { createHash, randomBytes } from "node:crypto";
 import { chunkText } from "../../lib/search/chunking";
-import { MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
+import { HYBRID_ALPHA_BY_MODEL, MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
 import { EmbeddedEngine } from "../../lib/search/embedded-engine";
 import { DEFAULT_LOCAL_MODEL, LocalEmbeddingProvider } from "../../lib/search/embeddings";
-import { DEFAULT_HYBRID_ALPHA } from "../../lib/search/fusion";
 import { SEARCH_MODES, type IndexedChunk, type SearchIndex, type SearchMode } from "../../lib/search/port";
 import { TypesenseEngine } from "../../lib/search/typesense-engine";
 import { repoRoot } from "../../lib/local-mongo";
@@ -120,7 +119,7 @@ async function main() {
         const t0 = performance.now();
         for (const [i, q] of queries.entries()) {
           const res = await engine.search({
-            accountId: ACCOUNT, text: q.text, mode, vector: queryVectors[i]!, depth: DEPTH, alpha: DEFAULT_HYBRID_ALPHA,
+            accountId: ACCOUNT, text: q.text, mode, vector: queryVectors[i]!, depth: DEPTH, alpha: HYBRID_ALPHA_BY_MODEL[DEFAULT_LOCAL_MODEL]!,
             maxDistance: 1 - MIN_SIMILARITY_BY_MODEL[DEFAULT_LOCAL_MODEL]!,
           });
           const ranked = collapseByDocument(res.hits).map((h) => h.documentId);
