@@ -46,7 +46,9 @@ type ValueOf<R> = R extends { type: "string" | "email" | "url" | "uuid" }
             ? Value<I>[]
             : R extends { type: "multi"; rules: readonly (infer M)[] }
               ? Value<M>
-              : R extends { type: "object"; props: infer P }
+              : R extends { type: "view"; view: { type: infer V } }
+                ? V
+                : R extends { type: "object"; props: infer P }
                 ? { [K in keyof P]?: Value<P[K]> } & Record<string, unknown>
                 : R extends { type: "object" }
                   ? Record<string, unknown>
@@ -109,6 +111,30 @@ export const namedFields = <I extends Rule>(identifier: I) =>
     description: { write: { type: "string", max: 10_000, optional: true, nullable: true } },
   }) as const;
 
+/** A read rule naming another view (e.g. a team's agents are Agent objects): its schema by reference. */
+export const viewRule = <V extends { name: string; schemas: Record<string, JsonSchema> }>(view: V) => ({ type: "view", view }) as const;
+
+type ViewRule = { type: "view"; view: { name: string; schemas: Record<string, JsonSchema> } };
+const isViewRule = (rule: unknown): rule is ViewRule => (rule as { type?: string } | undefined)?.type === "view";
+
+/** A field's response schema: a view by reference (alone or as array items), anything else from its rule. */
+function fieldSchema(rule: Rule): JsonSchema {
+  if (isViewRule(rule)) return schemaRef(rule.view.name);
+  if (rule.type === "array" && isViewRule(rule.items)) return { type: "array", items: schemaRef(rule.items.view.name) };
+  return valueSchema({ ...rule, optional: false });
+}
+
+/** The named schemas a view refers to, so a document listing it lists them too. */
+function referencedSchemas(fields: Fields): Record<string, JsonSchema> {
+  const out: Record<string, JsonSchema> = {};
+  for (const f of Object.values(fields)) {
+    const rule = f.read || f.write;
+    const nested = isViewRule(rule) ? rule : rule?.type === "array" && isViewRule(rule.items) ? rule.items : undefined;
+    if (nested) Object.assign(out, nested.view.schemas);
+  }
+  return out;
+}
+
 /** The JSON Schema of a response object: every shown field, required unless its read rule says optional; nothing else. */
 export function viewSchema(fields: Fields): JsonSchema {
   const shown = Object.entries(fields).flatMap(([key, f]) => {
@@ -118,14 +144,14 @@ export function viewSchema(fields: Fields): JsonSchema {
   return {
     type: "object",
     required: shown.filter(([, , optional]) => !optional).map(([key]) => key),
-    properties: Object.fromEntries(shown.map(([key, rule]) => [key, valueSchema({ ...rule, optional: false })])),
+    properties: Object.fromEntries(shown.map(([key, rule]) => [key, fieldSchema(rule)])),
     additionalProperties: false,
   };
 }
 
 /** A named response shape (a resource's record, or anything else an action returns), with its response declarations. */
 export function defineView<F extends Fields>(name: string, fields: F, more: Record<string, JsonSchema> = {}) {
-  const schemas = { [name]: viewSchema(fields), ...more };
+  const schemas = { ...referencedSchemas(fields), [name]: viewSchema(fields), ...more };
   const ref = schemaRef(name);
   const page = { type: "object", required: ["data", "pagination"], properties: { data: { type: "array", items: ref }, pagination: schemaRef("Pagination") }, additionalProperties: false };
   return {
@@ -221,17 +247,21 @@ type Host = TenancyMethods & EventsMethods & { db: Connection };
 type Doc = HydratedDocument<OwnedRecord & { identifier?: string; name?: string }>;
 
 /** Where a service adds its rules to the standard actions; `this` is the service. */
-export interface CrudHooks<S = any> {
+export interface CrudHooks<S = any, R = any> {
   /** The record to store from the picked create fields: checks (throwing 4xx) and computed fields. */
   creating?(this: S, ctx: Ctx<any>, fields: Record<string, unknown>): Promise<Record<string, unknown>> | Record<string, unknown>;
   /** The changes to apply from the picked update fields, given the current record. */
-  updating?(this: S, ctx: Ctx<any>, doc: Doc, changes: Record<string, unknown>): Promise<Record<string, unknown>> | Record<string, unknown>;
+  updating?(this: S, ctx: Ctx<any>, doc: HydratedDocument<R>, changes: Record<string, unknown>): Promise<Record<string, unknown>> | Record<string, unknown>;
+  /** Runs before a delete is recorded: refusals (409) and cleanup in other services. */
+  removing?(this: S, ctx: Ctx<any>, doc: HydratedDocument<R>): Promise<void>;
   /** Runs after the record is deleted, within its change (e.g. removing what belonged to it). */
-  removed?(this: S, ctx: Ctx<any>, doc: Doc): Promise<void>;
+  removed?(this: S, ctx: Ctx<any>, doc: HydratedDocument<R>): Promise<void>;
   /** Response objects of records (default: their toJSON); also the data of their change events. */
-  render?(this: S, ctx: Ctx<any>, docs: Doc[]): Promise<object[]> | object[];
+  render?(this: S, ctx: Ctx<any>, docs: HydratedDocument<R>[]): Promise<object[]> | object[];
   /** Extra list params and the filter they make (e.g. `status`). */
   filters?: { params: Record<string, Rule>; filter(params: Record<string, any>): object };
+  /** Extra params of the delete (e.g. agents' `force`). */
+  removeParams?: Record<string, Rule>;
 }
 
 /**
@@ -289,7 +319,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
         const _id = await nextId(this.db, resource.collection);
         const body = await recorded.call(this, "created", { _id, account_id: this.accountOf(ctx) }, async () => {
           const doc = resource.identifier
-            ? await this.createIdentified(ctx, model(this), { ...fields, _id }, { name: String(fields.name), identifier: fields.identifier as string | undefined, label })
+            ? await this.createIdentified(ctx, model(this), { ...fields, _id }, { name: String(picked.name), identifier: picked.identifier as string | undefined, label })
             : await this.createOwned(ctx, model(this), { ...fields, _id });
           return (await render.call(this, ctx, [doc as Doc]))[0]!;
         });
@@ -324,10 +354,11 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
 
     [name("remove")]: {
       rest: `DELETE ${one}`,
-      params: resource.idParams,
+      params: { ...resource.idParams, ...hooks.removeParams },
       response: NO_CONTENT,
       async handler(this: Host, ctx: Ctx<any>) {
         const doc = await find.call(this, ctx);
+        await hooks.removing?.call(this, ctx, doc);
         await recorded.call(this, "deleted", doc, async () => {
           await model(this).deleteOne({ _id: doc._id, account_id: doc.account_id });
           await hooks.removed?.call(this, ctx, doc);
