@@ -3,21 +3,20 @@ import type { ServiceSchema } from "moleculer";
 import { ERRORS, type FieldProblem } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { namedSort, paginationParams, sortParams, toPage } from "../lib/pagination";
-import { respondCreated, respondNoContent } from "../lib/responses";
+import { paginationParams, toPage } from "../lib/pagination";
+import { crudActions, type CrudHooks } from "../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { changeOf } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
-import { nextId } from "../lib/ids";
 import { traitModel } from "./traits/model";
 import { toolModel } from "./tools/model";
 import { agentModel, type AgentRecord } from "./agents/model";
 import { resolveRefs, type AssociationKind } from "./agents/associations";
-import { agentFields, agentRefParam, agentUpdateFields, type AgentParams } from "./agents/params";
+import { agents, type AgentParams } from "./agents/params";
 import { renderAgents } from "./agents/render";
 import { DEFAULT_MODEL, DEFAULT_TEMPERATURE, directoryItem, escapeRegex, mergeConfiguration, normalizeAccessLevel } from "./agents/rules";
 
-const SORT_FIELDS = ["updated_at", "created_at", "name"] as const;
+const agentRefParam = agents.idParams;
 /** The built-in tool that lets an agent search every knowledge source of its account. */
 const KNOWLEDGE_RETRIEVAL_TOOL = {
   identifier: "knowledge-retrieval",
@@ -51,15 +50,31 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   settings: { rest: "/" },
 
   actions: {
-    list: {
-      rest: "GET /agents",
-      params: { ...sortParams(SORT_FIELDS), ...paginationParams({ max: 200, def: 50 }) },
-      async handler(ctx: Ctx<{ sort_by: string; sort_order: "asc" | "desc"; skip: number; limit: number }>) {
-        const { skip, limit, sort_by, sort_order } = ctx.params;
-        const { rows, total } = await this.listOwned(ctx, this.models.agents, {}, { skip, limit, sort: namedSort(sort_by, sort_order) });
-        return toPage(await renderAgents(this.db, this.accountOf(ctx), rows), total, skip, limit);
+    ...crudActions(agents, {
+      async creating(ctx, fields) {
+        const draft = new this.models.agents({ name: fields.name, model: DEFAULT_MODEL, temperature: DEFAULT_TEMPERATURE });
+        await this.applyFields(ctx, draft, fields);
+        const { _id, account_id, created_at, updated_at, ...record } = draft.toObject();
+        return record;
       },
-    },
+      async updating(ctx, agent, changes) {
+        await this.applyFields(ctx, agent, changes);
+        return {};
+      },
+      render(ctx, docs) {
+        return renderAgents(this.db, this.accountOf(ctx), docs);
+      },
+      removeParams: { force: { type: "boolean", convert: true, default: false, optional: true } },
+      async removing(ctx, agent) {
+        const collected = await this.collectedDataCount(ctx, agent._id);
+        if (collected > 0 && !ctx.params.force) {
+          throw ERRORS.conflict(`Agent has ${collected} collected data records; retry with force=true to delete them too`, {
+            collected_count: collected,
+          });
+        }
+        if (collected > 0) await ctx.call("entities.deleteForAgent", { agentId: agent._id });
+      },
+    } satisfies CrudHooks<Methods & Vars, AgentRecord>),
 
     directory: {
       rest: "GET /agents/directory",
@@ -69,63 +84,6 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const filter = search?.trim() ? { sort_name: { $regex: escapeRegex(search.trim().toLowerCase()) } } : {};
         const { rows, total } = await this.listOwned(ctx, this.models.agents, filter, { skip, limit, sort: { sort_name: 1, _id: 1 } });
         return toPage(rows.map(directoryItem), total, skip, limit);
-      },
-    },
-
-    create: {
-      rest: "POST /agents",
-      params: agentFields,
-      async handler(ctx: Ctx<AgentParams & { name: string }>) {
-        const draft = new this.models.agents({ name: ctx.params.name, model: DEFAULT_MODEL, temperature: DEFAULT_TEMPERATURE });
-        await this.applyFields(ctx, draft, ctx.params);
-        const { _id, account_id, identifier, created_at, updated_at, ...fields } = draft.toObject();
-        const id = await nextId(this.db, "agents");
-        const body = await this.recordChange(changeOf("agent.created", "agents", { _id: id, account_id: this.accountOf(ctx) }), async () => {
-          const naming = { name: ctx.params.name, identifier: ctx.params.identifier, label: "Agent" };
-          return this.render(ctx, await this.createIdentified(ctx, this.models.agents, { ...fields, _id: id }, naming));
-        });
-        return respondCreated(ctx, `/api/v1/agents/${id}`, body);
-      },
-    },
-
-    get: {
-      rest: "GET /agents/:agent_id_or_identifier",
-      params: agentRefParam,
-      async handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
-        return this.render(ctx, await this.findAgent(ctx, ctx.params.agent_id_or_identifier));
-      },
-    },
-
-    update: {
-      rest: ["PUT /agents/:agent_id_or_identifier", "PATCH /agents/:agent_id_or_identifier"],
-      params: { ...agentRefParam, ...agentUpdateFields },
-      async handler(ctx: Ctx<AgentParams & { agent_id_or_identifier: string }>) {
-        const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
-        await this.applyFields(ctx, agent, ctx.params);
-        return this.recordChange(changeOf("agent.updated", "agents", agent), async () => {
-          await this.saveIdentified(agent, "Agent");
-          return this.render(ctx, agent);
-        });
-      },
-    },
-
-    remove: {
-      rest: "DELETE /agents/:agent_id_or_identifier",
-      params: { ...agentRefParam, force: { type: "boolean", convert: true, default: false, optional: true } },
-      async handler(ctx: Ctx<{ agent_id_or_identifier: string; force: boolean }>) {
-        const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
-        const collected = await this.collectedDataCount(ctx, agent._id);
-        if (collected > 0 && !ctx.params.force) {
-          throw ERRORS.conflict(`Agent has ${collected} collected data records; retry with force=true to delete them too`, {
-            collected_count: collected,
-          });
-        }
-        if (collected > 0) await ctx.call("entities.deleteForAgent", { agentId: agent._id });
-        await this.recordChange(changeOf("agent.deleted", "agents", agent), async () => {
-          await this.models.agents.deleteOne({ _id: agent._id, account_id: agent.account_id });
-          return { id: agent._id };
-        });
-        return respondNoContent(ctx);
       },
     },
 
