@@ -64,6 +64,9 @@ export function ruleToSchema(rule: unknown): JsonSchema {
     case "object":
       schema = r.props || r.properties ? objectSchema((r.props ?? r.properties) as Record<string, unknown>) : { type: "object" };
       break;
+    case "record":
+      schema = { type: "object", ...(r.key ? { propertyNames: ruleToSchema(r.key) } : {}), ...(r.value ? { additionalProperties: ruleToSchema(r.value) } : {}) };
+      break;
     case "multi":
       schema = { anyOf: (r.rules as unknown[]).map(ruleToSchema) };
       break;

@@ -150,8 +150,8 @@ export function viewSchema(fields: Fields): JsonSchema {
 }
 
 /** A named response shape (a resource's record, or anything else an action returns), with its response declarations. */
-export function defineView<F extends Fields>(name: string, fields: F, more: Record<string, JsonSchema> = {}) {
-  const schemas = { ...referencedSchemas(fields), [name]: viewSchema(fields), ...more };
+export function defineView<F extends Fields>(name: string, fields: F) {
+  const schemas = { ...referencedSchemas(fields), [name]: viewSchema(fields) };
   const ref = schemaRef(name);
   const page = { type: "object", required: ["data", "pagination"], properties: { data: { type: "array", items: ref }, pagination: schemaRef("Pagination") }, additionalProperties: false };
   return {
@@ -162,8 +162,12 @@ export function defineView<F extends Fields>(name: string, fields: F, more: Reco
     one: (status = 200): ResponseDecl => ({ status, body: ref, schemas }),
     /** 200 with a bare array of them. */
     array: (): ResponseDecl => ({ status: 200, body: { type: "array", items: ref }, schemas }),
-    /** 200 with a page {data, pagination} of them. */
-    page: (): ResponseDecl => ({ status: 200, body: page, schemas: { ...schemas, ...PAGINATION } }),
+    /** 200 with a page {data, pagination} of them; `extra` lists further properties (e.g. entities' facets). */
+    page: (extra: Record<string, JsonSchema> = {}): ResponseDecl => ({
+      status: 200,
+      body: { ...page, properties: { ...page.properties, ...extra } },
+      schemas: { ...schemas, ...PAGINATION },
+    }),
     /** The type of one response object, for `satisfies` checks in renderers. */
     type: undefined as unknown as View<F>,
   };
@@ -174,13 +178,19 @@ export function plainResponse(props: Record<string, Rule>, status = 200): Respon
   return { status, body: viewSchema(Object.fromEntries(Object.entries(props).map(([k, read]) => [k, { read }]))) };
 }
 
+/** A named response schema from a rule describing the whole body (e.g. the team configuration document). */
+export function ruleResponse(name: string, rule: Rule, status = 200): ResponseDecl {
+  return { status, body: schemaRef(name), schemas: { [name]: valueSchema(rule) } };
+}
+
 export const NO_CONTENT: ResponseDecl = { status: 204, body: "none" };
 
 // ---- Resources ----
 
 export interface ResourceOptions<F extends Fields> {
-  /** Component name in the OpenAPI document and label in messages ("Tool": "Tool 12 not found"). */
+  /** Component name in the OpenAPI document, and label in messages ("Tool 12 not found") unless `label` is given. */
   name: string;
+  label?: string;
   /** Collection: the id sequence, the event subjects (lib/events changeOf) and the model's collection. */
   collection: string;
   model: (db: Connection) => Model<any>;
@@ -247,7 +257,11 @@ type Host = TenancyMethods & EventsMethods & { db: Connection };
 type Doc = HydratedDocument<OwnedRecord & { identifier?: string; name?: string }>;
 
 /** Where a service adds its rules to the standard actions; `this` is the service. */
+export type CrudAction = "list" | "create" | "get" | "update" | "remove";
+
 export interface CrudHooks<S = any, R = any> {
+  /** The standard actions this service takes (default: all); it writes the others itself. */
+  actions?: CrudAction[];
   /** The record to store from the picked create fields: checks (throwing 4xx) and computed fields. */
   creating?(this: S, ctx: Ctx<any>, fields: Record<string, unknown>): Promise<Record<string, unknown>> | Record<string, unknown>;
   /** The changes to apply from the picked update fields, given the current record. */
@@ -270,7 +284,8 @@ export interface CrudHooks<S = any, R = any> {
  * and every write records its change event. `prefix` names them (tasks' scheduled tasks: scheduledList, ...).
  */
 export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = "") {
-  const { name: label, path, idParam } = resource;
+  const { path, idParam } = resource;
+  const label = resource.label ?? resource.name;
   const name = (action: string) => (prefix ? `${prefix}${action[0]!.toUpperCase()}${action.slice(1)}` : action);
   const one = `${path}/:${idParam}`;
   const model = (host: Host) => resource.model(host.db) as Model<any>;
@@ -294,8 +309,8 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
     ...hooks.filters?.params,
   };
 
-  return {
-    [name("list")]: {
+  const actions: Record<CrudAction, object> = {
+    list: {
       rest: `GET ${path}`,
       params: listParams,
       response: bare ? resource.view.array() : resource.view.page(),
@@ -309,7 +324,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
       },
     },
 
-    [name("create")]: {
+    create: {
       rest: `POST ${path}`,
       params: resource.createParams,
       response: resource.view.one(201),
@@ -327,7 +342,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
       },
     },
 
-    [name("get")]: {
+    get: {
       rest: `GET ${one}`,
       params: resource.idParams,
       response: resource.view.one(),
@@ -336,7 +351,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
       },
     },
 
-    [name("update")]: {
+    update: {
       rest: resource.patch === false ? `PUT ${one}` : [`PUT ${one}`, `PATCH ${one}`],
       params: { ...resource.idParams, ...resource.updateParams },
       response: resource.view.one(),
@@ -352,7 +367,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
       },
     },
 
-    [name("remove")]: {
+    remove: {
       rest: `DELETE ${one}`,
       params: { ...resource.idParams, ...hooks.removeParams },
       response: NO_CONTENT,
@@ -368,6 +383,8 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
       },
     },
   };
+  const taken = hooks.actions ?? (Object.keys(actions) as CrudAction[]);
+  return Object.fromEntries(taken.map((action) => [name(action), actions[action]]));
 }
 
 /** The EventsMixin `records` entry of a resource: how a stored record becomes its event data (its response object). */

@@ -4,15 +4,17 @@ import { ERRORS, type FieldProblem } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams, toPage } from "../lib/pagination";
-import { crudActions, type CrudHooks } from "../lib/resource";
+import { crudActions, defineView, viewRule, type CrudHooks } from "../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { changeOf } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { traitModel } from "./traits/model";
+import { traits } from "./traits/resource";
 import { toolModel } from "./tools/model";
-import { agentModel, type AgentRecord } from "./agents/model";
+import { tools } from "./tools/resource";
+import { AGENT_ACCESS_LEVELS, agentModel, type AgentRecord } from "./agents/model";
 import { resolveRefs, type AssociationKind } from "./agents/associations";
-import { agents, type AgentParams } from "./agents/params";
+import { agents, type AgentParams } from "./agents/resource";
 import { renderAgents } from "./agents/render";
 import { DEFAULT_MODEL, DEFAULT_TEMPERATURE, directoryItem, escapeRegex, mergeConfiguration, normalizeAccessLevel } from "./agents/rules";
 
@@ -25,6 +27,21 @@ const KNOWLEDGE_RETRIEVAL_TOOL = {
   description: "Searches all knowledge sources of the account",
   configuration: { scope: "account" },
 };
+
+/** An agent as the chat directory lists it (rules.ts directoryItem). */
+const DirectoryItem = defineView("AgentDirectoryItem", {
+  id: { read: { type: "number", integer: true } },
+  name: { read: { type: "string" } },
+  uri: { read: { type: "string" } },
+  avatar: { read: { type: "string", nullable: true } },
+  access: { read: { type: "enum", values: AGENT_ACCESS_LEVELS } },
+  accent: { read: { type: "string", nullable: true } },
+});
+const KnowledgeRetrievalAttached = defineView("KnowledgeRetrievalAttached", {
+  message: { read: { type: "string" } },
+  agent_id: { read: { type: "number", integer: true } },
+  tool: { read: viewRule(tools.view) },
+});
 
 type AgentDoc = HydratedDocument<AgentRecord>;
 
@@ -79,6 +96,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     directory: {
       rest: "GET /agents/directory",
       params: { ...paginationParams({ max: 1000, def: 200 }), search: { type: "string", max: 100, optional: true } },
+      response: DirectoryItem.page(),
       async handler(ctx: Ctx<{ skip: number; limit: number; search?: string }>) {
         const { skip, limit, search } = ctx.params;
         const filter = search?.trim() ? { sort_name: { $regex: escapeRegex(search.trim().toLowerCase()) } } : {};
@@ -90,6 +108,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     setTraits: {
       rest: "PUT /agents/:agent_id_or_identifier/traits",
       params: { ...agentRefParam, trait_ids: { type: "array", max: 100, items: { type: "number", integer: true, positive: true } } },
+      response: agents.view.one(),
       async handler(ctx: Ctx<{ agent_id_or_identifier: string; trait_ids: number[] }>) {
         const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
         const { ids, problems } = await resolveRefs(this.db, agent.account_id, "traits", ctx.params.trait_ids, "trait_ids");
@@ -105,6 +124,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     traits: {
       rest: "GET /agents/:agent_id_or_identifier/traits",
       params: agentRefParam,
+      response: traits.view.array(),
       async handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
         const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
         const traits = await traitModel(this.db).find({ _id: { $in: agent.trait_ids }, account_id: agent.account_id });
@@ -116,6 +136,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     tools: {
       rest: "GET /agents/:agent_id_or_identifier/tools",
       params: agentRefParam,
+      response: tools.view.array(),
       async handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
         const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
         const tools = await toolModel(this.db).find({ _id: { $in: agent.tool_ids }, account_id: agent.account_id });
@@ -127,6 +148,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     attachKnowledgeRetrieval: {
       rest: "POST /agents/:agent_id_or_identifier/tools/knowledge-retrieval",
       params: agentRefParam,
+      response: KnowledgeRetrievalAttached.one(),
       async handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
         const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
         const tool = await ctx.call<{ id: number }, typeof KNOWLEDGE_RETRIEVAL_TOOL>("tools.ensure", KNOWLEDGE_RETRIEVAL_TOOL);

@@ -3,10 +3,10 @@ import type { ServiceSchema } from "moleculer";
 import { ERRORS } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { crudActions, defineResource, defineView, eventRecords } from "../lib/resource";
+import { crudActions, defineResource, defineView, eventRecords, type CrudHooks } from "../lib/resource";
 import { respondCreated } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { API_KEY_PERMISSIONS, generateApiKey, hashApiKey } from "../lib/auth/api-keys";
+import { API_KEY_PERMISSIONS, generateApiKey, hashApiKey, type ApiKeyPermission } from "../lib/auth/api-keys";
 import { changeOf } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { nextId } from "../lib/ids";
@@ -50,14 +50,15 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMet
 
   actions: {
     ...crudActions(apiKeys, {
+      actions: ["list", "get", "update", "remove"],
       updating(ctx, key, changes) {
         // Dropping permissions is always allowed; adding any needs an owner or admin.
-        const added = (changes.permissions as string[] | undefined)?.filter((p) => !(key as unknown as ApiKeyRecord).permissions.includes(p as never)) ?? [];
-        const refusal = permissionGrantRefusal(ctx.meta, added as never);
+        const added = (changes.permissions as ApiKeyPermission[] | undefined)?.filter((p) => !key.permissions.includes(p)) ?? [];
+        const refusal = permissionGrantRefusal(ctx.meta, added);
         if (refusal) throw ERRORS.forbidden(refusal);
         return changes;
       },
-    }),
+    } satisfies CrudHooks<unknown, ApiKeyRecord>),
 
     /** Creates a key and answers it with the plaintext key, the only time it is ever shown. */
     create: {

@@ -1,34 +1,16 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { freeJsonRule } from "../lib/free-json";
-import { identifierRule, nextId } from "../lib/ids";
+import { nextId } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { crudActions, defineResource, eventRecords } from "../lib/resource";
+import { crudActions, eventRecords } from "../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { changeOf } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { toolModel, type ToolRecord } from "./tools/model";
+import { tools } from "./tools/resource";
 
-/** Account tools agents can use. Deleting a tool leaves agents' references in place, as the interface specifies. */
-export const tools = defineResource({
-  name: "Tool",
-  collection: "tools",
-  model: toolModel,
-  path: "/tools",
-  idParam: "tool_id",
-  identifier: true,
-  event: "tool",
-  fields: {
-    name: { write: { type: "string", min: 1, max: 255, trim: true } },
-    identifier: { write: { ...identifierRule, optional: false } },
-    description: { write: { type: "string", max: 10_000, optional: true, nullable: true } },
-    tool_type: { write: { type: "string", min: 1, max: 50, trim: true, optional: true } },
-    configuration: { write: freeJsonRule({ type: "object", optional: true }) },
-  },
-  list: { limits: { max: 200, def: 50 }, sort: { created_at: -1, _id: -1 } },
-});
-
+/** Account tools agents can use (services/tools/resource.ts), and the built-in tools agents ensure. */
 const ToolsService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMethods, { db: Connection; models: { tools: Model<ToolRecord> } }> = {
   name: "tools",
   mixins: [EventsMixin({ records: eventRecords(tools) }), MongoMixin((db) => ({ tools: toolModel(db) })), TenancyMixin],

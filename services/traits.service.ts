@@ -1,32 +1,13 @@
 import type { Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { identifierRule } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { crudActions, defineResource, defineView, eventRecords } from "../lib/resource";
+import { crudActions, defineView, eventRecords } from "../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { traitModel, type TraitRecord } from "./traits/model";
+import { traits } from "./traits/resource";
 import { normalizeTags, traitCategories } from "./traits/rules";
-
-/** Traits: reusable behaviour descriptions attached to agents by id or identifier. */
-export const traits = defineResource({
-  name: "Trait",
-  collection: "traits",
-  model: traitModel,
-  path: "/traits",
-  idParam: "trait_id",
-  identifier: true,
-  event: "trait",
-  fields: {
-    name: { write: { type: "string", min: 1, max: 255, trim: true } },
-    identifier: { write: identifierRule },
-    category: { write: { type: "string", min: 1, max: 100, trim: true, lowercase: true, optional: true } },
-    description: { write: { type: "string", max: 10_000, optional: true, nullable: true } },
-    tags: { write: { type: "array", items: { type: "string", min: 1, max: 100 }, max: 50, optional: true } },
-  },
-  list: { limits: { max: 200, def: 50 }, sortable: ["updated_at", "created_at", "name"] },
-});
 
 const TraitCategory = defineView("TraitCategory", {
   name: { read: { type: "string" } },
@@ -37,6 +18,7 @@ const TraitCategory = defineView("TraitCategory", {
 /** Tags are stored normalised, whoever writes them. */
 const withNormalTags = (fields: Record<string, unknown>) => (fields.tags ? { ...fields, tags: normalizeTags(fields.tags as string[]) } : fields);
 
+/** Traits (services/traits/resource.ts) and the categories they are filed under. */
 const TraitsService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMethods, { models: { traits: Model<TraitRecord> } }> = {
   name: "traits",
   mixins: [EventsMixin({ records: eventRecords(traits) }), MongoMixin((db) => ({ traits: traitModel(db) })), TenancyMixin],
