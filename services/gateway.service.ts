@@ -6,7 +6,8 @@ import { ERRORS } from "../lib/errors";
 import { identityResolver, SESSION_CHANGED_EVENT } from "../lib/auth/identity";
 import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
 import { healthReport } from "../lib/health";
-import { renderError } from "./gateway/errors";
+import { renderError } from "../lib/http-errors";
+import { SECURITY_HEADERS } from "../lib/security-headers";
 import { openApiDocument, type RoutedAction } from "./gateway/openapi";
 import { mcpHttpHandler } from "./mcp/http";
 
@@ -18,7 +19,7 @@ interface GatewayAlias {
   fullPath: string;
   action?: string;
 }
-import { allowedMethods, bodyProblem, clientAddress, jsonBodyParser, preferredLocale, SECURITY_HEADERS, type MatchableAlias } from "./gateway/request";
+import { allowedMethods, bodyProblem, clientAddress, jsonBodyParser, preferredLocale, type MatchableAlias } from "./gateway/request";
 
 type GatewayRequest = IncomingMessage & {
   $action?: { auth?: AuthRequirement; name?: string };

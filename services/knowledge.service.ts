@@ -17,6 +17,7 @@ import { deletionResponse, derivedLabel, preloadResponse, preloadSkipped } from 
 import { nextRefreshAt, refreshParam, refreshPolicy, type RefreshInput } from "./knowledge/refresh";
 import { preloadDecision } from "./knowledge/states";
 import { resolveSourceType } from "./knowledge-loader/resolve";
+import { documentIdParam, listDocumentsParams, searchDocumentsParams, searchSourcesParams } from "./search/params";
 
 const SORT_FIELDS = ["updated_at", "created_at", "name"] as const;
 const idParam = { knowledge_source_id: { type: "number", integer: true, positive: true, convert: true } } as const;
@@ -52,6 +53,7 @@ function refreshFields(refresh: RefreshInput | null, now = new Date()): Pick<Kno
 interface Methods extends TenancyMethods, EventsMethods {
   findSource(ctx: Ctx<unknown>, id: number): Promise<KnowledgeSourceRecord & { toJSON(): object }>;
   queueLoad(source: KnowledgeSourceRecord, force: boolean): Promise<{ job: LoadJobRecord; created: boolean }>;
+  askSearch(ctx: Ctx<object>, action: string): Promise<unknown>;
 }
 interface Vars {
   db: Connection;
@@ -60,7 +62,8 @@ interface Vars {
 
 /**
  * Knowledge sources: CRUD, queued loading (preload) and deletion, and per-source index views. The work
- * itself runs in knowledge-loader replicas, which claim jobs from the load_jobs collection.
+ * itself runs in knowledge-loader replicas, which claim jobs from the load_jobs collection. Every /knowledge
+ * URL is served here; the document and search routes are answered by the search service's index.
  */
 const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "knowledge",
@@ -188,11 +191,63 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         return ctx.call("search.sourceDocuments", { accountId: source.account_id, sourceId: source._id, limit, offset });
       },
     },
+
+    searchDocuments: {
+      rest: "POST /knowledge/documents/search",
+      params: searchDocumentsParams,
+      handler(ctx: Ctx<object>) {
+        return this.askSearch(ctx, "searchDocuments");
+      },
+    },
+
+    listDocuments: {
+      rest: "GET /knowledge/documents",
+      params: listDocumentsParams,
+      handler(ctx: Ctx<object>) {
+        return this.askSearch(ctx, "listDocuments");
+      },
+    },
+
+    documentStats: {
+      rest: "GET /knowledge/documents/stats",
+      handler(ctx: Ctx<object>) {
+        return this.askSearch(ctx, "documentStats");
+      },
+    },
+
+    getDocument: {
+      rest: "GET /knowledge/documents/:document_id",
+      params: documentIdParam,
+      handler(ctx: Ctx<object>) {
+        return this.askSearch(ctx, "getDocument");
+      },
+    },
+
+    deleteDocument: {
+      rest: "DELETE /knowledge/documents/:document_id",
+      params: documentIdParam,
+      handler(ctx: Ctx<object>) {
+        return this.askSearch(ctx, "deleteDocument");
+      },
+    },
+
+    searchSources: {
+      rest: "POST /knowledge/search",
+      params: searchSourcesParams,
+      handler(ctx: Ctx<object>) {
+        return this.askSearch(ctx, "searchSources");
+      },
+    },
   },
 
   methods: {
     findSource(ctx, id) {
       return this.findOwned(ctx, this.models.sources, id, "Knowledge source");
+    },
+
+    /** The search service's action of the same name, for the caller's account. */
+    askSearch(ctx, action) {
+      return ctx.call(`search.${action}`, { ...ctx.params, accountId: this.accountOf(ctx) });
     },
 
     queueLoad(source, force) {

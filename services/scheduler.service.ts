@@ -4,9 +4,9 @@ import { MongoMixin } from "../lib/mongo.mixin";
 import type { RequestMeta } from "../lib/meta";
 import { loadSchedulerConfig, type SchedulerConfig } from "./scheduler/config";
 import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
-import { scheduledTaskModel, type ScheduledTaskRecord } from "./scheduler/model";
-import { claimRefresh, dueRefreshes, queueRefresh } from "./scheduler/refreshes";
-import { claimOccurrence, describeRunError, dueSchedules, recordRunOutcome, type DueSchedule } from "./scheduler/runs";
+import { claimRefresh, dueRefreshes, queueRefresh } from "./knowledge/refreshes";
+import { scheduledTaskModel, type ScheduledTaskRecord } from "./tasks/scheduled-model";
+import { claimOccurrence, describeRunError, dueSchedules, recordRunOutcome, type DueSchedule } from "./tasks/scheduled-runs";
 
 interface Vars {
   db: Connection;

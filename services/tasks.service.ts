@@ -16,16 +16,15 @@ import { dependencyParams, pickDefined, taskFields, taskFilters, taskIdParam, ta
 import { assigneeProblems } from "./tasks/references";
 import { taskDetail } from "./tasks/render";
 import { ONBOARDING_TASK_TYPE, onboardingTask, selfReferenceProblem, statusFields, unmetDependencies } from "./tasks/rules";
-import { DEFAULT_TIMEZONE, nextRunAt } from "./scheduler/cron";
-import { scheduledTaskModel, type ScheduledTaskRecord, type TaskTemplate } from "./scheduler/model";
+import { DEFAULT_TIMEZONE, nextRunAt, timingFields } from "../lib/cron";
+import { scheduledTaskModel, type ScheduledTaskRecord, type TaskTemplate } from "./tasks/scheduled-model";
 import {
   SCHEDULED_TASK_KEYS,
   scheduledTaskFields,
   scheduledTaskIdParam,
   scheduledTaskUpdateFields,
-  timingFields,
   type ScheduledTaskParams,
-} from "./scheduler/params";
+} from "./tasks/scheduled-params";
 
 const TASK_KEYS = Object.keys(taskFields);
 const FILTER_KEYS = Object.keys(taskFilters);

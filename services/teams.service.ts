@@ -8,13 +8,13 @@ import { crudActions, ruleResponse, type CrudHooks } from "../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import type { ChangeEvent } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
-import { toolModel } from "./tools/model";
-import { traitModel } from "./traits/model";
+import { toolEventData } from "./tools/store";
+import { traitEventData } from "./traits/store";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
 import { loadConfig } from "../lib/config";
-import { agentModel, type AgentRecord } from "./agents/model";
 import { renderAgents } from "./agents/render";
+import { accountAgents, agentEventData } from "./agents/store";
 import { teamModel, type TeamAccessLevel, type TeamRecord } from "./teams/model";
 import { teams } from "./teams/resource";
 import { documentSchema } from "./teams/config-schema";
@@ -34,7 +34,7 @@ interface Methods extends TenancyMethods, EventsMethods {
 }
 interface Vars {
   db: Connection;
-  models: { teams: Model<TeamRecord>; agents: Model<AgentRecord>; failures: ReturnType<typeof failureCounterModel> };
+  models: { teams: Model<TeamRecord>; failures: ReturnType<typeof failureCounterModel> };
   throttle: FailureThrottle;
 }
 
@@ -46,9 +46,9 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       // Push writes agents, tools and traits too: their events are recorded (and, after a crash, settled) here.
       records: {
         teams: function (this: Methods, team) { return this.render(team as unknown as TeamRecord); },
-        agents: async function (this: Vars, agent) { return (await renderAgents(this.db, agent.account_id as number, [agent as unknown as AgentRecord]))[0]!; },
-        tools: function (this: Vars, tool) { return toolModel(this.db).hydrate(tool).toJSON(); },
-        traits: function (this: Vars, trait) { return traitModel(this.db).hydrate(trait).toJSON(); },
+        agents: function (this: Vars, agent) { return agentEventData(this.db, agent); },
+        tools: function (this: Vars, tool) { return toolEventData(this.db, tool); },
+        traits: function (this: Vars, trait) { return traitEventData(this.db, trait); },
       },
       consumer: {
         group: "teams",
@@ -59,7 +59,7 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         },
       },
     }),
-    MongoMixin((db) => ({ teams: teamModel(db), agents: agentModel(db), failures: failureCounterModel(db) })),
+    MongoMixin((db) => ({ teams: teamModel(db), failures: failureCounterModel(db) })),
     TenancyMixin,
   ],
   settings: { rest: "/" },
@@ -118,7 +118,7 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
   methods: {
     async render(team: TeamRecord) {
-      const agents = await this.models.agents.find({ _id: { $in: team.agent_ids }, account_id: team.account_id }).lean<AgentRecord[]>();
+      const agents = await accountAgents(this.db, team.account_id, team.agent_ids);
       const ordered = team.agent_ids.flatMap((id) => agents.filter((a) => a._id === id));
       const doc = team instanceof this.models.teams ? (team as TeamDoc) : this.models.teams.hydrate(team);
       const json = doc.toJSON();
@@ -139,7 +139,7 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       else if (password !== undefined) team.access_password_hash = await hashPassword(password);
       if (params.agent_ids) {
         const accountId = this.accountOf(ctx);
-        const found = await this.models.agents.find({ _id: { $in: params.agent_ids }, account_id: accountId }, { _id: 1 }).lean();
+        const found = await accountAgents(this.db, accountId, params.agent_ids);
         const known = new Set(found.map((a) => a._id));
         const problems: FieldProblem[] = params.agent_ids.flatMap((id, i) =>
           known.has(id) ? [] : [{ field: `agent_ids[${i}]`, message: `No agent ${id} in this account`, type: "reference" }],

@@ -161,7 +161,7 @@ const SUCCESS_BY_ACTION: Record<string, Success> = {
   "tasks.subtasks": { status: 200, body: { type: "array", items: ref("Record") } },
   "tasks.addDependency": { status: 200, body: ref("Message") },
   "knowledge.remove": { status: 200, body: OBJECT },
-  "search.deleteDocument": { status: 200, body: OBJECT },
+  "knowledge.deleteDocument": { status: 200, body: OBJECT },
   "entities.export": { status: 200, body: "csv" },
 };
 

@@ -86,6 +86,14 @@ export async function releaseJob(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRe
   await jobs.updateOne({ _id: job._id, lease_owner: owner, status: "running" }, { $set: { status: "pending", lease_owner: null, lease_expires_at: null } });
 }
 
+/** Fails a source's queued loads (its deletion started). */
+export async function cancelPendingLoads(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "account_id" | "knowledge_source_id">): Promise<void> {
+  await jobs.updateMany(
+    { account_id: job.account_id, knowledge_source_id: job.knowledge_source_id, kind: "load", status: "pending" },
+    { $set: { status: "failed", error: "source deleted" } },
+  );
+}
+
 /** Pending jobs: the depth an autoscaler reads. */
 export function pendingJobs(jobs: Model<LoadJobRecord>): Promise<number> {
   return jobs.countDocuments({ status: "pending" });

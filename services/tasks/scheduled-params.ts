@@ -1,7 +1,5 @@
-import type { FieldProblem } from "../../lib/errors";
-import { taskTemplateProps } from "../tasks/params";
-import { canonicalTimezone, cronProblem } from "./cron";
-import type { TaskTemplate } from "./model";
+import { taskTemplateProps } from "./params";
+import type { TaskTemplate } from "./scheduled-model";
 
 const text = (max: number) => ({ type: "string", max, optional: true, nullable: true }) as const;
 
@@ -36,26 +34,3 @@ export type ScheduledTaskParams = {
   enabled?: boolean;
   task_template?: TaskTemplate;
 };
-
-/**
- * Checks the timing fields given in a create or update: the cron expression must parse and the time zone must be
- * an IANA name (stored in its canonical case). Returns the fields to store and one problem per bad field.
- */
-export function timingFields(params: Pick<ScheduledTaskParams, "schedule" | "timezone">): {
-  fields: { schedule?: string; timezone?: string };
-  problems: FieldProblem[];
-} {
-  const fields: { schedule?: string; timezone?: string } = {};
-  const problems: FieldProblem[] = [];
-  if (params.schedule !== undefined) {
-    const problem = cronProblem(params.schedule);
-    if (problem) problems.push({ field: "schedule", message: problem, type: "cron" });
-    else fields.schedule = params.schedule.trim().split(/\s+/).join(" ");
-  }
-  if (params.timezone !== undefined) {
-    const zone = canonicalTimezone(params.timezone);
-    if (!zone) problems.push({ field: "timezone", message: `Unknown time zone "${params.timezone}": use an IANA name such as "UTC" or "Europe/Berlin"`, type: "timezone" });
-    else fields.timezone = zone;
-  }
-  return { fields, problems };
-}

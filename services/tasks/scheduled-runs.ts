@@ -1,6 +1,6 @@
 import type { Model } from "mongoose";
-import { nextOccurrence } from "./cron";
-import type { ScheduledTaskRecord } from "./model";
+import { nextOccurrence } from "../../lib/cron";
+import type { ScheduledTaskRecord } from "./scheduled-model";
 
 /** What a run needs of a due schedule. */
 export type DueSchedule = Pick<ScheduledTaskRecord, "_id" | "account_id" | "schedule" | "timezone" | "next_run_at" | "task_template">;

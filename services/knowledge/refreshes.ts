@@ -1,7 +1,7 @@
 import type { Model } from "mongoose";
-import { enqueueJob } from "../knowledge/jobs";
-import type { KnowledgeSourceRecord, LoadJobRecord } from "../knowledge/model";
-import { nextRefreshAt } from "../knowledge/refresh";
+import { enqueueJob } from "./jobs";
+import type { KnowledgeSourceRecord, LoadJobRecord } from "./model";
+import { nextRefreshAt } from "./refresh";
 
 /** What the scheduler needs of a knowledge source whose refresh is due. */
 export type DueRefresh = Pick<KnowledgeSourceRecord, "_id" | "account_id" | "refresh" | "next_refresh_at">;
