@@ -84,9 +84,8 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     ...crudActions(tasks, {
       actions: ["list", "update"],
       filters: { params: taskFilters, filter: (params) => pickDefined(params, FILTER_KEYS) },
-      async updating(ctx, task, changes) {
-        await this.applyChanges(ctx, task, changes);
-        return {};
+      apply(ctx, task, changes) {
+        return this.applyChanges(ctx, task, changes);
       },
     } satisfies CrudHooks<Methods, TaskRecord>),
 
@@ -189,13 +188,12 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           const schedule = { timezone: DEFAULT_TIMEZONE, enabled: true, ...(await this.checkSchedule(ctx, fields)) } as ScheduledTaskRecord;
           return { ...schedule, next_run_at: nextRunAt(schedule, new Date()) };
         },
-        async updating(ctx, schedule, changes) {
+        async apply(ctx, schedule, changes) {
           schedule.set(await this.checkSchedule(ctx, changes));
           // A new expression, zone or switch starts counting from now; other edits keep the pending occurrence.
           if (schedule.isModified("schedule") || schedule.isModified("timezone") || schedule.isModified("enabled")) {
             schedule.next_run_at = nextRunAt(schedule, new Date());
           }
-          return {};
         },
       } satisfies CrudHooks<Methods, ScheduledTaskRecord>,
       "scheduled",
