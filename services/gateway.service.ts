@@ -152,7 +152,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
       auth: "none",
       handler() {
         const aliases = this.aliases as GatewayAlias[];
-        const actions = new Map(this.broker.registry.getActionList({}).map((a) => [a.name, a.action as { params?: Record<string, unknown>; auth?: string }]));
+        const actions = new Map(this.broker.registry.getActionList({}).map((a) => [a.name, a.action as Pick<RoutedAction, "params" | "auth" | "response">]));
         const routes: RoutedAction[] = aliases
           .filter((alias) => alias.action && alias.method !== "*" && alias.action !== "gateway.openapi")
           .map((alias) => ({ method: alias.method, path: alias.fullPath, action: alias.action!, ...actions.get(alias.action!) }));

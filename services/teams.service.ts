@@ -1,16 +1,13 @@
 import type { Connection, HydratedDocument, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
 import { ERRORS, type FieldProblem } from "../lib/errors";
-import { freeJsonRule } from "../lib/free-json";
-import { identifierRule, isIdRef } from "../lib/ids";
+import { isIdRef } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { namedSort, paginationParams, sortParams, toPage } from "../lib/pagination";
-import { respondCreated, respondNoContent } from "../lib/responses";
+import { crudActions, ruleResponse, type CrudHooks } from "../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { changeOf, type ChangeEvent } from "../lib/events";
+import type { ChangeEvent } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
-import { nextId } from "../lib/ids";
 import { toolEventData } from "./tools/store";
 import { traitEventData } from "./traits/store";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
@@ -19,38 +16,16 @@ import { loadConfig } from "../lib/config";
 import { renderAgents } from "./agents/render";
 import { accountAgents, agentEventData } from "./agents/store";
 import { teamModel, type TeamAccessLevel, type TeamRecord } from "./teams/model";
+import { teams } from "./teams/resource";
+import { documentSchema } from "./teams/config-schema";
 import { pullDocument, pushDocument } from "./teams/push";
-import { passwordProblem, readDecision, TEAM_ACCESS_VALUES } from "./teams/rules";
+import { passwordProblem, readDecision } from "./teams/rules";
 import { crossAccount } from "../lib/tenancy-guard";
 
 const config = loadConfig();
-const SORT_FIELDS = ["updated_at", "created_at", "name"] as const;
-
-const teamFields = {
-  name: { type: "string", min: 1, max: 255, trim: true },
-  identifier: identifierRule,
-  description: { type: "string", max: 10_000, optional: true, nullable: true },
-  access_level: { type: "enum", values: TEAM_ACCESS_VALUES, optional: true },
-  // Length is checked by the handler: the interface answers 400, not 422, for a bad team password.
-  access_password: { type: "string", max: 128, optional: true },
-  image_url: { type: "string", max: 2048, optional: true, nullable: true },
-  configuration: freeJsonRule({ type: "object", optional: true }),
-  agent_ids: { type: "array", max: 200, optional: true, items: { type: "number", integer: true, positive: true } },
-} as const;
-
-const teamRefParam = { team_id_or_identifier: { type: "string", min: 1, max: 100 } } as const;
 const pullParam = { identifier: { type: "string", min: 1, max: 100 } } as const;
 
-type TeamParams = {
-  name?: string;
-  identifier?: string;
-  description?: string | null;
-  access_level?: string;
-  access_password?: string;
-  image_url?: string | null;
-  configuration?: Record<string, unknown>;
-  agent_ids?: number[];
-};
+type TeamParams = typeof teams.types.update;
 type TeamDoc = HydratedDocument<TeamRecord>;
 
 interface Methods extends TenancyMethods, EventsMethods {
@@ -91,36 +66,27 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   settings: { rest: "/" },
 
   actions: {
-    list: {
-      rest: "GET /teams",
-      params: { ...sortParams(SORT_FIELDS), ...paginationParams({ max: 200, def: 50 }) },
-      async handler(ctx: Ctx<{ sort_by: string; sort_order: "asc" | "desc"; skip: number; limit: number }>) {
-        const { skip, limit, sort_by, sort_order } = ctx.params;
-        const sort = namedSort(sort_by, sort_order);
-        const { rows, total } = await this.listOwned(ctx, this.models.teams, {}, { skip, limit, sort });
-        return toPage(await Promise.all(rows.map((t) => this.render(t))), total, skip, limit);
+    ...crudActions(teams, {
+      actions: ["list", "create", "update", "remove"],
+      async creating(ctx, fields) {
+        const draft = new this.models.teams({ name: fields.name });
+        await this.applyTeamFields(ctx, draft, fields);
+        const { _id, account_id, created_at, updated_at, ...record } = draft.toObject();
+        return record;
       },
-    },
-
-    create: {
-      rest: "POST /teams",
-      params: teamFields,
-      async handler(ctx: Ctx<TeamParams & { name: string }>) {
-        const draft = new this.models.teams({ name: ctx.params.name });
-        await this.applyTeamFields(ctx, draft, ctx.params);
-        const { _id, account_id, identifier, created_at, updated_at, ...fields } = draft.toObject();
-        const id = await nextId(this.db, "teams");
-        const body = await this.recordChange(changeOf("team.created", "teams", { _id: id, account_id: this.accountOf(ctx) }), async () => {
-          const naming = { name: ctx.params.name, identifier: ctx.params.identifier, label: "Team" };
-          return this.render(await this.createIdentified(ctx, this.models.teams, { ...fields, _id: id }, naming));
-        });
-        return respondCreated(ctx, `/api/v1/teams/${id}`, body);
+      async updating(ctx, team, changes) {
+        await this.applyTeamFields(ctx, team, changes);
+        return {};
       },
-    },
+      render(_ctx, docs) {
+        return Promise.all(docs.map((team) => this.render(team)));
+      },
+    } satisfies CrudHooks<Methods & Vars, TeamRecord>),
 
     /** Push: create or update a whole team from a configuration document. */
     push: {
       rest: ["POST /teams/config", "POST /teams/push"],
+      response: teams.view.one(),
       async handler(ctx: Ctx<unknown>) {
         if (ctx.meta.authType === "master") throw ERRORS.forbidden("Master API keys cannot push teams; use an account API key or a user token");
         const { team, changes } = await pushDocument(this.db, this.accountOf(ctx), ctx.params);
@@ -132,44 +98,21 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     pull: {
       rest: ["GET /teams/:identifier/config", "GET /teams/:identifier/pull"],
       params: pullParam,
+      response: ruleResponse("TeamConfiguration", documentSchema),
       async handler(ctx: Ctx<{ identifier: string }>) {
         const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.identifier, "Team");
         return pullDocument(this.db, team.toObject());
       },
     },
 
+    /** Reads also serve other accounts' public and password-protected teams (readableTeam). */
     get: {
       rest: "GET /teams/:team_id_or_identifier",
       auth: "optional",
-      params: teamRefParam,
+      params: teams.idParams,
+      response: teams.view.one(),
       async handler(ctx: Ctx<{ team_id_or_identifier: string }>) {
         return this.render(await this.readableTeam(ctx, ctx.params.team_id_or_identifier));
-      },
-    },
-
-    update: {
-      rest: ["PUT /teams/:team_id_or_identifier", "PATCH /teams/:team_id_or_identifier"],
-      params: { ...teamRefParam, ...teamFields, name: { ...teamFields.name, optional: true } },
-      async handler(ctx: Ctx<TeamParams & { team_id_or_identifier: string }>) {
-        const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.team_id_or_identifier, "Team");
-        await this.applyTeamFields(ctx, team, ctx.params);
-        return this.recordChange(changeOf("team.updated", "teams", team), async () => {
-          await this.saveIdentified(team, "Team");
-          return this.render(team);
-        });
-      },
-    },
-
-    remove: {
-      rest: "DELETE /teams/:team_id_or_identifier",
-      params: teamRefParam,
-      async handler(ctx: Ctx<{ team_id_or_identifier: string }>) {
-        const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.team_id_or_identifier, "Team");
-        await this.recordChange(changeOf("team.deleted", "teams", team), async () => {
-          await this.models.teams.deleteOne({ _id: team._id, account_id: team.account_id });
-          return { id: team._id };
-        });
-        return respondNoContent(ctx);
       },
     },
   },

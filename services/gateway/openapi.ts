@@ -4,6 +4,9 @@
  * are the same schemas that validate requests. Nothing is listed by hand, so it cannot drift from the routes.
  */
 
+import { isOptional, objectSchema, ruleToSchema, type JsonSchema } from "../../lib/json-schema";
+import type { ResponseDecl } from "../../lib/resource";
+
 /** Document version of the interface (the spec's "version 1.0.0 of the OpenAPI 3.1.0 format"). */
 export const API_DOCUMENT_VERSION = "1.0.0";
 
@@ -16,94 +19,8 @@ export interface RoutedAction {
   params?: Record<string, unknown>;
   auth?: string;
   description?: string;
-}
-
-type JsonSchema = Record<string, unknown>;
-
-/** fastest-validator shorthand ("number|optional") or a rule object, as an object. */
-function ruleObject(rule: unknown): Record<string, unknown> {
-  if (typeof rule === "string") {
-    const [type, ...flags] = rule.split("|");
-    return Object.fromEntries([["type", type], ...flags.map((f) => [f.trim(), true])]);
-  }
-  if (Array.isArray(rule)) return { type: "multi", rules: rule };
-  return (rule ?? { type: "any" }) as Record<string, unknown>;
-}
-
-/** JSON Schema (2020-12, as OpenAPI 3.1 uses) for one fastest-validator rule. */
-export function ruleToSchema(rule: unknown): JsonSchema {
-  const r = ruleObject(rule);
-  let schema: JsonSchema;
-  switch (r.type) {
-    case "number":
-      schema = { type: r.integer ? "integer" : "number" };
-      if (typeof r.min === "number") schema.minimum = r.min;
-      if (typeof r.max === "number") schema.maximum = r.max;
-      if (r.positive) schema.exclusiveMinimum = 0;
-      break;
-    case "string":
-      schema = { type: "string" };
-      if (typeof r.min === "number") schema.minLength = r.min;
-      if (typeof r.max === "number") schema.maxLength = r.max;
-      if (typeof r.length === "number") schema.minLength = schema.maxLength = r.length;
-      if (r.pattern instanceof RegExp) schema.pattern = r.pattern.source;
-      else if (typeof r.pattern === "string") schema.pattern = r.pattern;
-      if (Array.isArray(r.enum)) schema.enum = r.enum;
-      break;
-    case "email":
-      schema = { type: "string", format: "email" };
-      break;
-    case "url":
-      schema = { type: "string", format: "uri" };
-      break;
-    case "uuid":
-      schema = { type: "string", format: "uuid" };
-      break;
-    case "date":
-      schema = { type: "string", format: "date-time" };
-      break;
-    case "boolean":
-      schema = { type: "boolean" };
-      break;
-    case "enum":
-      schema = { enum: r.values };
-      break;
-    case "equal":
-      schema = { const: r.value };
-      break;
-    case "array":
-      schema = { type: "array", ...(r.items ? { items: ruleToSchema(r.items) } : {}) };
-      if (typeof r.min === "number") schema.minItems = r.min;
-      if (typeof r.max === "number") schema.maxItems = r.max;
-      break;
-    case "object":
-      schema = r.props || r.properties ? objectSchema((r.props ?? r.properties) as Record<string, unknown>) : { type: "object" };
-      break;
-    case "multi":
-      schema = { anyOf: (r.rules as unknown[]).map(ruleToSchema) };
-      break;
-    default:
-      schema = {};
-  }
-  if (r.default !== undefined && typeof r.default !== "function") schema.default = r.default;
-  if (r.nullable) schema = typeof schema.type === "string" ? { ...schema, type: [schema.type, "null"] } : { anyOf: [schema, { type: "null" }] };
-  return schema;
-}
-
-function isOptional(rule: unknown): boolean {
-  const r = ruleObject(rule);
-  return Boolean(r.optional) || r.default !== undefined;
-}
-
-/** An object schema from a params map: properties, and required for every rule neither optional nor defaulted. */
-export function objectSchema(params: Record<string, unknown>): JsonSchema {
-  const entries = Object.entries(params).filter(([key]) => !key.startsWith("$"));
-  const required = entries.filter(([, rule]) => !isOptional(rule)).map(([key]) => key);
-  return {
-    type: "object",
-    properties: Object.fromEntries(entries.map(([key, rule]) => [key, ruleToSchema(rule)])),
-    ...(required.length ? { required } : {}),
-  };
+  /** How the action answers, declared beside it (lib/resource.ts). */
+  response?: ResponseDecl;
 }
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
@@ -213,11 +130,7 @@ const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
   },
 };
 
-/** How an operation succeeds: its status and body (a schema, "none" for 204, "csv" for text/csv). */
-interface Success {
-  status: number;
-  body: JsonSchema | "none" | "csv";
-}
+type Success = ResponseDecl;
 
 const ANY_JSON: JsonSchema = {};
 const OBJECT: JsonSchema = { type: "object" };
@@ -256,7 +169,8 @@ const SUCCESS_BY_ACTION: Record<string, Success> = {
  * The success of a routed action: from the table above, else by convention (create actions answer 201 with
  * the record and its Location, deletes 204, lists a page, reads and updates the record, anything else a JSON object).
  */
-export function successOf(route: Pick<RoutedAction, "action" | "method">): Success {
+export function successOf(route: Pick<RoutedAction, "action" | "method" | "response">): Success {
+  if (route.response) return route.response;
   const known = SUCCESS_BY_ACTION[route.action];
   if (known) return known;
   const name = route.action.split(".").pop() ?? "";
@@ -320,6 +234,9 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; s
     operationIds.set(action, seen + 1);
     return seen ? `${action}_${seen + 1}` : action;
   };
+  // Named response schemas the actions declare (lib/resource.ts), gathered once each.
+  const declaredSchemas: Record<string, JsonSchema> = {};
+  for (const route of routes) Object.assign(declaredSchemas, route.response?.schemas);
   for (const route of [...routes].sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method))) {
     const method = route.method.toLowerCase();
     const path = route.path.replace(/:(\w+)/g, "{$1}");
@@ -353,6 +270,6 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; s
     servers: [{ url: info.serverUrl }],
     security: [{ HTTPBearer: [] }, { APIKeyHeader: [] }],
     paths,
-    components: COMPONENTS,
+    components: { ...COMPONENTS, schemas: { ...COMPONENTS.schemas, ...declaredSchemas } },
   };
 }

@@ -1,4 +1,5 @@
-import { objectSchema, openApiDocument, ruleToSchema } from "../../../services/gateway/openapi";
+import { objectSchema, ruleToSchema } from "../../../lib/json-schema";
+import { openApiDocument } from "../../../services/gateway/openapi";
 
 describe("ruleToSchema", () => {
   it("maps numbers, strings, enums, arrays, objects and dates to JSON Schema", () => {
