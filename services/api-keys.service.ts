@@ -12,6 +12,7 @@ import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { nextId } from "../lib/ids";
 import { apiKeyModel, API_KEY_STATUSES, type ApiKeyRecord } from "./api-keys/model";
 import { keyRejection, permissionGrantRefusal, shouldTouch } from "./api-keys/rules";
+import { crossAccount } from "../lib/tenancy-guard";
 
 const nullableDate = { type: "date", nullable: true } as const;
 
@@ -94,7 +95,7 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMet
       visibility: "public",
       params: { key: { type: "string", min: 1, max: 512 } },
       async handler(ctx: Ctx<{ key: string }>) {
-        const key = await this.models.keys.findOne({ key_hash: hashApiKey(ctx.params.key) }).lean<ApiKeyRecord>();
+        const key = await crossAccount("authenticating a key, by its hash", this.models.keys.findOne({ key_hash: hashApiKey(ctx.params.key) })).lean<ApiKeyRecord>();
         if (!key) throw ERRORS.unauthorized("Invalid API key");
         const rejection = keyRejection(key);
         if (rejection) throw ERRORS.unauthorized(rejection);

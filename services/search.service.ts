@@ -39,6 +39,7 @@ import {
   sourceSearchResults,
 } from "./search/rules";
 import { indexDocuments, rebuildEmbedded, removeDocument, removeDocumentsAt, removeSource, type IncomingDocument, type StoreDeps } from "./search/store";
+import { crossAccount } from "../lib/tenancy-guard";
 
 /** Query embeddings kept in memory (repeated queries skip the model). */
 const QUERY_CACHE_SIZE = 500;
@@ -308,7 +309,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
 
     /** A document of the caller's account: 404 when absent, 403 when it belongs to another account. */
     async ownedDocument(accountId, id) {
-      const doc = await this.models.documents.findById(id).lean<DocumentRecord>();
+      const doc = await crossAccount("a global document id; its account is checked next (403)", this.models.documents.findById(id)).lean<DocumentRecord>();
       if (!doc) throw ERRORS.notFound("Document", id);
       if (doc.account_id !== accountId) throw ERRORS.forbidden(`Document ${id} belongs to another account`);
       return doc;
@@ -360,7 +361,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       const { state, deletions, documents } = this.models;
       if (!(await state.findById(DELETION_QUEUE_MARKER).lean())) {
         // Deletions queued by a version without the queue: found once by the old scan.
-        const marked = await documents.find({ deletion_job_id: { $ne: null } }, { account_id: 1, deletion_job_id: 1 }).lean<DocumentRecord[]>();
+        const marked = await crossAccount("start-up: queued deletions of every account", documents.find({ deletion_job_id: { $ne: null } }, { account_id: 1, deletion_job_id: 1 })).lean<DocumentRecord[]>();
         for (const d of marked) {
           await deletions.updateOne({ _id: d._id }, { $setOnInsert: { account_id: d.account_id, job_id: d.deletion_job_id!, created_at: new Date() } }, { upsert: true });
         }
@@ -371,7 +372,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
         }
       }
       for (const queued of await deletions.find({}).lean()) {
-        const doc = await documents.findById(queued._id).lean<DocumentRecord>();
+        const doc = await documents.findOne({ _id: queued._id, account_id: queued.account_id }).lean<DocumentRecord>();
         // A document loaded again after its DELETE (deletion_job_id cleared) stays, as before the queue.
         if (doc?.deletion_job_id) void this.runDeletion(doc);
         else await deletions.deleteOne({ _id: queued._id });

@@ -1,7 +1,7 @@
 import type { Connection, HydratedDocument, Model } from "mongoose";
 import type { Service, ServiceSchema } from "moleculer";
 import { ERRORS, type FieldProblem } from "../lib/errors";
-import type { Ctx } from "../lib/meta";
+import { asAccount, type Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams } from "../lib/pagination";
 import { crudActions, NO_CONTENT, plainResponse, type CrudHooks } from "../lib/resource";
@@ -71,7 +71,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           // input is free-form, stored encoded (lib/free-json): matched here among the account's few onboarding tasks.
           const onboarding = await this.models.tasks.find({ account_id, task_type: ONBOARDING_TASK_TYPE }, { input: 1 }).lean<Pick<TaskRecord, "input">[]>();
           if (onboarding.some((task) => task.input?.user_id === user_id)) return;
-          await this.broker.call("tasks.create", onboardingTask(user_id, email), { meta: { accountId: account_id } });
+          await this.broker.call("tasks.create", onboardingTask(user_id, email), asAccount(account_id));
         },
       },
     }),

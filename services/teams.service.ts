@@ -20,6 +20,7 @@ import { teams } from "./teams/resource";
 import { documentSchema } from "./teams/config-schema";
 import { pullDocument, pushDocument } from "./teams/push";
 import { passwordProblem, readDecision } from "./teams/rules";
+import { crossAccount } from "../lib/tenancy-guard";
 
 const config = loadConfig();
 const pullParam = { identifier: { type: "string", min: 1, max: 100 } } as const;
@@ -152,11 +153,11 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const accountId = ctx.meta.accountId;
       const shared = { access_level: { $in: ["PUBLIC", "PASSWORD_PROTECTED"] as TeamAccessLevel[] } };
       let team: TeamRecord | null;
-      if (isIdRef(ref)) team = await this.models.teams.findById(Number(ref)).lean<TeamRecord>();
+      if (isIdRef(ref)) team = await crossAccount("public team read by global id; access is decided next", this.models.teams.findById(Number(ref))).lean<TeamRecord>();
       else {
         team =
           (accountId !== undefined ? await this.models.teams.findOne({ account_id: accountId, identifier: ref }).lean<TeamRecord>() : null) ??
-          (await this.models.teams.findOne({ identifier: ref, ...shared }).sort({ _id: 1 }).lean<TeamRecord>());
+          (await crossAccount("public team read by identifier", this.models.teams.findOne({ identifier: ref, ...shared })).sort({ _id: 1 }).lean<TeamRecord>());
       }
       if (!team) throw ERRORS.notFound("Team", ref);
       const password = ctx.meta.headers?.["x-access-password"];

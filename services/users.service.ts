@@ -31,6 +31,7 @@ import {
   verificationLink,
   type UserActor,
 } from "./users/rules";
+import { crossAccount } from "../lib/tenancy-guard";
 
 const config = loadConfig();
 /** Verification links stay valid for two days. */
@@ -139,7 +140,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const email = normalizeEmail(ctx.params.email);
         const attempt = attemptKeys(config.throttle, `login:${email}`, ctx.meta.clientIp);
         await this.throttle.check(attempt);
-        const user = await this.models.users.findOne({ email });
+        const user = await crossAccount("login by email", this.models.users.findOne({ email }));
         const ok = await verifyPassword(ctx.params.password, user?.password_hash ?? (await DUMMY_PASSWORD_HASH));
         if (!user || !ok) {
           await this.throttle.fail(attempt);
@@ -251,8 +252,8 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: userIdParam,
       cache: { keys: ["user_id"], lock: HOT_READ_LOCK },
       async handler(ctx: Ctx<{ user_id: number }>) {
-        const user = await this.models.users
-          .findById(ctx.params.user_id, { account_id: 1, role: 1, token_version: 1, is_active: 1 })
+        const user = await crossAccount("the session of a token's user, by global id", this.models.users
+          .findById(ctx.params.user_id, { account_id: 1, role: 1, token_version: 1, is_active: 1 }))
           .lean<Pick<UserRecord, "account_id" | "role" | "token_version" | "is_active">>();
         if (!user) return null;
         return { account_id: user.account_id, role: user.role ?? "member", token_version: user.token_version ?? 0, is_active: user.is_active !== false };

@@ -8,9 +8,11 @@ import { renderAgents } from "./render";
  * collection"): their reads, their writes within a unit of work, and an agent's change-event data.
  */
 
-/** An account's agents, all of them or those with these ids (in id order). */
+/** An account's agents, all of them or those with these ids. */
 export function accountAgents(db: Connection, accountId: number, ids?: number[]): Promise<AgentRecord[]> {
-  return agentModel(db).find({ account_id: accountId, ...(ids ? { _id: { $in: ids } } : {}) }).sort({ _id: 1 }).lean<AgentRecord[]>();
+  const model = agentModel(db);
+  // By id, in id order (an index range); all of them, in natural order (the account index, no sort).
+  return (ids ? model.find({ account_id: accountId, _id: { $in: ids } }).sort({ _id: 1 }) : model.find({ account_id: accountId })).lean<AgentRecord[]>();
 }
 
 /** An agent with these fields: created, or updated where it differs; the change is in `uow`. */

@@ -7,9 +7,11 @@ import { toolModel, type ToolRecord } from "./model";
  * collection"): their reads, their writes within a unit of work, and a tool's change-event data.
  */
 
-/** An account's tools, all of them or those with these ids (in id order). */
+/** An account's tools, all of them or those with these ids. */
 export function accountTools(db: Connection, accountId: number, ids?: number[]): Promise<ToolRecord[]> {
-  return toolModel(db).find({ account_id: accountId, ...(ids ? { _id: { $in: ids } } : {}) }).sort({ _id: 1 }).lean<ToolRecord[]>();
+  const model = toolModel(db);
+  // By id, in id order (an index range); all of them, in natural order (the account index, no sort).
+  return (ids ? model.find({ account_id: accountId, _id: { $in: ids } }).sort({ _id: 1 }) : model.find({ account_id: accountId })).lean<ToolRecord[]>();
 }
 
 /** A tool as a team document defines it: created, or updated where it differs; the change is in `uow`. */

@@ -8,9 +8,11 @@ import { normalizeTags } from "./rules";
  * collection"): their reads, their writes within a unit of work, and a trait's change-event data.
  */
 
-/** An account's traits, all of them or those with these ids (in id order). */
+/** An account's traits, all of them or those with these ids. */
 export function accountTraits(db: Connection, accountId: number, ids?: number[]): Promise<TraitRecord[]> {
-  return traitModel(db).find({ account_id: accountId, ...(ids ? { _id: { $in: ids } } : {}) }).sort({ _id: 1 }).lean<TraitRecord[]>();
+  const model = traitModel(db);
+  // By id, in id order (an index range); all of them, in natural order (the account index, no sort).
+  return (ids ? model.find({ account_id: accountId, _id: { $in: ids } }).sort({ _id: 1 }) : model.find({ account_id: accountId })).lean<TraitRecord[]>();
 }
 
 /** A trait as a team document defines it: created, or updated where it differs; the change is in `uow`. */

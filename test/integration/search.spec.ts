@@ -392,7 +392,7 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
       try {
         const models = searchModels(conn);
         await models.deletions.create({ _id: id, account_id: other.accountId, job_id: "job-before-restart" });
-        await models.documents.updateOne({ _id: id }, { $set: { deletion_job_id: "job-before-restart" } });
+        await models.documents.updateOne({ _id: id, account_id: other.accountId }, { $set: { deletion_job_id: "job-before-restart" } });
       } finally {
         await conn.close();
       }
