@@ -31,15 +31,17 @@ export const SourceStats = defineView("KnowledgeSourceStats", {
   next_refresh_at: { read: nullable("date") },
 });
 
-export const DocumentSummary = defineView("DocumentSummary", {
+/** What a document's listing item and its detail both show. */
+const documentFields = {
   id: { read: str },
   title: { read: str },
-  content_preview: { read: str },
   url: { read: str },
   source_id: { read: int },
   chunk_count: { read: int },
   indexed_at: { read: { type: "date" } },
-});
+} as const;
+
+export const DocumentSummary = defineView("DocumentSummary", { ...documentFields, content_preview: { read: str } });
 
 export const SourceDocuments = defineView("KnowledgeSourceDocuments", {
   documents: { read: { type: "array", items: viewRule(DocumentSummary) } },
@@ -49,16 +51,11 @@ export const SourceDocuments = defineView("KnowledgeSourceDocuments", {
 });
 
 export const DocumentDetail = defineView("DocumentDetail", {
-  id: { read: str },
-  title: { read: str },
-  url: { read: str },
+  ...documentFields,
   content: { read: str },
   content_hash: { read: str },
-  source_id: { read: int },
   metadata: { read: { type: "object" } },
-  chunk_count: { read: int },
   chunk_size: { read: int },
-  indexed_at: { read: { type: "date" } },
   created_at: { read: { type: "date" } },
   updated_at: { read: { type: "date" } },
   deletion_job_id: { read: nullable("string") },
