@@ -256,9 +256,9 @@ export type Resource = ReturnType<typeof defineResource<Fields>>;
 type Host = TenancyMethods & EventsMethods & { db: Connection };
 type Doc = HydratedDocument<OwnedRecord & { identifier?: string; name?: string }>;
 
-/** Where a service adds its rules to the standard actions; `this` is the service. */
 export type CrudAction = "list" | "create" | "get" | "update" | "remove";
 
+/** Where a service adds its rules to the standard actions; `this` is the service. */
 export interface CrudHooks<S = any, R = any> {
   /** The standard actions this service takes (default: all); it writes the others itself. */
   actions?: CrudAction[];
