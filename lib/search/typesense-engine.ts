@@ -4,7 +4,7 @@ import { Client, Errors } from "typesense";
 import { fuseRanks } from "./fusion";
 import { MAX_DEPTH, type ChunkHit, type IndexQuery, type IndexResult, type IndexStats, type IndexedChunk, type SearchIndex } from "./port";
 import { terms } from "./tokenizer";
-import { CANDIDATE_FIELDS, candidatesPerTerm, rankCandidates, TotalsCache, type Candidate, type KeywordHit, type Totals } from "./typesense-keyword";
+import { CANDIDATE_FIELDS, candidatesPerTerm, HIT_FIELDS, rankCandidates, TotalsCache, type Candidate, type KeywordHit, type Totals } from "./typesense-keyword";
 import {
   chunkDocument,
   collectionNames,
@@ -13,6 +13,7 @@ import {
   quoteList,
   schemas,
   vectorCollectionName,
+  vectorDocument,
   vectorSchema,
   type ChunkDocument,
   type CollectionNames,
@@ -65,8 +66,6 @@ interface SearchResult<D = unknown> {
 
 type Search = Record<string, unknown> & { collection: string };
 
-/** What a hit shows, read for the final hits only. */
-const HIT_FIELDS = "id,source_id,document_id,position,title,url,content";
 
 /** Searches gathered for one multi_search round trip; each add() gives a handle read after run(). */
 class Batch {
@@ -82,10 +81,10 @@ class Batch {
  * Production engine: shared Typesense collections for all accounts, every request filtered by account_id
  * in one place (scope()). The platform analyses text (tokenizer.terms: folding, stop words, Porter2 stems);
  * Typesense stores and matches those terms in the chunks collection and holds vectors in a collection of
- * their own. A query is two round trips: one multi_search for the keyword candidates (ids and terms only)
- * and the nearest vectors (ids and distances), then, after the platform has ranked the candidates by BM25
- * with the account's statistics and fused the lists with fuseRanks exactly as the embedded engine does, one
- * read of the final hits' text. Vectors are precomputed by the embedding stage and added later.
+ * their own (one per embedding model, behind the TYPESENSE_COLLECTION alias). A query is one multi_search:
+ * the keyword candidates per query term with their terms and the nearest vectors, each with what its hit
+ * shows; the platform ranks the candidates by BM25 with the account's statistics (cached briefly) and fuses
+ * the lists with fuseRanks, exactly as the embedded engine does. Vectors come later from the embedding stage.
  */
 export class TypesenseEngine implements SearchIndex {
   readonly engine = "typesense" as const;
@@ -215,16 +214,16 @@ export class TypesenseEngine implements SearchIndex {
     batch.results = batch.searches.length ? await this.multi(batch.searches) : [];
   }
 
-  /** The chunks (of those given) that are in the index: id and source. */
-  private async existing(accountId: number, ids: string[]): Promise<Map<string, number>> {
+  /** The chunks (of those given) that are in the index, with what a hit shows. */
+  private async existing(accountId: number, ids: string[]): Promise<Map<string, ChunkDocument>> {
     const searches: Search[] = [];
     for (let i = 0; i < ids.length; i += ID_BATCH) {
       const part = ids.slice(i, i + ID_BATCH);
-      searches.push({ collection: this.names.chunks, q: "*", filter_by: `${this.scope(accountId)} && id:${quoteList(part)}`, include_fields: "id,source_id", per_page: part.length });
+      searches.push({ collection: this.names.chunks, q: "*", filter_by: `${this.scope(accountId)} && id:${quoteList(part)}`, include_fields: HIT_FIELDS, per_page: part.length });
     }
-    const found = new Map<string, number>();
+    const found = new Map<string, ChunkDocument>();
     for (const r of searches.length ? await this.multi<ChunkDocument>(searches) : []) {
-      for (const h of r.hits ?? []) found.set(h.document.id, h.document.source_id);
+      for (const h of r.hits ?? []) found.set(h.document.id, h.document);
     }
     return found;
   }
@@ -247,7 +246,7 @@ export class TypesenseEngine implements SearchIndex {
   }
 
   private async importVectors(chunks: IndexedChunk[]) {
-    const vectors: VectorDocument[] = chunks.flatMap((c) => (c.vector ? [{ id: c.id, account_id: c.accountId, source_id: c.sourceId, embedding: Array.from(c.vector) }] : []));
+    const vectors: VectorDocument[] = chunks.flatMap((c) => (c.vector ? [vectorDocument(chunkDocument(c), c.vector)] : []));
     if (vectors.length) await this.documents<VectorDocument>(this.target).import(vectors, { action: "upsert" });
   }
 
@@ -282,11 +281,11 @@ export class TypesenseEngine implements SearchIndex {
   async setVectors(accountId: number, vectors: { id: string; vector: Float32Array }[]) {
     if (!vectors.length) return;
     // Only chunks of this account that still exist get a vector (a chunk deleted meanwhile is simply gone).
-    const sources = await this.existing(accountId, vectors.map((v) => v.id));
-    const present = vectors.filter((v) => sources.has(v.id));
+    const chunks = await this.existing(accountId, vectors.map((v) => v.id));
+    const present = vectors.filter((v) => chunks.has(v.id));
     if (!present.length) return;
     await this.documents<VectorDocument>(this.target).import(
-      present.map((v) => ({ id: v.id, account_id: accountId, source_id: sources.get(v.id)!, embedding: Array.from(v.vector) })),
+      present.map((v) => vectorDocument({ ...chunks.get(v.id)!, account_id: accountId }, v.vector)),
       { action: "upsert" },
     );
   }
@@ -329,7 +328,10 @@ export class TypesenseEngine implements SearchIndex {
     const account = this.scope(q.accountId);
     const scoped = q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account;
     const collection = this.names.chunks;
-    const match = { collection, query_by: "title_terms,content_terms", prefix: "false", num_typos: 0, typo_tokens_threshold: 0, drop_tokens_threshold: 0, highlight_fields: "none" };
+    const match = {
+      collection, query_by: "title_terms,content_terms", prefix: "false", num_typos: 0, typo_tokens_threshold: 0, drop_tokens_threshold: 0,
+      highlight_fields: "none", enable_highlight_v1: false,
+    };
     const perTerm = candidatesPerTerm(perPage, queryTerms.length);
     const cached = this.totals.get(q.accountId);
     const generation = this.totals.generation;
@@ -363,7 +365,7 @@ export class TypesenseEngine implements SearchIndex {
       q: "*",
       filter_by: this.scope(q.accountId, q.sourceIds),
       vector_query: `embedding:([${Array.from(q.vector!).join(",")}], k:${perPage})`,
-      include_fields: "id",
+      include_fields: HIT_FIELDS,
       per_page: perPage,
     };
   }
@@ -376,7 +378,7 @@ export class TypesenseEngine implements SearchIndex {
     const batch = new Batch();
     // First: a replacement switching after this read cannot have written or deleted chunks before the reads below.
     const replacements = batch.add<Pick<ReplacementDocument, "hidden">>(this.replacementSearch(q.accountId));
-    const nearest = wantsVectors ? batch.add<{ id: string }>(this.vectorSearch(q, perPage)) : undefined;
+    const nearest = wantsVectors ? batch.add<VectorDocument>(this.vectorSearch(q, perPage)) : undefined;
     let keyword = keywordNeeded && queryTerms.length ? this.keywordSearches(batch, q, queryTerms, perPage) : undefined;
     await this.run(batch);
     const hidden = new Set((replacements().hits ?? []).flatMap((h) => h.document.hidden ?? []));
@@ -389,32 +391,20 @@ export class TypesenseEngine implements SearchIndex {
       await this.run(more);
     }
     const ranked = modeUsed !== "semantic" && keyword ? keyword(hidden) : [];
-    const vector = modeUsed !== "keyword" ? vectorHits.filter((h) => h.vector_distance! <= q.maxDistance).map((h) => ({ id: h.document.id, distance: h.vector_distance! })) : [];
+    const vector = modeUsed !== "keyword" ? vectorHits.filter((h) => h.vector_distance! <= q.maxDistance) : [];
 
-    let final: { id: string; score: number; textScore?: number; vectorDistance?: number }[];
-    if (modeUsed === "keyword") final = ranked.map((k) => ({ id: k.id, score: k.score, textScore: k.score }));
-    else if (modeUsed === "semantic") final = vector.map((v) => ({ id: v.id, score: 1 - v.distance, vectorDistance: v.distance }));
-    else {
-      final = fuseRanks(ranked, vector, q.alpha)
-        .slice(0, q.depth)
-        .map((f) => ({ id: f.id, score: f.score, textScore: f.textScore, vectorDistance: f.distance }));
+    if (modeUsed === "keyword") return { modeUsed, hits: ranked.map((k) => toChunkHit(k.document, k.score, { textScore: k.score })) };
+    if (modeUsed === "semantic") {
+      return { modeUsed, hits: vector.map((h) => toChunkHit(h.document, 1 - h.vector_distance!, { vectorDistance: h.vector_distance! })) };
     }
-    const texts = await this.hitTexts(q.accountId, final.map((f) => f.id));
-    // A vector whose chunk was deleted while it was being written has no text: it is no hit.
-    return { modeUsed, hits: final.filter((f) => texts.has(f.id)).map((f) => toChunkHit(texts.get(f.id)!, f.score, f)) };
-  }
-
-  /** What the final hits show, in one read. */
-  private async hitTexts(accountId: number, ids: string[]): Promise<Map<string, ChunkDocument>> {
-    const out = new Map<string, ChunkDocument>();
-    if (!ids.length) return out;
-    const searches: Search[] = [];
-    for (let i = 0; i < ids.length; i += MAX_DEPTH) {
-      const part = ids.slice(i, i + MAX_DEPTH);
-      searches.push({ collection: this.names.chunks, q: "*", filter_by: `${this.scope(accountId)} && id:${quoteList(part)}`, include_fields: HIT_FIELDS, per_page: part.length });
-    }
-    for (const r of await this.multi<ChunkDocument>(searches)) for (const h of r.hits ?? []) out.set(h.document.id, h.document);
-    return out;
+    const documents = new Map<string, HitDocument>();
+    for (const k of ranked) documents.set(k.id, k.document);
+    for (const h of vector) documents.set(h.document.id, h.document);
+    const fused = fuseRanks(ranked, vector.map((h) => ({ id: h.document.id, distance: h.vector_distance! })), q.alpha);
+    return {
+      modeUsed,
+      hits: fused.slice(0, q.depth).map((f) => toChunkHit(documents.get(f.id)!, f.score, { textScore: f.textScore, vectorDistance: f.distance })),
+    };
   }
 
   async countDocuments(accountId: number, sourceId?: number) {
@@ -457,7 +447,10 @@ export class TypesenseEngine implements SearchIndex {
   }
 }
 
-function toChunkHit(d: ChunkDocument, score: number, extra: { textScore?: number; vectorDistance?: number }): ChunkHit {
+/** What a keyword candidate and a vector hit both carry. */
+type HitDocument = Pick<ChunkDocument, "id" | "source_id" | "document_id" | "position" | "title" | "url" | "content">;
+
+function toChunkHit(d: HitDocument, score: number, extra: { textScore?: number; vectorDistance?: number }): ChunkHit {
   return {
     id: d.id,
     sourceId: d.source_id,

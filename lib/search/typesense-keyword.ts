@@ -15,9 +15,14 @@ const FULL_CANDIDATE_TERMS = 3;
  */
 export const TOTALS_TTL_MS = 1000;
 
-/** What BM25 needs of a candidate: its terms (for term frequencies) and its length. */
-export const CANDIDATE_FIELDS = "id,term_count,title_terms,content_terms";
-export type Candidate = Pick<ChunkDocument, "id" | "term_count" | "title_terms" | "content_terms">;
+/**
+ * What a hit shows. Keyword candidates bring it along: Typesense's cost is per returned hit, hardly per
+ * byte, so a second read of the final hits' text would cost more than carrying it.
+ */
+export const HIT_FIELDS = "id,source_id,document_id,position,title,url,content";
+/** What BM25 needs of a candidate besides: its terms (for term frequencies) and its length. */
+export const CANDIDATE_FIELDS = `${HIT_FIELDS},term_count,title_terms,content_terms`;
+export type Candidate = Pick<ChunkDocument, "id" | "source_id" | "document_id" | "position" | "title" | "url" | "content" | "term_count" | "title_terms" | "content_terms">;
 
 /** The account's BM25 population (the embedded engine's per-account index): chunk count and total length. */
 export interface Totals {
@@ -65,6 +70,7 @@ function termFrequencies(d: Pick<ChunkDocument, "title_terms" | "content_terms">
 export interface KeywordHit {
   id: string;
   score: number;
+  document: Candidate;
 }
 
 /**
@@ -85,7 +91,7 @@ export function rankCandidates(candidates: Iterable<Candidate>, documentFrequenc
       const f = tf.get(term);
       if (f) score += bm25Term(f, weight, c.term_count, avgLength);
     }
-    if (score > 0) ranked.push({ id: c.id, score });
+    if (score > 0) ranked.push({ id: c.id, score, document: c });
   }
   ranked.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
   return ranked.slice(0, perPage);

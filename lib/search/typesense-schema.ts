@@ -54,6 +54,18 @@ export interface VectorDocument {
   account_id: number;
   source_id: number;
   embedding: number[];
+  /** What a hit shows (stored, not indexed), so a vector hit needs no second read. */
+  document_id: string;
+  position: number;
+  title: string;
+  url: string;
+  content: string;
+}
+
+/** A vector's document: the chunk's tenant ids and what its hit shows. */
+export function vectorDocument(c: Pick<ChunkDocument, "id" | "account_id" | "source_id" | "document_id" | "position" | "title" | "url" | "content">, vector: Float32Array): VectorDocument {
+  const { id, account_id, source_id, document_id, position, title, url, content } = c;
+  return { id, account_id, source_id, embedding: Array.from(vector), document_id, position, title, url, content };
 }
 
 /** Chunks hidden from searchers while replaceChunks swaps a page's versions (see TypesenseEngine.replaceChunks). */
