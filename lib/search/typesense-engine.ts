@@ -4,10 +4,13 @@ import { Client, Errors } from "typesense";
 import { fuseRanks } from "./fusion";
 import { MAX_DEPTH, type ChunkHit, type IndexQuery, type IndexResult, type IndexStats, type IndexedChunk, type SearchIndex } from "./port";
 import { terms } from "./tokenizer";
-import { CANDIDATE_FIELDS, candidatesPerTerm, HIT_FIELDS, rankCandidates, TotalsCache, type Candidate, type KeywordHit, type Totals } from "./typesense-keyword";
+import { Batch, type Search, type SearchResult } from "./typesense-batch";
+import { HIT_FIELDS, keywordSearches, TotalsCache, type KeywordHit } from "./typesense-keyword";
 import {
+  checkCollection,
   chunkDocument,
   collectionNames,
+  createCollection,
   isSupportedTypesenseVersion,
   MIN_TYPESENSE_VERSION,
   quoteList,
@@ -47,35 +50,11 @@ export interface TypesenseEngineOptions {
   switchingModel?: boolean;
 }
 
-interface Schema {
-  name: string;
-  fields: { name: string; num_dim?: number }[];
-}
-
-interface Hit<D> {
-  document: D;
-  vector_distance?: number;
-}
-
-interface SearchResult<D = unknown> {
-  found: number;
-  hits?: Hit<D>[];
-  facet_counts?: { field_name: string; stats?: { sum?: number } }[];
-  error?: string;
-}
-
-type Search = Record<string, unknown> & { collection: string };
 
 
-/** Searches gathered for one multi_search round trip; each add() gives a handle read after run(). */
-class Batch {
-  readonly searches: Search[] = [];
-  results: SearchResult[] = [];
-  add<D>(search: Search): () => SearchResult<D> {
-    const i = this.searches.push(search) - 1;
-    return () => this.results[i] as SearchResult<D>;
-  }
-}
+
+
+
 
 /**
  * Production engine: shared Typesense collections for all accounts, every request filtered by account_id
@@ -113,19 +92,19 @@ export class TypesenseEngine implements SearchIndex {
     if (version && !isSupportedTypesenseVersion(version)) {
       throw new Error(`Typesense ${version} at ${this.options.url} is not supported: needs ${MIN_TYPESENSE_VERSION} or later`);
     }
-    for (const schema of Object.values(schemas(this.names))) await this.createCollection(schema);
+    for (const schema of Object.values(schemas(this.names))) await createCollection(this.client, schema);
     const current = await this.servingVectors();
     const own = this.target;
     if (current === undefined) {
-      await this.createCollection(vectorSchema(own, this.options.dimensions));
+      await createCollection(this.client, vectorSchema(own, this.options.dimensions));
       await this.client.aliases().upsert(this.options.collection, { collection_name: own });
     } else if (!this.options.switchingModel || current === own) {
       // No switch (or one whose alias already moved before a crash): the collection searched is written.
       this.target = current;
-      await this.checkCollection(vectorSchema(current, this.options.dimensions));
+      await checkCollection(this.client, vectorSchema(current, this.options.dimensions));
     } else {
       this.previous = current;
-      await this.createCollection(vectorSchema(own, this.options.dimensions));
+      await createCollection(this.client, vectorSchema(own, this.options.dimensions));
     }
   }
 
@@ -143,28 +122,6 @@ export class TypesenseEngine implements SearchIndex {
       return undefined;
     }
     throw new Error(`Typesense collection ${this.options.collection} is of the one-collection layout (before 2026-11-24): drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
-  }
-
-  private async createCollection(schema: Schema) {
-    try {
-      await this.client.collections().create(schema as never);
-    } catch (err) {
-      // Another replica (or an earlier start) created it: it must have this schema's fields and dimensions.
-      if (!(err instanceof Errors.ObjectAlreadyExists)) throw err;
-      await this.checkCollection(schema);
-    }
-  }
-
-  private async checkCollection(schema: Schema) {
-    const existing = (await this.client.collections(schema.name).retrieve()) as unknown as { fields: { name: string; num_dim?: number }[] };
-    const names = new Set(existing.fields.map((f) => f.name));
-    const missing = schema.fields.filter((f) => !names.has(f.name)).map((f) => f.name);
-    if (missing.length) {
-      throw new Error(`Typesense collection ${schema.name} has another layout: drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
-    }
-    const want = schema.fields.find((f) => f.num_dim)?.num_dim;
-    const dims = existing.fields.find((f) => f.num_dim)?.num_dim;
-    if (want !== dims) throw new Error(`Typesense collection ${schema.name} has ${dims}-d vectors, the embedding model gives ${want}`);
   }
 
   /** Copies chunks' vectors of the new model into its collection during a model switch (text is shared). */
@@ -318,46 +275,13 @@ export class TypesenseEngine implements SearchIndex {
     };
   }
 
-  /**
-   * The keyword searches of a query, added to `batch`: the account's chunk count and total length unless
-   * cached, then per query term its document frequency in the account and the scope's chunks that contain
-   * it, ids and terms only, as many as the per-term share allows (Typesense has no OR of terms: a multi-term
-   * query drops terms from its ends only). Returns the BM25 ranking, to call after the batch has run.
-   */
+  /** The keyword searches of a query (see keywordSearches), for the account and the query's sources. */
   private keywordSearches(batch: Batch, q: IndexQuery, queryTerms: string[], perPage: number): (hidden: Set<string>) => KeywordHit[] {
     const account = this.scope(q.accountId);
-    const scoped = q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account;
-    const collection = this.names.chunks;
-    const match = {
-      collection, query_by: "title_terms,content_terms", prefix: "false", num_typos: 0, typo_tokens_threshold: 0, drop_tokens_threshold: 0,
-      highlight_fields: "none", enable_highlight_v1: false,
-    };
-    const perTerm = candidatesPerTerm(perPage, queryTerms.length);
-    const cached = this.totals.get(q.accountId);
-    const generation = this.totals.generation;
-    const totals = cached ? undefined : batch.add({ collection, q: "*", filter_by: account, facet_by: "term_count", max_facet_values: 1, per_page: 0 });
-    const lists = queryTerms.map((t) => ({
-      term: t,
-      frequency: q.sourceIds ? batch.add({ ...match, q: t, filter_by: account, per_page: 0 }) : undefined,
-      candidates: batch.add<Candidate>({ ...match, q: t, filter_by: scoped, include_fields: CANDIDATE_FIELDS, per_page: perTerm }),
-    }));
-    return (hidden) => {
-      let population: Totals | undefined = cached;
-      if (!population) {
-        const r = totals!();
-        population = { chunks: r.found, length: r.facet_counts?.find((f) => f.field_name === "term_count")?.stats?.sum ?? 0 };
-        this.totals.set(q.accountId, population, generation);
-      }
-      const documentFrequency = new Map<string, number>();
-      const candidates = new Map<string, Candidate>();
-      for (const list of lists) {
-        const found = list.candidates();
-        documentFrequency.set(list.term, (list.frequency ?? list.candidates)().found);
-        for (const h of found.hits ?? []) if (!hidden.has(h.document.id)) candidates.set(h.document.id, h.document);
-      }
-      return rankCandidates(candidates.values(), documentFrequency, population, perPage);
-    };
+    const where = { accountId: q.accountId, collection: this.names.chunks, account, scoped: q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account };
+    return keywordSearches(batch, this.totals, where, queryTerms, perPage);
   }
+
 
   private vectorSearch(q: IndexQuery, perPage: number): Search {
     return {

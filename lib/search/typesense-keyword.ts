@@ -1,4 +1,5 @@
 import { bm25Idf, bm25Term, TITLE_WEIGHT } from "./bm25";
+import type { Batch } from "./typesense-batch";
 import type { ChunkDocument } from "./typesense-schema";
 
 /**
@@ -55,7 +56,7 @@ export class TotalsCache {
 }
 
 /** Candidates per query term for a query of `termCount` terms ranking `perPage` chunks. */
-export function candidatesPerTerm(perPage: number, termCount: number): number {
+function candidatesPerTerm(perPage: number, termCount: number): number {
   return Math.min(perPage, Math.max(MIN_CANDIDATES_PER_TERM, Math.ceil((FULL_CANDIDATE_TERMS * perPage) / termCount)));
 }
 
@@ -95,4 +96,52 @@ export function rankCandidates(candidates: Iterable<Candidate>, documentFrequenc
   }
   ranked.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
   return ranked.slice(0, perPage);
+}
+
+/** Where a query's keyword searches look: the chunks collection, the account's filter and the scope's. */
+export interface KeywordScope {
+  accountId: number;
+  collection: string;
+  account: string;
+  scoped: string;
+}
+
+/**
+ * The keyword searches of a query, added to `batch`: the account's chunk count and total length unless
+ * cached, then per query term its document frequency in the account and the scope's chunks that contain it
+ * (with their terms and what a hit shows), as many as the per-term share allows (Typesense has no OR of
+ * terms: a multi-term query drops terms from its ends only). Returns the BM25 ranking, to call after the
+ * batch has run, without the chunks a replacement hides.
+ */
+export function keywordSearches(batch: Batch, totals: TotalsCache, where: KeywordScope, queryTerms: string[], perPage: number): (hidden: Set<string>) => KeywordHit[] {
+  const { accountId, collection, account, scoped } = where;
+  const match = {
+    collection, query_by: "title_terms,content_terms", prefix: "false", num_typos: 0, typo_tokens_threshold: 0, drop_tokens_threshold: 0,
+    highlight_fields: "none", enable_highlight_v1: false,
+  };
+  const perTerm = candidatesPerTerm(perPage, queryTerms.length);
+  const cached = totals.get(accountId);
+  const generation = totals.generation;
+  const population = cached ? undefined : batch.add({ collection, q: "*", filter_by: account, facet_by: "term_count", max_facet_values: 1, per_page: 0 });
+  const lists = queryTerms.map((t) => ({
+    term: t,
+    frequency: scoped !== account ? batch.add({ ...match, q: t, filter_by: account, per_page: 0 }) : undefined,
+    candidates: batch.add<Candidate>({ ...match, q: t, filter_by: scoped, include_fields: CANDIDATE_FIELDS, per_page: perTerm }),
+  }));
+  return (hidden) => {
+    let current = cached;
+    if (!current) {
+      const r = population!();
+      current = { chunks: r.found, length: r.facet_counts?.find((f) => f.field_name === "term_count")?.stats?.sum ?? 0 };
+      totals.set(accountId, current, generation);
+    }
+    const documentFrequency = new Map<string, number>();
+    const candidates = new Map<string, Candidate>();
+    for (const list of lists) {
+      const found = list.candidates();
+      documentFrequency.set(list.term, (list.frequency ?? list.candidates)().found);
+      for (const h of found.hits ?? []) if (!hidden.has(h.document.id)) candidates.set(h.document.id, h.document);
+    }
+    return rankCandidates(candidates.values(), documentFrequency, current, perPage);
+  };
 }
