@@ -15,7 +15,8 @@ import { createHash, randomBytes } from "node:crypto";
 import { chunkText } from "../../lib/search/chunking";
 import { HYBRID_ALPHA_BY_MODEL, MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
 import { EmbeddedEngine } from "../../lib/search/embedded-engine";
-import { DEFAULT_LOCAL_MODEL, LocalEmbeddingProvider } from "../../lib/search/embeddings";
+import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS, LocalEmbeddingProvider } from "../../lib/search/embeddings";
+import { DEFAULT_HYBRID_ALPHA } from "../../lib/search/fusion";
 import { SEARCH_MODES, type IndexedChunk, type SearchIndex, type SearchMode } from "../../lib/search/port";
 import { TypesenseEngine } from "../../lib/search/typesense-engine";
 import { repoRoot } from "../../lib/local-mongo";
@@ -27,6 +28,9 @@ const DIR = sciFactDir();
 const MODES = (process.env.RELEVANCE_MODES ?? SEARCH_MODES.join(",")).split(",") as SearchMode[];
 const ACCOUNT = 1;
 const DEPTH = 250;
+/** The bundled model's vector size, and the hybrid weight the search service gives it. */
+const DIMENSIONS = LOCAL_MODELS[DEFAULT_LOCAL_MODEL].dimensions;
+const ALPHA = HYBRID_ALPHA_BY_MODEL[DEFAULT_LOCAL_MODEL] ?? DEFAULT_HYBRID_ALPHA;
 
 const jsonl = <T>(file: string): T[] =>
   fs.readFileSync(path.join(DIR, file), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as T);
@@ -105,8 +109,8 @@ async function main() {
 
   const typesense = await startTypesense();
   const engines: SearchIndex[] = [
-    new EmbeddedEngine({ dimensions: 512 }),
-    new TypesenseEngine({ url: typesense.url, apiKey: typesense.apiKey, collection: `scifact_${randomBytes(4).toString("hex")}`, dimensions: 512 }),
+    new EmbeddedEngine({ dimensions: DIMENSIONS }),
+    new TypesenseEngine({ url: typesense.url, apiKey: typesense.apiKey, collection: `scifact_${randomBytes(4).toString("hex")}`, dimensions: DIMENSIONS }),
   ];
   const rows: string[] = [];
   try {
@@ -119,7 +123,7 @@ async function main() {
         const t0 = performance.now();
         for (const [i, q] of queries.entries()) {
           const res = await engine.search({
-            accountId: ACCOUNT, text: q.text, mode, vector: queryVectors[i]!, depth: DEPTH, alpha: HYBRID_ALPHA_BY_MODEL[DEFAULT_LOCAL_MODEL]!,
+            accountId: ACCOUNT, text: q.text, mode, vector: queryVectors[i]!, depth: DEPTH, alpha: ALPHA,
             maxDistance: 1 - MIN_SIMILARITY_BY_MODEL[DEFAULT_LOCAL_MODEL]!,
           });
           const ranked = collapseByDocument(res.hits).map((h) => h.documentId);
@@ -135,7 +139,7 @@ async function main() {
   } finally {
     await typesense.stop();
   }
-  console.log(`\nBEIR SciFact (${corpus.length} documents, ${chunks.length} chunks, ${queries.length} test queries), depth ${DEPTH}`);
+  console.log(`\nBEIR SciFact (${corpus.length} documents, ${chunks.length} chunks, ${queries.length} test queries), depth ${DEPTH}, hybrid alpha ${ALPHA}`);
   console.log("\n| engine | mode | nDCG@10 | recall@100 | ms/query |\n|---|---|---|---|---|");
   for (const r of rows) console.log(r);
 }

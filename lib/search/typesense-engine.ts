@@ -4,15 +4,19 @@ import { Client, Errors } from "typesense";
 import { fuseLists } from "./fusion";
 import { MAX_DEPTH, type ChunkHit, type IndexQuery, type IndexResult, type IndexStats, type IndexedChunk, type SearchIndex } from "./port";
 import { terms } from "./tokenizer";
-import { CANDIDATE_FIELDS, candidatesPerTerm, rankCandidates, TotalsCache, type Candidate, type KeywordHit, type Totals } from "./typesense-keyword";
+import { Batch, type Search, type SearchResult } from "./typesense-batch";
+import { HIT_FIELDS, keywordSearches, TotalsCache, type KeywordHit } from "./typesense-keyword";
 import {
+  checkCollection,
   chunkDocument,
   collectionNames,
+  createCollection,
   isSupportedTypesenseVersion,
   MIN_TYPESENSE_VERSION,
   quoteList,
   schemas,
   vectorCollectionName,
+  vectorDocument,
   vectorSchema,
   type ChunkDocument,
   type CollectionNames,
@@ -46,46 +50,20 @@ export interface TypesenseEngineOptions {
   switchingModel?: boolean;
 }
 
-interface Schema {
-  name: string;
-  fields: { name: string; num_dim?: number }[];
-}
 
-interface Hit<D> {
-  document: D;
-  vector_distance?: number;
-}
 
-interface SearchResult<D = unknown> {
-  found: number;
-  hits?: Hit<D>[];
-  facet_counts?: { field_name: string; stats?: { sum?: number } }[];
-  error?: string;
-}
 
-type Search = Record<string, unknown> & { collection: string };
 
-/** What a hit shows, read for the final hits only. */
-const HIT_FIELDS = "id,source_id,document_id,position,title,url,content";
 
-/** Searches gathered for one multi_search round trip; each add() gives a handle read after run(). */
-class Batch {
-  readonly searches: Search[] = [];
-  results: SearchResult[] = [];
-  add<D>(search: Search): () => SearchResult<D> {
-    const i = this.searches.push(search) - 1;
-    return () => this.results[i] as SearchResult<D>;
-  }
-}
 
 /**
  * Production engine: shared Typesense collections for all accounts, every request filtered by account_id
  * in one place (scope()). The platform analyses text (tokenizer.terms: folding, stop words, Porter2 stems);
  * Typesense stores and matches those terms in the chunks collection and holds vectors in a collection of
- * their own. A query is two round trips: one multi_search for the keyword candidates (ids and terms only)
- * and the nearest vectors (ids and distances), then, after the platform has ranked the candidates by BM25
- * with the account's statistics and fused the lists with fuseLists exactly as the embedded engine does, one
- * read of the final hits' text. Vectors are precomputed by the embedding stage and added later.
+ * their own (one per embedding model, behind the TYPESENSE_COLLECTION alias). A query is one multi_search:
+ * the keyword candidates per query term with their terms and the nearest vectors, each with what its hit
+ * shows; the platform ranks the candidates by BM25 with the account's statistics (cached briefly) and fuses
+ * the lists with fuseLists, exactly as the embedded engine does. Vectors come later from the embedding stage.
  */
 export class TypesenseEngine implements SearchIndex {
   readonly engine = "typesense" as const;
@@ -114,19 +92,19 @@ export class TypesenseEngine implements SearchIndex {
     if (version && !isSupportedTypesenseVersion(version)) {
       throw new Error(`Typesense ${version} at ${this.options.url} is not supported: needs ${MIN_TYPESENSE_VERSION} or later`);
     }
-    for (const schema of Object.values(schemas(this.names))) await this.createCollection(schema);
+    for (const schema of Object.values(schemas(this.names))) await createCollection(this.client, schema);
     const current = await this.servingVectors();
     const own = this.target;
     if (current === undefined) {
-      await this.createCollection(vectorSchema(own, this.options.dimensions));
+      await createCollection(this.client, vectorSchema(own, this.options.dimensions));
       await this.client.aliases().upsert(this.options.collection, { collection_name: own });
     } else if (!this.options.switchingModel || current === own) {
       // No switch (or one whose alias already moved before a crash): the collection searched is written.
       this.target = current;
-      await this.checkCollection(vectorSchema(current, this.options.dimensions));
+      await checkCollection(this.client, vectorSchema(current, this.options.dimensions));
     } else {
       this.previous = current;
-      await this.createCollection(vectorSchema(own, this.options.dimensions));
+      await createCollection(this.client, vectorSchema(own, this.options.dimensions));
     }
   }
 
@@ -144,28 +122,6 @@ export class TypesenseEngine implements SearchIndex {
       return undefined;
     }
     throw new Error(`Typesense collection ${this.options.collection} is of the one-collection layout (before 2026-11-24): drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
-  }
-
-  private async createCollection(schema: Schema) {
-    try {
-      await this.client.collections().create(schema as never);
-    } catch (err) {
-      // Another replica (or an earlier start) created it: it must have this schema's fields and dimensions.
-      if (!(err instanceof Errors.ObjectAlreadyExists)) throw err;
-      await this.checkCollection(schema);
-    }
-  }
-
-  private async checkCollection(schema: Schema) {
-    const existing = (await this.client.collections(schema.name).retrieve()) as unknown as { fields: { name: string; num_dim?: number }[] };
-    const names = new Set(existing.fields.map((f) => f.name));
-    const missing = schema.fields.filter((f) => !names.has(f.name)).map((f) => f.name);
-    if (missing.length) {
-      throw new Error(`Typesense collection ${schema.name} has another layout: drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
-    }
-    const want = schema.fields.find((f) => f.num_dim)?.num_dim;
-    const dims = existing.fields.find((f) => f.num_dim)?.num_dim;
-    if (want !== dims) throw new Error(`Typesense collection ${schema.name} has ${dims}-d vectors, the embedding model gives ${want}`);
   }
 
   /** Copies chunks' vectors of the new model into its collection during a model switch (text is shared). */
@@ -215,16 +171,16 @@ export class TypesenseEngine implements SearchIndex {
     batch.results = batch.searches.length ? await this.multi(batch.searches) : [];
   }
 
-  /** The chunks (of those given) that are in the index: id and source. */
-  private async existing(accountId: number, ids: string[]): Promise<Map<string, number>> {
+  /** The chunks (of those given) that are in the index, with what a hit shows. */
+  private async existing(accountId: number, ids: string[]): Promise<Map<string, ChunkDocument>> {
     const searches: Search[] = [];
     for (let i = 0; i < ids.length; i += ID_BATCH) {
       const part = ids.slice(i, i + ID_BATCH);
-      searches.push({ collection: this.names.chunks, q: "*", filter_by: `${this.scope(accountId)} && id:${quoteList(part)}`, include_fields: "id,source_id", per_page: part.length });
+      searches.push({ collection: this.names.chunks, q: "*", filter_by: `${this.scope(accountId)} && id:${quoteList(part)}`, include_fields: HIT_FIELDS, per_page: part.length });
     }
-    const found = new Map<string, number>();
+    const found = new Map<string, ChunkDocument>();
     for (const r of searches.length ? await this.multi<ChunkDocument>(searches) : []) {
-      for (const h of r.hits ?? []) found.set(h.document.id, h.document.source_id);
+      for (const h of r.hits ?? []) found.set(h.document.id, h.document);
     }
     return found;
   }
@@ -247,7 +203,7 @@ export class TypesenseEngine implements SearchIndex {
   }
 
   private async importVectors(chunks: IndexedChunk[]) {
-    const vectors: VectorDocument[] = chunks.flatMap((c) => (c.vector ? [{ id: c.id, account_id: c.accountId, source_id: c.sourceId, embedding: Array.from(c.vector) }] : []));
+    const vectors: VectorDocument[] = chunks.flatMap((c) => (c.vector ? [vectorDocument(chunkDocument(c), c.vector)] : []));
     if (vectors.length) await this.documents<VectorDocument>(this.target).import(vectors, { action: "upsert" });
   }
 
@@ -282,11 +238,11 @@ export class TypesenseEngine implements SearchIndex {
   async setVectors(accountId: number, vectors: { id: string; vector: Float32Array }[]) {
     if (!vectors.length) return;
     // Only chunks of this account that still exist get a vector (a chunk deleted meanwhile is simply gone).
-    const sources = await this.existing(accountId, vectors.map((v) => v.id));
-    const present = vectors.filter((v) => sources.has(v.id));
+    const chunks = await this.existing(accountId, vectors.map((v) => v.id));
+    const present = vectors.filter((v) => chunks.has(v.id));
     if (!present.length) return;
     await this.documents<VectorDocument>(this.target).import(
-      present.map((v) => ({ id: v.id, account_id: accountId, source_id: sources.get(v.id)!, embedding: Array.from(v.vector) })),
+      present.map((v) => vectorDocument({ ...chunks.get(v.id)!, account_id: accountId }, v.vector)),
       { action: "upsert" },
     );
   }
@@ -319,43 +275,13 @@ export class TypesenseEngine implements SearchIndex {
     };
   }
 
-  /**
-   * The keyword searches of a query, added to `batch`: the account's chunk count and total length unless
-   * cached, then per query term its document frequency in the account and the scope's chunks that contain
-   * it, ids and terms only, as many as the per-term share allows (Typesense has no OR of terms: a multi-term
-   * query drops terms from its ends only). Returns the BM25 ranking, to call after the batch has run.
-   */
+  /** The keyword searches of a query (see keywordSearches), for the account and the query's sources. */
   private keywordSearches(batch: Batch, q: IndexQuery, queryTerms: string[], perPage: number): (hidden: Set<string>) => KeywordHit[] {
     const account = this.scope(q.accountId);
-    const scoped = q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account;
-    const collection = this.names.chunks;
-    const match = { collection, query_by: "title_terms,content_terms", prefix: "false", num_typos: 0, typo_tokens_threshold: 0, drop_tokens_threshold: 0, highlight_fields: "none" };
-    const perTerm = candidatesPerTerm(perPage, queryTerms.length);
-    const cached = this.totals.get(q.accountId);
-    const generation = this.totals.generation;
-    const totals = cached ? undefined : batch.add({ collection, q: "*", filter_by: account, facet_by: "term_count", max_facet_values: 1, per_page: 0 });
-    const lists = queryTerms.map((t) => ({
-      term: t,
-      frequency: q.sourceIds ? batch.add({ ...match, q: t, filter_by: account, per_page: 0 }) : undefined,
-      candidates: batch.add<Candidate>({ ...match, q: t, filter_by: scoped, include_fields: CANDIDATE_FIELDS, per_page: perTerm }),
-    }));
-    return (hidden) => {
-      let population: Totals | undefined = cached;
-      if (!population) {
-        const r = totals!();
-        population = { chunks: r.found, length: r.facet_counts?.find((f) => f.field_name === "term_count")?.stats?.sum ?? 0 };
-        this.totals.set(q.accountId, population, generation);
-      }
-      const documentFrequency = new Map<string, number>();
-      const candidates = new Map<string, Candidate>();
-      for (const list of lists) {
-        const found = list.candidates();
-        documentFrequency.set(list.term, (list.frequency ?? list.candidates)().found);
-        for (const h of found.hits ?? []) if (!hidden.has(h.document.id)) candidates.set(h.document.id, h.document);
-      }
-      return rankCandidates(candidates.values(), documentFrequency, population, perPage);
-    };
+    const where = { accountId: q.accountId, collection: this.names.chunks, account, scoped: q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account };
+    return keywordSearches(batch, this.totals, where, queryTerms, perPage);
   }
+
 
   private vectorSearch(q: IndexQuery, perPage: number): Search {
     return {
@@ -363,7 +289,7 @@ export class TypesenseEngine implements SearchIndex {
       q: "*",
       filter_by: this.scope(q.accountId, q.sourceIds),
       vector_query: `embedding:([${Array.from(q.vector!).join(",")}], k:${perPage})`,
-      include_fields: "id",
+      include_fields: HIT_FIELDS,
       per_page: perPage,
     };
   }
@@ -376,7 +302,7 @@ export class TypesenseEngine implements SearchIndex {
     const batch = new Batch();
     // First: a replacement switching after this read cannot have written or deleted chunks before the reads below.
     const replacements = batch.add<Pick<ReplacementDocument, "hidden">>(this.replacementSearch(q.accountId));
-    const nearest = wantsVectors ? batch.add<{ id: string }>(this.vectorSearch(q, perPage)) : undefined;
+    const nearest = wantsVectors ? batch.add<VectorDocument>(this.vectorSearch(q, perPage)) : undefined;
     let keyword = keywordNeeded && queryTerms.length ? this.keywordSearches(batch, q, queryTerms, perPage) : undefined;
     await this.run(batch);
     const hidden = new Set((replacements().hits ?? []).flatMap((h) => h.document.hidden ?? []));
@@ -389,32 +315,20 @@ export class TypesenseEngine implements SearchIndex {
       await this.run(more);
     }
     const ranked = modeUsed !== "semantic" && keyword ? keyword(hidden) : [];
-    const vector = modeUsed !== "keyword" ? vectorHits.filter((h) => h.vector_distance! <= q.maxDistance).map((h) => ({ id: h.document.id, distance: h.vector_distance! })) : [];
+    const vector = modeUsed !== "keyword" ? vectorHits.filter((h) => h.vector_distance! <= q.maxDistance) : [];
 
-    let final: { id: string; score: number; textScore?: number; vectorDistance?: number }[];
-    if (modeUsed === "keyword") final = ranked.map((k) => ({ id: k.id, score: k.score, textScore: k.score }));
-    else if (modeUsed === "semantic") final = vector.map((v) => ({ id: v.id, score: 1 - v.distance, vectorDistance: v.distance }));
-    else {
-      final = fuseLists(ranked, vector, q.alpha)
-        .slice(0, q.depth)
-        .map((f) => ({ id: f.id, score: f.score, textScore: f.textScore, vectorDistance: f.distance }));
+    if (modeUsed === "keyword") return { modeUsed, hits: ranked.map((k) => toChunkHit(k.document, k.score, { textScore: k.score })) };
+    if (modeUsed === "semantic") {
+      return { modeUsed, hits: vector.map((h) => toChunkHit(h.document, 1 - h.vector_distance!, { vectorDistance: h.vector_distance! })) };
     }
-    const texts = await this.hitTexts(q.accountId, final.map((f) => f.id));
-    // A vector whose chunk was deleted while it was being written has no text: it is no hit.
-    return { modeUsed, hits: final.filter((f) => texts.has(f.id)).map((f) => toChunkHit(texts.get(f.id)!, f.score, f)) };
-  }
-
-  /** What the final hits show, in one read. */
-  private async hitTexts(accountId: number, ids: string[]): Promise<Map<string, ChunkDocument>> {
-    const out = new Map<string, ChunkDocument>();
-    if (!ids.length) return out;
-    const searches: Search[] = [];
-    for (let i = 0; i < ids.length; i += MAX_DEPTH) {
-      const part = ids.slice(i, i + MAX_DEPTH);
-      searches.push({ collection: this.names.chunks, q: "*", filter_by: `${this.scope(accountId)} && id:${quoteList(part)}`, include_fields: HIT_FIELDS, per_page: part.length });
-    }
-    for (const r of await this.multi<ChunkDocument>(searches)) for (const h of r.hits ?? []) out.set(h.document.id, h.document);
-    return out;
+    const documents = new Map<string, HitDocument>();
+    for (const k of ranked) documents.set(k.id, k.document);
+    for (const h of vector) documents.set(h.document.id, h.document);
+    const fused = fuseLists(ranked, vector.map((h) => ({ id: h.document.id, distance: h.vector_distance! })), q.alpha);
+    return {
+      modeUsed,
+      hits: fused.slice(0, q.depth).map((f) => toChunkHit(documents.get(f.id)!, f.score, { textScore: f.textScore, vectorDistance: f.distance })),
+    };
   }
 
   async countDocuments(accountId: number, sourceId?: number) {
@@ -457,7 +371,10 @@ export class TypesenseEngine implements SearchIndex {
   }
 }
 
-function toChunkHit(d: ChunkDocument, score: number, extra: { textScore?: number; vectorDistance?: number }): ChunkHit {
+/** What a keyword candidate and a vector hit both carry. */
+type HitDocument = Pick<ChunkDocument, "id" | "source_id" | "document_id" | "position" | "title" | "url" | "content">;
+
+function toChunkHit(d: HitDocument, score: number, extra: { textScore?: number; vectorDistance?: number }): ChunkHit {
   return {
     id: d.id,
     sourceId: d.source_id,

@@ -1,4 +1,5 @@
 import { bm25Idf, bm25Term, TITLE_WEIGHT } from "./bm25";
+import type { Batch } from "./typesense-batch";
 import type { ChunkDocument } from "./typesense-schema";
 
 /**
@@ -15,9 +16,14 @@ const FULL_CANDIDATE_TERMS = 3;
  */
 export const TOTALS_TTL_MS = 1000;
 
-/** What BM25 needs of a candidate: its terms (for term frequencies) and its length. */
-export const CANDIDATE_FIELDS = "id,term_count,title_terms,content_terms";
-export type Candidate = Pick<ChunkDocument, "id" | "term_count" | "title_terms" | "content_terms">;
+/**
+ * What a hit shows. Keyword candidates bring it along: Typesense's cost is per returned hit, hardly per
+ * byte, so a second read of the final hits' text would cost more than carrying it.
+ */
+export const HIT_FIELDS = "id,source_id,document_id,position,title,url,content";
+/** What BM25 needs of a candidate besides: its terms (for term frequencies) and its length. */
+export const CANDIDATE_FIELDS = `${HIT_FIELDS},term_count,title_terms,content_terms`;
+export type Candidate = Pick<ChunkDocument, "id" | "source_id" | "document_id" | "position" | "title" | "url" | "content" | "term_count" | "title_terms" | "content_terms">;
 
 /** The account's BM25 population (the embedded engine's per-account index): chunk count and total length. */
 export interface Totals {
@@ -50,7 +56,7 @@ export class TotalsCache {
 }
 
 /** Candidates per query term for a query of `termCount` terms ranking `perPage` chunks. */
-export function candidatesPerTerm(perPage: number, termCount: number): number {
+function candidatesPerTerm(perPage: number, termCount: number): number {
   return Math.min(perPage, Math.max(MIN_CANDIDATES_PER_TERM, Math.ceil((FULL_CANDIDATE_TERMS * perPage) / termCount)));
 }
 
@@ -65,6 +71,7 @@ function termFrequencies(d: Pick<ChunkDocument, "title_terms" | "content_terms">
 export interface KeywordHit {
   id: string;
   score: number;
+  document: Candidate;
 }
 
 /**
@@ -85,8 +92,56 @@ export function rankCandidates(candidates: Iterable<Candidate>, documentFrequenc
       const f = tf.get(term);
       if (f) score += bm25Term(f, weight, c.term_count, avgLength);
     }
-    if (score > 0) ranked.push({ id: c.id, score });
+    if (score > 0) ranked.push({ id: c.id, score, document: c });
   }
   ranked.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
   return ranked.slice(0, perPage);
+}
+
+/** Where a query's keyword searches look: the chunks collection, the account's filter and the scope's. */
+export interface KeywordScope {
+  accountId: number;
+  collection: string;
+  account: string;
+  scoped: string;
+}
+
+/**
+ * The keyword searches of a query, added to `batch`: the account's chunk count and total length unless
+ * cached, then per query term its document frequency in the account and the scope's chunks that contain it
+ * (with their terms and what a hit shows), as many as the per-term share allows (Typesense has no OR of
+ * terms: a multi-term query drops terms from its ends only). Returns the BM25 ranking, to call after the
+ * batch has run, without the chunks a replacement hides.
+ */
+export function keywordSearches(batch: Batch, totals: TotalsCache, where: KeywordScope, queryTerms: string[], perPage: number): (hidden: Set<string>) => KeywordHit[] {
+  const { accountId, collection, account, scoped } = where;
+  const match = {
+    collection, query_by: "title_terms,content_terms", prefix: "false", num_typos: 0, typo_tokens_threshold: 0, drop_tokens_threshold: 0,
+    highlight_fields: "none", enable_highlight_v1: false,
+  };
+  const perTerm = candidatesPerTerm(perPage, queryTerms.length);
+  const cached = totals.get(accountId);
+  const generation = totals.generation;
+  const population = cached ? undefined : batch.add({ collection, q: "*", filter_by: account, facet_by: "term_count", max_facet_values: 1, per_page: 0 });
+  const lists = queryTerms.map((t) => ({
+    term: t,
+    frequency: scoped !== account ? batch.add({ ...match, q: t, filter_by: account, per_page: 0 }) : undefined,
+    candidates: batch.add<Candidate>({ ...match, q: t, filter_by: scoped, include_fields: CANDIDATE_FIELDS, per_page: perTerm }),
+  }));
+  return (hidden) => {
+    let current = cached;
+    if (!current) {
+      const r = population!();
+      current = { chunks: r.found, length: r.facet_counts?.find((f) => f.field_name === "term_count")?.stats?.sum ?? 0 };
+      totals.set(accountId, current, generation);
+    }
+    const documentFrequency = new Map<string, number>();
+    const candidates = new Map<string, Candidate>();
+    for (const list of lists) {
+      const found = list.candidates();
+      documentFrequency.set(list.term, (list.frequency ?? list.candidates)().found);
+      for (const h of found.hits ?? []) if (!hidden.has(h.document.id)) candidates.set(h.document.id, h.document);
+    }
+    return rankCandidates(candidates.values(), documentFrequency, current, perPage);
+  };
 }

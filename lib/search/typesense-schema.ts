@@ -1,3 +1,4 @@
+import { Errors, type Client } from "typesense";
 import { TITLE_WEIGHT } from "./bm25";
 import type { IndexedChunk } from "./port";
 import { terms } from "./tokenizer";
@@ -54,6 +55,18 @@ export interface VectorDocument {
   account_id: number;
   source_id: number;
   embedding: number[];
+  /** What a hit shows (stored, not indexed), so a vector hit needs no second read. */
+  document_id: string;
+  position: number;
+  title: string;
+  url: string;
+  content: string;
+}
+
+/** A vector's document: the chunk's tenant ids and what its hit shows. */
+export function vectorDocument(c: Pick<ChunkDocument, "id" | "account_id" | "source_id" | "document_id" | "position" | "title" | "url" | "content">, vector: Float32Array): VectorDocument {
+  const { id, account_id, source_id, document_id, position, title, url, content } = c;
+  return { id, account_id, source_id, embedding: Array.from(vector), document_id, position, title, url, content };
 }
 
 /** Chunks hidden from searchers while replaceChunks swaps a page's versions (see TypesenseEngine.replaceChunks). */
@@ -147,4 +160,31 @@ export function chunkDocument(c: IndexedChunk): ChunkDocument {
 /** Typesense filter value for a list of strings (backticks quote ids safely). */
 export function quoteList(values: string[]): string {
   return `[${values.map((v) => `\`${v.replace(/`/g, "")}\``).join(",")}]`;
+}
+
+export interface Schema {
+  name: string;
+  fields: { name: string; num_dim?: number }[];
+}
+
+/** Creates a collection, or checks the one another replica (or an earlier start) created. */
+export async function createCollection(client: Client, schema: Schema) {
+  try {
+    await client.collections().create(schema as never);
+  } catch (err) {
+    if (!(err instanceof Errors.ObjectAlreadyExists)) throw err;
+    await checkCollection(client, schema);
+  }
+}
+
+/** An existing collection must have the schema's fields and vector size. */
+export async function checkCollection(client: Client, schema: Schema) {
+  const existing = (await client.collections(schema.name).retrieve()) as unknown as { fields: { name: string; num_dim?: number }[] };
+  const names = new Set(existing.fields.map((f) => f.name));
+  if (schema.fields.some((f) => !names.has(f.name))) {
+    throw new Error(`Typesense collection ${schema.name} has another layout: drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
+  }
+  const want = schema.fields.find((f) => f.num_dim)?.num_dim;
+  const dims = existing.fields.find((f) => f.num_dim)?.num_dim;
+  if (want !== dims) throw new Error(`Typesense collection ${schema.name} has ${dims}-d vectors, the embedding model gives ${want}`);
 }
