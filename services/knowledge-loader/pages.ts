@@ -4,7 +4,7 @@ import { HostLimiter } from "../../lib/safe-fetch";
 import { openSecret } from "../../lib/secrets";
 import type { KnowledgeSourceRecord } from "../knowledge/model";
 import { FetchError } from "../../lib/safe-fetch";
-import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext } from "./readers";
+import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext, type UrlListState } from "./readers";
 import { classifyPage, forgetPages, forgetSource, MISSING_LOADS_TO_PRUNE, pageHash, recordPages, settleLoad, sourcePages, type PageRecord, type PageUpdate } from "./registry";
 import type { LoadCounts, LoadProgress, PageReader } from "./runner";
 
@@ -42,6 +42,8 @@ interface ReaderProgress extends LoadProgress {
   list_id: string | null;
   total: number | null;
   read: number;
+  /** Steps read so far (the page registry a loader keeps in memory is valid for one value of it). */
+  steps?: number;
   finished: boolean;
   ceiling: { listed: number; skipped: number } | null;
   /** The load these pages are marked with in the page registry (the job id, the same across windows). */
@@ -71,6 +73,16 @@ function readerContext(source: KnowledgeSourceRecord, extra: Partial<ReaderConte
     wikiToken: source.credentials ? openSecret(source.credentials) : undefined,
     ...extra,
   };
+}
+
+/**
+ * The pages a complete page list does not name are gone (the sitemap says so): their documents can go from the
+ * first step on, while the rest is read, rather than at the end.
+ */
+function unlisted(p: ReaderProgress, source: KnowledgeSourceRecord, urls: string[], known: Map<string, PageRecord>) {
+  if (!p.list_id || p.complete !== true || !(source.refresh?.prune ?? true)) return null;
+  const { gone, forget } = settleLoad(known.values(), { loadId: p.load_id, listed: new Set(urls), complete: true });
+  return { gone: [...new Set(gone)], forget };
 }
 
 /** A crawl's listing is complete when it ran out of links, not when a limit or robots.txt stopped it. */
@@ -103,20 +115,27 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
     }
     return list;
   };
-  // The source's page registry, read once per job a loader runs (the loader that holds the lease is its only writer).
-  const registries = new Map<string, Map<string, PageRecord>>();
-  const registryOf = async (p: ReaderProgress, source: KnowledgeSourceRecord) => {
-    let pages = registries.get(p.load_id);
-    if (!pages) {
-      pages = await sourcePages(registry, source);
+  // The source's page registry as of the job's progress: read once per job a loader runs and kept in step by
+  // recordPages (the loader that holds the lease is its only writer). `steps` is the progress it matches: another
+  // loader that ran a window of the job meanwhile has moved it on, and the registry is read again.
+  const registries = new Map<string, { pages: Promise<Map<string, PageRecord>>; steps: number }>();
+  const registryOf = (p: ReaderProgress, source: KnowledgeSourceRecord) => {
+    let entry = registries.get(p.load_id);
+    if (!entry || entry.steps !== (p.steps ?? 0)) {
+      entry = { pages: sourcePages(registry, source), steps: p.steps ?? 0 };
+      const current = entry;
+      current.pages.catch(() => registries.get(p.load_id) === current && registries.delete(p.load_id));
       if (registries.size >= CACHED_LISTS) registries.delete(registries.keys().next().value!);
-      registries.set(p.load_id, pages);
+      registries.set(p.load_id, entry);
     }
-    return pages;
+    return entry;
   };
 
   return {
     async plan(source, load) {
+      // The registry is read while the source is listed: the first step needs both.
+      const known = sourcePages(registry, source);
+      known.catch(() => undefined);
       const plan = await READERS[source.data_type].start(source.paths, readerContext(source));
       const { urls, lastmods, ...state } = plan.state as { urls?: string[]; lastmods?: (string | null)[] };
       let listId: string | null = null;
@@ -133,19 +152,22 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
         list_id: listId,
         total: plan.total,
         read: 0,
+        steps: 0,
         finished: plan.total === 0,
         ceiling: plan.ceiling ?? null,
         load_id: load.loadId,
         conditional: load.conditional,
         complete: plan.complete ?? (kind === "crawl" ? null : true),
       };
+      registries.set(load.loadId, { pages: known, steps: 0 });
       return progress;
     },
 
     async next(progress, source, max) {
       const p = progress as ReaderProgress;
       const state = p.list_id ? { ...p.state, ...(await listOf(p.list_id)) } : p.state;
-      const known = await registryOf(p, source);
+      const entry = registryOf(p, source);
+      const known = await entry.pages;
       const notFound = new Set<string>();
       const previous = (url: string) => {
         const page = known.get(url);
@@ -157,6 +179,8 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
         p.state = rest;
       }
       p.read += batch.documents.length + batch.failures.length;
+      p.steps = (p.steps ?? 0) + 1;
+      entry.steps = p.steps;
       p.finished = batch.done;
 
       const keyOf = (d: (typeof batch.documents)[number]) => d.page?.url ?? d.url;
@@ -185,20 +209,24 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
       for (const url of batch.listed ?? []) if (!updates.has(url)) updates.set(url, { url, doc_url: null, content_hash: null, missing: 0 });
 
       if (p.finished && p.complete === null) p.complete = crawlComplete(p.state);
+      const early = p.steps === 1 ? unlisted(p, source, (state as Partial<UrlListState>).urls ?? [], known) : null;
+      if (early) counts.removed = early.gone.length;
       return {
         docs,
         failures: failures.map((f) => `${f.url}: ${f.error}`),
         counts,
         // A page list is the listing; crawls and wikis mark the pages they listed.
         settle: () => recordPages(registry, source, { loadId: p.load_id, mark: !p.list_id }, [...updates.values()], known),
+        gone: early && { urls: early.gone, forget: () => forgetPages(registry, source, early.forget, known) },
       };
     },
 
     async survivors(progress, source) {
       const p = progress as ReaderProgress;
       const listed = p.list_id ? new Set((await listOf(p.list_id)).urls) : null;
-      const { keep, gone, forget } = settleLoad((await sourcePages(registry, source)).values(), { loadId: p.load_id, listed, complete: p.complete === true });
-      return { keep, gone, forget: () => forgetPages(registry, source, forget) };
+      const known = await registryOf(p, source).pages;
+      const { keep, gone, forget } = settleLoad(known.values(), { loadId: p.load_id, listed, complete: p.complete === true });
+      return { keep, gone, forget: () => forgetPages(registry, source, forget, known) };
     },
 
     forget(source) {

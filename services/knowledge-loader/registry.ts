@@ -147,15 +147,16 @@ export function settleLoad(
   return { keep: load.complete ? keep : null, gone: gone.filter((url) => !keep.has(url)), forget };
 }
 
-/** Drops the entries of pages a load pruned (after their documents left the index, so a crash redoes it). */
-export async function forgetPages(pages: Model<PageRecord>, source: SourceKey, urls: string[]): Promise<void> {
-  // One delete per page by key, a few at a time: a key lookup each.
-  for (let i = 0; i < urls.length; i += FORGET_CONCURRENCY) {
-    await Promise.all(urls.slice(i, i + FORGET_CONCURRENCY).map((url) => pages.deleteOne({ _id: pageId(source, url) })));
+/** Drops the entries of pages a load pruned (after their documents left the index, so a crash redoes it), and from `known`. */
+export async function forgetPages(pages: Model<PageRecord>, source: SourceKey, urls: string[], known: Map<string, PageRecord>): Promise<void> {
+  // By key: an $in on _id is one indexed command on every backend.
+  for (let i = 0; i < urls.length; i += FORGET_PER_COMMAND) {
+    await pages.deleteMany({ _id: { $in: urls.slice(i, i + FORGET_PER_COMMAND).map((url) => pageId(source, url)) } });
   }
+  for (const url of urls) known.delete(url);
 }
 
-const FORGET_CONCURRENCY = 16;
+const FORGET_PER_COMMAND = 1000;
 
 /** Every entry of a deleted source. */
 export async function forgetSource(pages: Model<PageRecord>, source: SourceKey): Promise<void> {
