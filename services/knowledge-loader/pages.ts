@@ -191,8 +191,8 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
         const hash = pageHash(d);
         const change = classifyPage(known.get(keyOf(d)), d, hash);
         counts[change]! += 1;
-        const { etag = null, last_modified = null, lastmod = null } = d.page ?? {};
-        updates.set(keyOf(d), { url: keyOf(d), doc_url: d.url, content_hash: hash, etag, last_modified, lastmod, missing: 0 });
+        const { etag = null, last_modified = null, lastmod = null, links } = d.page ?? {};
+        updates.set(keyOf(d), { url: keyOf(d), doc_url: d.url, content_hash: hash, etag, last_modified, lastmod, ...(links ? { links } : {}), missing: 0 });
         if (change !== "unchanged" || !p.conditional) docs.push({ url: d.url, title: d.title, content: d.content });
       }
       for (const url of batch.unchanged ?? []) updates.set(url, { url, missing: 0 });

@@ -194,6 +194,38 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     }
   }, 60_000);
 
+  it("refreshes a crawl conditionally: a page answering 304 still leads to the pages only it links", async () => {
+    // Pages 1-6 are linked from the home page; page n links page n + 6, which nothing else links.
+    const crawlSite = await startChangingSite(12, { validators: "etag", children: true });
+    const base = crawlSite.baseUrl.replace("127.0.0.1", "localhost");
+    try {
+      const created = await call("POST", "/knowledge", { paths: [`${base}/`], data_type: "discovery", refresh: { interval_seconds: 3600 } });
+      const id = created.body.id as number;
+      const first = await until(() => source(id), (s) => s.loading_status === "loaded");
+      expect(first.document_count).toBe(13);
+      crawlSite.change(2);
+      crawlSite.change(8);
+      crawlSite.remove(5);
+      crawlSite.resetCounts();
+      const second = await refreshNow(id);
+      // Page 5 left the home page, and page 11 with it (only page 5 linked it): both pruned.
+      expect(second.last_refresh).toMatchObject({ new: 0, changed: 2, unchanged: 9, removed: 2, failed: 0 });
+      // Only the changed pages were downloaded; the others answered 304, and their kept links led on.
+      expect(crawlSite.counts).toEqual({ full: 2, notModified: 8 });
+      const gone = new Set([5, 11].map((n) => crawlSite.urlOf(n)));
+      const expected = [`${base}/`, ...Array.from({ length: 12 }, (_, i) => crawlSite.urlOf(i + 1)).filter((u) => !gone.has(u)).map((u) => u.replace(crawlSite.baseUrl, base))];
+      expect(await documentUrls(id)).toEqual(expected.sort());
+      // A third refresh changes nothing: every page but the home page answers 304.
+      crawlSite.resetCounts();
+      const third = await refreshNow(id);
+      expect(third.last_refresh).toMatchObject({ new: 0, changed: 0, unchanged: 11, removed: 0, failed: 0 });
+      expect(crawlSite.counts).toEqual({ full: 0, notModified: 10 });
+      expect(await documentUrls(id)).toEqual(expected.sort());
+    } finally {
+      await crawlSite.stop();
+    }
+  }, 60_000);
+
   it("prunes documents the page registry does not know (loaded before it existed) from the index's own list", async () => {
     const legacySite = await startChangingSite(9);
     try {
