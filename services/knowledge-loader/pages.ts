@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Schema, type Connection, type Model } from "mongoose";
-import { HostLimiter } from "../../lib/safe-fetch";
+import { HostLimiter } from "../../lib/host-limiter";
 import { openSecret } from "../../lib/secrets";
 import type { KnowledgeSourceRecord } from "../knowledge/model";
 import { FetchError } from "../../lib/safe-fetch";
