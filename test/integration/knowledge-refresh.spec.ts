@@ -64,6 +64,15 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     await db.collection("knowledge_sources").updateOne({ _id: id as never }, { $set: { next_refresh_at: new Date(Date.now() - 1000) } });
     return until(() => source(id), (s) => Boolean(s.last_refresh && s.last_refresh.job_id !== before && s.loading_status !== "loading"));
   };
+  /** A crawl source of the site from its home page, refreshed hourly, once its first load ended. */
+  const crawl = async (crawlSite: ChangingSite) => {
+    // Crawled as localhost: the crawl state still keys objects by URL, and the local database refuses keys with dots.
+    const base = crawlSite.baseUrl.replace("127.0.0.1", "localhost");
+    const created = await call("POST", "/knowledge", { paths: [`${base}/`], data_type: "discovery", refresh: { interval_seconds: 3600 } });
+    const id = created.body.id as number;
+    const first = await until(() => source(id), (s) => s.loading_status === "loaded");
+    return { id, base, first };
+  };
   const search = async (id: number, query: string) => {
     const res = await call("POST", "/knowledge/search", { query, knowledge_source_ids: [id], limit: 50 });
     return (res.body.results as { content: string; metadata: { url: string } }[]).map((r) => r.content).join("\n");
@@ -169,12 +178,8 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
 
   it("refreshes a crawl: a page answering 404 once is kept and holds back pruning, then unlinked pages are pruned", async () => {
     const crawlSite = await startChangingSite(12);
-    // Crawled as localhost: the crawl state still keys objects by URL, and the local database refuses keys with dots.
-    const base = crawlSite.baseUrl.replace("127.0.0.1", "localhost");
     try {
-      const created = await call("POST", "/knowledge", { paths: [`${base}/`], data_type: "discovery", refresh: { interval_seconds: 3600 } });
-      const id = created.body.id as number;
-      const first = await until(() => source(id), (s) => s.loading_status === "loaded");
+      const { id, base, first } = await crawl(crawlSite);
       // The home page and the 12 pages it links.
       expect(first.document_count).toBe(13);
       crawlSite.change(2);
@@ -197,11 +202,8 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
   it("refreshes a crawl conditionally: a page answering 304 still leads to the pages only it links", async () => {
     // Pages 1-6 are linked from the home page; page n links page n + 6, which nothing else links.
     const crawlSite = await startChangingSite(12, { validators: "etag", children: true });
-    const base = crawlSite.baseUrl.replace("127.0.0.1", "localhost");
     try {
-      const created = await call("POST", "/knowledge", { paths: [`${base}/`], data_type: "discovery", refresh: { interval_seconds: 3600 } });
-      const id = created.body.id as number;
-      const first = await until(() => source(id), (s) => s.loading_status === "loaded");
+      const { id, base, first } = await crawl(crawlSite);
       expect(first.document_count).toBe(13);
       crawlSite.change(2);
       crawlSite.change(8);
