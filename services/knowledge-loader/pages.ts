@@ -42,8 +42,10 @@ interface ReaderProgress extends LoadProgress {
   list_id: string | null;
   total: number | null;
   read: number;
-  /** Steps read so far (the page registry a loader keeps in memory is valid for one value of it). */
+  /** Steps read so far. */
   steps?: number;
+  /** The in-memory copy of the page registry that this progress's registry writes went through. */
+  registry_copy?: string;
   finished: boolean;
   ceiling: { listed: number; skipped: number } | null;
   /** The load these pages are marked with in the page registry (the job id, the same across windows). */
@@ -115,27 +117,27 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
     }
     return list;
   };
-  // The source's page registry as of the job's progress: read once per job a loader runs and kept in step by
-  // recordPages (the loader that holds the lease is its only writer). `steps` is the progress it matches: another
-  // loader that ran a window of the job meanwhile has moved it on, and the registry is read again.
-  const registries = new Map<string, { pages: Promise<Map<string, PageRecord>>; steps: number }>();
-  const registryOf = (p: ReaderProgress, source: KnowledgeSourceRecord) => {
+  // The source's page registry, read once per job a loader runs and kept in step by recordPages (the loader that
+  // holds the lease is its only writer). The progress names the copy its writes went through: another loader
+  // that took the job over (and saved progress) names its own, and this one reads the registry again.
+  const registries = new Map<string, { pages: Promise<Map<string, PageRecord>>; copy: string }>();
+  const registryOf = (p: ReaderProgress, source: KnowledgeSourceRecord, pages?: Promise<Map<string, PageRecord>>) => {
     let entry = registries.get(p.load_id);
-    if (!entry || entry.steps !== (p.steps ?? 0)) {
-      entry = { pages: sourcePages(registry, source), steps: p.steps ?? 0 };
-      const current = entry;
+    if (!entry || entry.copy !== p.registry_copy) {
+      const current = { pages: pages ?? sourcePages(registry, source), copy: randomUUID() };
       current.pages.catch(() => registries.get(p.load_id) === current && registries.delete(p.load_id));
       if (registries.size >= CACHED_LISTS) registries.delete(registries.keys().next().value!);
-      registries.set(p.load_id, entry);
+      registries.set(p.load_id, current);
+      p.registry_copy = current.copy;
+      entry = current;
     }
-    return entry;
+    return entry.pages;
   };
 
   return {
     async plan(source, load) {
       // The registry is read while the source is listed: the first step needs both.
       const known = sourcePages(registry, source);
-      known.catch(() => undefined);
       const plan = await READERS[source.data_type].start(source.paths, readerContext(source));
       const { urls, lastmods, ...state } = plan.state as { urls?: string[]; lastmods?: (string | null)[] };
       let listId: string | null = null;
@@ -159,15 +161,14 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
         conditional: load.conditional,
         complete: plan.complete ?? (kind === "crawl" ? null : true),
       };
-      registries.set(load.loadId, { pages: known, steps: 0 });
+      registryOf(progress, source, known);
       return progress;
     },
 
     async next(progress, source, max) {
       const p = progress as ReaderProgress;
       const state = p.list_id ? { ...p.state, ...(await listOf(p.list_id)) } : p.state;
-      const entry = registryOf(p, source);
-      const known = await entry.pages;
+      const known = await registryOf(p, source);
       const notFound = new Set<string>();
       const previous = (url: string) => {
         const page = known.get(url);
@@ -180,7 +181,6 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
       }
       p.read += batch.documents.length + batch.failures.length;
       p.steps = (p.steps ?? 0) + 1;
-      entry.steps = p.steps;
       p.finished = batch.done;
 
       const keyOf = (d: (typeof batch.documents)[number]) => d.page?.url ?? d.url;
@@ -224,7 +224,7 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
     async survivors(progress, source) {
       const p = progress as ReaderProgress;
       const listed = p.list_id ? new Set((await listOf(p.list_id)).urls) : null;
-      const known = await registryOf(p, source).pages;
+      const known = await registryOf(p, source);
       const { keep, gone, forget } = settleLoad(known.values(), { loadId: p.load_id, listed, complete: p.complete === true });
       return { keep, gone, forget: () => forgetPages(registry, source, forget, known) };
     },
