@@ -116,7 +116,7 @@ export async function recordPages(
   const duplicates = await insertNew(pages, fresh);
   const writes = [...edited.map((e) => upsert(e.url, e.fields)), ...duplicates.map((i) => upsert(fresh[i]!.url, { ...fresh[i]! }))];
   await Promise.all([
-    marked.length ? pages.updateMany({ _id: { $in: marked.map((url) => pageId(source, url)) } }, { $set: stamp }) : null,
+    marked.length ? pages.updateMany({ account_id: source.account_id, _id: { $in: marked.map((url) => pageId(source, url)) } }, { $set: stamp }) : null,
     writes.length ? pages.collection.bulkWrite(writes as never, { ordered: false }) : null,
   ]);
   for (const page of fresh) known.set(page.url, page);
@@ -156,7 +156,7 @@ export function settleLoad(
 export async function forgetPages(pages: Model<PageRecord>, source: SourceKey, urls: string[], known: Map<string, PageRecord>): Promise<void> {
   // By key: an $in on _id is one indexed command on every backend.
   for (let i = 0; i < urls.length; i += FORGET_PER_COMMAND) {
-    await pages.deleteMany({ _id: { $in: urls.slice(i, i + FORGET_PER_COMMAND).map((url) => pageId(source, url)) } });
+    await pages.deleteMany({ account_id: source.account_id, _id: { $in: urls.slice(i, i + FORGET_PER_COMMAND).map((url) => pageId(source, url)) } });
   }
   for (const url of urls) known.delete(url);
 }
