@@ -12,8 +12,8 @@ import { crossAccount } from "../../lib/tenancy-guard";
 
 /** Writes per round trip when removing chunks by id (by _id each: the one query every backend serves fast). */
 const DELETE_CONCURRENCY = 50;
-/** Documents removed at once when a refresh prunes pages. */
-const REMOVE_CONCURRENCY = 8;
+/** Ids per delete command when removing documents and their chunks. */
+const KEYS_PER_COMMAND = 1000;
 /** Chunks read per batch when refilling the embedded engine from MongoDB. */
 const REBUILD_BATCH = 1000;
 
@@ -234,7 +234,6 @@ export async function indexDocuments(
   return counts;
 }
 
-/** Removes one document everywhere: index first (it stops matching), then chunks, then the record. */
 /** A page of documents (newest first) as listing items, and how many match. */
 export async function documentPage(models: SearchModels, filter: Record<string, unknown>, skip: number, limit: number) {
   const [rows, total] = await Promise.all([
@@ -245,28 +244,40 @@ export async function documentPage(models: SearchModels, filter: Record<string, 
   return { documents: rows.map(documentSummary), total };
 }
 
-export async function removeDocument(deps: StoreDeps, doc: Pick<DocumentRecord, "_id" | "account_id" | "chunk_ids">) {
+/** Removes one document everywhere: index first (it stops matching), then chunks, then the record. */
+export function removeDocument(deps: StoreDeps, doc: Pick<DocumentRecord, "_id" | "account_id" | "chunk_ids">): Promise<void> {
+  return removeDocuments(deps, doc.account_id, [doc]);
+}
+
+/** Removes documents of one account everywhere, as one batch: index first (they stop matching), then chunks, then the records. */
+async function removeDocuments(deps: StoreDeps, accountId: number, docs: Pick<DocumentRecord, "_id" | "chunk_ids">[]): Promise<void> {
   const { models, index } = deps;
-  // Resumable: a failed deletion keeps its queue entry and is finished at the next start.
+  const chunkIds = docs.flatMap((d) => d.chunk_ids);
+  // Resumable: a failed deletion keeps its queue entry (or its load job) and is finished later.
   await tracked(
     deps,
-    doc.account_id,
+    accountId,
     async () => {
-      await index.deleteChunks(doc.account_id, doc.chunk_ids);
-      await inBatches(doc.chunk_ids, DELETE_CONCURRENCY, (c) =>
-        Promise.all([models.chunks.deleteOne({ _id: c, account_id: doc.account_id }), models.pending.deleteOne({ _id: c })]),
+      await index.deleteChunks(accountId, chunkIds);
+      await byKeys(chunkIds, (ids) =>
+        Promise.all([models.chunks.deleteMany({ _id: { $in: ids }, account_id: accountId }), models.pending.deleteMany({ _id: { $in: ids } })]),
       );
     },
     { resumable: true },
   );
-  await models.documents.deleteOne({ _id: doc._id, account_id: doc.account_id });
+  await byKeys(docs.map((d) => d._id), (ids) => models.documents.deleteMany({ _id: { $in: ids }, account_id: accountId }));
+}
+
+/** Runs a command per slice of ids (an $in on _id is one indexed command on every backend). */
+async function byKeys(ids: string[], fn: (slice: string[]) => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < ids.length; i += KEYS_PER_COMMAND) await fn(ids.slice(i, i + KEYS_PER_COMMAND));
 }
 
 /** search.removeDocuments: a source's documents at these URLs (a refresh prunes pages gone from the site). */
 export async function removeDocumentsAt(deps: StoreDeps, accountId: number, sourceId: number, urls: string[]): Promise<number> {
   const ids = [...new Set(urls.map((url) => documentIdFor(accountId, sourceId, url)))];
-  const docs = await deps.models.documents.find({ _id: { $in: ids }, account_id: accountId }, { account_id: 1, chunk_ids: 1 }).lean<DocumentRecord[]>();
-  await inBatches(docs, REMOVE_CONCURRENCY, (doc) => removeDocument(deps, doc));
+  const docs = await deps.models.documents.find({ _id: { $in: ids }, account_id: accountId }, { chunk_ids: 1 }).lean<DocumentRecord[]>();
+  if (docs.length) await removeDocuments(deps, accountId, docs);
   return docs.length;
 }
 
