@@ -14,7 +14,11 @@
  *
  *   npm run bench:relevance     (RELEVANCE_SETS=scifact,wordnet; RELEVANCE_DOCS, RELEVANCE_QUERIES size WordNet;
  *                                MONGO_URL to use a running database instead of the bundled server,
- *                                RELEVANCE_DATA_DIR to keep the bundled server's data and so the embedding cache)
+ *                                RELEVANCE_DATA_DIR to keep the bundled server's data and so the embedding cache,
+ *                                RELEVANCE_DUMP=<prefix> to write each query's candidate lists to <prefix>-<set>.json)
+ *
+ * After the modes, the hybrid weight is swept through the SearchIndex port and 2-fold cross-validated over the
+ * queries of all sets (tuned on one half, reported on the other, both ways round).
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -196,7 +200,7 @@ async function load(platform: Awaited<ReturnType<typeof startPlatform>>, api: Ap
 }
 
 async function evaluate(api: Api, token: string, c: Collection, mode: SearchMode) {
-  let ndcg = 0;
+  const perQuery: number[] = [];
   let recall = 0;
   let modeUsed = "";
   const latencies: number[] = [];
@@ -204,7 +208,8 @@ async function evaluate(api: Api, token: string, c: Collection, mode: SearchMode
   await Promise.all(
     Array.from({ length: SEARCH_CONCURRENCY }, async () => {
       while (next < c.queries.length) {
-        const q = c.queries[next++]!;
+        const index = next++;
+        const q = c.queries[index]!;
         const t0 = performance.now();
         const res = await api<{ results: { url: string }[]; mode_used: string }>("POST", "/api/v1/knowledge/documents/search", {
           token,
@@ -214,13 +219,13 @@ async function evaluate(api: Api, token: string, c: Collection, mode: SearchMode
         if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(res.body)}`);
         modeUsed = res.body.mode_used;
         const ranked = res.body.results.map((r) => r.url.slice(URL_PREFIX.length));
-        ndcg += ndcgAt(10, ranked, q.judgements);
+        perQuery[index] = ndcgAt(10, ranked, q.judgements);
         recall += recallAt(100, ranked, q.judgements);
       }
     }),
   );
   latencies.sort((a, b) => a - b);
-  return { ndcg: ndcg / c.queries.length, recall: recall / c.queries.length, modeUsed, p50: latencies[Math.floor(latencies.length / 2)]! };
+  return { ndcg: mean(perQuery), perQuery, recall: recall / c.queries.length, modeUsed, p50: latencies[Math.floor(latencies.length / 2)]! };
 }
 
 /** The search service of the bench's broker: its index (the SearchIndex port) and query embeddings. */
@@ -261,10 +266,13 @@ const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
  * one half of every data set together (the sum of their mean nDCG@10: one weight per model, as shipped) and
  * reported on the other half, then the other way round. No figure comes from queries its weight was tuned on.
  */
-function crossValidate(sweeps: Map<string, number[][]>) {
+function crossValidate(sweeps: Map<string, number[][]>, parts: Map<string, Record<"keyword" | "semantic", number[]>>) {
   const half = (xs: number[], fold: number) => xs.filter((_, i) => i % 2 === fold);
+  const halves = (xs: number[]) => `${mean(half(xs, 1)).toFixed(3)} / ${mean(half(xs, 0)).toFixed(3)}`;
   console.log("\nhybrid nDCG@10, 2-fold cross-validated weight (tuned on one half of the queries of every set, reported on the other):");
-  console.log(`| set | tuned on even → odd | tuned on odd → even | mean of the held-out halves |\n|---|---|---|---|`);
+  console.log(
+    `| set | tuned on even → odd | tuned on odd → even | mean of the held-out halves | keyword odd / even | semantic odd / even |\n|---|---|---|---|---|---|`,
+  );
   const chosen = [0, 1].map((fold) => {
     const objective = (a: number) => [...sweeps.values()].reduce((s, perAlpha) => s + mean(half(perAlpha[a]!, fold)), 0);
     return ALPHAS.reduce((best, _, a) => (objective(a) > objective(best) ? a : best), 0);
@@ -272,7 +280,8 @@ function crossValidate(sweeps: Map<string, number[][]>) {
   for (const [set, perAlpha] of sweeps) {
     const held = [0, 1].map((fold) => mean(half(perAlpha[chosen[fold]!]!, 1 - fold)));
     const cell = (fold: number) => `α ${ALPHAS[chosen[fold]!]} → ${held[fold]!.toFixed(3)}`;
-    console.log(`| ${set} | ${cell(0)} | ${cell(1)} | ${mean(held).toFixed(3)} |`);
+    const { keyword, semantic } = parts.get(set)!;
+    console.log(`| ${set} | ${cell(0)} | ${cell(1)} | ${mean(held).toFixed(3)} | ${halves(keyword)} | ${halves(semantic)} |`);
   }
 }
 
@@ -300,6 +309,7 @@ async function main() {
   const config = searchConfig();
   const platform = await startPlatform();
   const sweeps = new Map<string, number[][]>();
+  const parts = new Map<string, Record<"keyword" | "semantic", number[]>>();
   try {
     for (const set of SETS) {
       const collection = set === "scifact" ? sciFact() : set === "wordnet" ? wordNet() : undefined;
@@ -322,17 +332,22 @@ async function main() {
       );
       const isSciFact = set === "scifact";
       console.log(`\n| mode | nDCG@10 | recall@100 | p50 ms | mode_used |${isSciFact ? " published anchor |" : ""}\n|---|---|---|---|---|${isSciFact ? "---|" : ""}`);
+      const byMode: Partial<Record<SearchMode, number[]>> = {};
       for (const mode of MODES) {
         const r = await evaluate(platform.api, owner.token, collection, mode);
+        byMode[mode] = r.perQuery;
         console.log(
           `| ${mode}${mode === "hybrid" ? " (default)" : ""} | ${r.ndcg.toFixed(3)} | ${r.recall.toFixed(3)} | ${r.p50.toFixed(1)} | ${r.modeUsed} |` +
             (isSciFact ? ` ${SCIFACT_ANCHORS[mode]} |` : ""),
         );
       }
-      if (ALPHAS.length && stats.embedding_model) sweeps.set(set, await alphaSweep(platform, accountId, collection));
+      if (ALPHAS.length && stats.embedding_model) {
+        sweeps.set(set, await alphaSweep(platform, accountId, collection));
+        parts.set(set, { keyword: byMode.keyword!, semantic: byMode.semantic! });
+      }
       if (process.env.RELEVANCE_DUMP && stats.embedding_model) await dumpLists(platform, accountId, collection, `${process.env.RELEVANCE_DUMP}-${set}.json`);
     }
-    if (sweeps.size) crossValidate(sweeps);
+    if (sweeps.size) crossValidate(sweeps, parts);
   } finally {
     await platform.stop();
   }

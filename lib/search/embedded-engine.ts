@@ -1,4 +1,4 @@
-import { fuseRanks } from "./fusion";
+import { fuseLists } from "./fusion";
 import { hasVectorsInScope, Partition } from "./embedded-partition";
 import { readPartitionSnapshot, writePartitionSnapshot, type SnapshotContext, type SnapshotLoad, type SnapshotStamp, type SnapshotWritten } from "./embedded-snapshot";
 import type { IndexQuery, IndexResult, IndexStats, IndexedChunk, SearchIndex } from "./port";
@@ -27,7 +27,7 @@ export interface EmbeddedEngineOptions {
 /**
  * The in-process engine for one-process deployments and tests: one partition per account (so a tenant's
  * query never even reads another tenant's postings), BM25 keyword ranking, cosine vector ranking (exact or
- * HNSW), and hybrid by Typesense's rank fusion with the same alpha. It is a cache of MongoDB, which holds
+ * HNSW), and hybrid by fuseLists with the same alpha as on Typesense. It is a cache of MongoDB, which holds
  * every chunk and vector. A partition can be written to and read back from a snapshot directory (keyword
  * postings, chunk table and text in one checksummed file, the HNSW graph in hnswlib's own file), stamped
  * with the MongoDB state it reflects; the search service decides when a stamp is current.
@@ -151,7 +151,7 @@ export class EmbeddedEngine implements SearchIndex {
       slotOf.set(id, slot);
       return id;
     };
-    const fused = fuseRanks(
+    const fused = fuseLists(
       k.slots.map((slot, i) => ({ id: idOf(slot), score: k.scores[i]! })),
       v.slots.map((slot, i) => ({ id: idOf(slot), distance: v.distances[i]! })),
       q.alpha,

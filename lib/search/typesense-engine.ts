@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Client, Errors } from "typesense";
-import { fuseRanks } from "./fusion";
+import { fuseLists } from "./fusion";
 import { MAX_DEPTH, type ChunkHit, type IndexQuery, type IndexResult, type IndexStats, type IndexedChunk, type SearchIndex } from "./port";
 import { terms } from "./tokenizer";
 import { Batch, type Search, type SearchResult } from "./typesense-batch";
@@ -63,7 +63,7 @@ export interface TypesenseEngineOptions {
  * their own (one per embedding model, behind the TYPESENSE_COLLECTION alias). A query is one multi_search:
  * the keyword candidates per query term with their terms and the nearest vectors, each with what its hit
  * shows; the platform ranks the candidates by BM25 with the account's statistics (cached briefly) and fuses
- * the lists with fuseRanks, exactly as the embedded engine does. Vectors come later from the embedding stage.
+ * the lists with fuseLists, exactly as the embedded engine does. Vectors come later from the embedding stage.
  */
 export class TypesenseEngine implements SearchIndex {
   readonly engine = "typesense" as const;
@@ -324,7 +324,7 @@ export class TypesenseEngine implements SearchIndex {
     const documents = new Map<string, HitDocument>();
     for (const k of ranked) documents.set(k.id, k.document);
     for (const h of vector) documents.set(h.document.id, h.document);
-    const fused = fuseRanks(ranked, vector.map((h) => ({ id: h.document.id, distance: h.vector_distance! })), q.alpha);
+    const fused = fuseLists(ranked, vector.map((h) => ({ id: h.document.id, distance: h.vector_distance! })), q.alpha);
     return {
       modeUsed,
       hits: fused.slice(0, q.depth).map((f) => toChunkHit(documents.get(f.id)!, f.score, { textScore: f.textScore, vectorDistance: f.distance })),

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { isDuplicateKeyError } from "../../lib/errors";
+import { crossAccount } from "../../lib/tenancy-guard";
 import { DELETION_QUEUE_MARKER } from "./generations";
 import type { DocumentRecord } from "./model";
 import { removeDocument, type StoreDeps } from "./store";
@@ -35,7 +36,7 @@ export class DeletionQueue {
     const { state, deletions, documents } = this.deps.models;
     if (!(await state.findById(DELETION_QUEUE_MARKER).lean())) {
       // Deletions queued by a version without the queue: found once by the old scan.
-      const marked = await documents.find({ deletion_job_id: { $ne: null } }, { account_id: 1, deletion_job_id: 1 }).lean<DocumentRecord[]>();
+      const marked = await crossAccount("start-up: queued deletions of every account", documents.find({ deletion_job_id: { $ne: null } }, { account_id: 1, deletion_job_id: 1 })).lean<DocumentRecord[]>();
       for (const d of marked) {
         await deletions.updateOne({ _id: d._id }, { $setOnInsert: { account_id: d.account_id, job_id: d.deletion_job_id!, created_at: new Date() } }, { upsert: true });
       }
@@ -46,7 +47,7 @@ export class DeletionQueue {
       }
     }
     for (const queued of await deletions.find({}).lean()) {
-      const doc = await documents.findById(queued._id).lean<DocumentRecord>();
+      const doc = await documents.findOne({ _id: queued._id, account_id: queued.account_id }).lean<DocumentRecord>();
       // A document loaded again after its DELETE (deletion_job_id cleared) stays, as before the queue.
       if (doc?.deletion_job_id) void this.run(doc);
       else await deletions.deleteOne({ _id: queued._id });
