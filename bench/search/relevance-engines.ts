@@ -124,7 +124,7 @@ async function main() {
         for (const [i, q] of queries.entries()) {
           const res = await engine.search({
             accountId: ACCOUNT, text: q.text, mode, vector: queryVectors[i]!, depth: DEPTH, alpha: ALPHA,
-            maxDistance: 1 - MIN_SIMILARITY_BY_MODEL[DEFAULT_LOCAL_MODEL]!,
+            maxDistance: 1 - (MIN_SIMILARITY_BY_MODEL[DEFAULT_LOCAL_MODEL] ?? -1),
           });
           const ranked = collapseByDocument(res.hits).map((h) => h.documentId);
           ndcg += ndcgAt10(ranked, judged.get(q._id)!);
