@@ -7,9 +7,11 @@ import { ERRORS, isDuplicateKeyError } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { toPage } from "../lib/pagination";
-import { searchConfig, type SearchConfig } from "../lib/search/config";
+import type { SearchConfig } from "../lib/search/config";
+import { configOf, type Config } from "../lib/config";
 import { EmbeddedEngine } from "../lib/search/embedded-engine";
-import { LocalEmbeddingProvider, RemoteEmbeddingProvider, type EmbeddingProvider, type LocalModelName } from "../lib/search/embeddings";
+import { LocalEmbeddingProvider, RemoteEmbeddingProvider, type EmbeddingProvider } from "../lib/search/embeddings";
+import type { LocalModelName } from "../lib/search/models";
 import type { SearchIndex, SearchMode } from "../lib/search/port";
 import { TypesenseEngine } from "../lib/search/typesense-engine";
 import { EmbedStage } from "./search/embed-stage";
@@ -387,7 +389,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
   },
 
   async started() {
-    this.config = searchConfig();
+    this.config = configOf(this).search;
     this.queryCache = new Map();
     this.deletions = new Set();
     const { embedding, typesense } = this.config;
