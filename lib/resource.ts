@@ -203,7 +203,7 @@ export interface ResourceOptions<F extends Fields> {
   identifier?: boolean;
   /** Change events `<event>.created/updated/deleted`, recorded with every write (lib/events.mixin). */
   event?: string;
-  /** Updates also answer PATCH (same meaning as PUT: only given fields change). */
+  /** Updates answer PUT and PATCH (the same: only given fields change); false: PUT only (API keys). */
   patch?: boolean;
   fields: F;
   list: {
@@ -256,12 +256,19 @@ export type Resource = ReturnType<typeof defineResource<Fields>>;
 type Host = TenancyMethods & EventsMethods & { db: Connection };
 type Doc = HydratedDocument<OwnedRecord & { identifier?: string; name?: string }>;
 
-/** Where a service adds its rules to the standard actions; `this` is the service. */
 export type CrudAction = "list" | "create" | "get" | "update" | "remove";
 
+/** Where a service adds its rules to the standard actions; `this` is the service. */
 export interface CrudHooks<S = any, R = any> {
   /** The standard actions this service takes (default: all); it writes the others itself. */
   actions?: CrudAction[];
+  /**
+   * For services that copy params onto a document themselves (associations resolved, merges, hashes): applies the
+   * picked fields to the record being updated and, where `draft` is given, to a new document made from it when creating.
+   */
+  apply?(this: S, ctx: Ctx<any>, doc: HydratedDocument<R>, fields: Record<string, any>): Promise<void> | void;
+  /** The fields a new document starts from before `apply` (its defaults); without it creates do not `apply`. */
+  draft?(this: S, fields: Record<string, any>): object;
   /** The record to store from the picked create fields: checks (throwing 4xx) and computed fields. */
   creating?(this: S, ctx: Ctx<any>, fields: Record<string, unknown>): Promise<Record<string, unknown>> | Record<string, unknown>;
   /** The changes to apply from the picked update fields, given the current record. */
@@ -297,6 +304,13 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
     const ref = ctx.params[idParam];
     return (resource.byRef ? this.findOwnedByRef(ctx, model(this), ref, label) : this.findOwned(ctx, model(this), ref, label)) as Promise<Doc>;
   }
+  /** The fields of a new record as `apply` leaves them on a fresh document (its ids and timestamps are the create's). */
+  async function applyToDraft(this: Host, ctx: Ctx<any>, picked: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const draft = new (model(this))(hooks.draft?.call(this, picked) ?? {});
+    await hooks.apply!.call(this, ctx, draft, picked);
+    const { _id, account_id, created_at, updated_at, ...record } = draft.toObject();
+    return record;
+  }
   /** Writes inside the record's change event when the resource has events. */
   function recorded<T extends object>(this: Host, type: string, record: { _id: number; account_id: number }, write: () => Promise<T>): Promise<T> {
     return resource.event ? this.recordChange(changeOf(`${resource.event}.${type}`, resource.collection, record), write) : write();
@@ -330,7 +344,8 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
       response: resource.view.one(201),
       async handler(this: Host, ctx: Ctx<any>) {
         const picked = resource.pick(ctx.params, "create");
-        const fields = hooks.creating ? await hooks.creating.call(this, ctx, picked) : picked;
+        const applied = hooks.apply && hooks.draft ? await applyToDraft.call(this, ctx, picked) : picked;
+        const fields = hooks.creating ? await hooks.creating.call(this, ctx, applied) : applied;
         const _id = await nextId(this.db, resource.collection);
         const body = await recorded.call(this, "created", { _id, account_id: this.accountOf(ctx) }, async () => {
           const doc = resource.identifier
@@ -358,7 +373,8 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
       async handler(this: Host, ctx: Ctx<any>) {
         const doc = await find.call(this, ctx);
         const picked = resource.pick(ctx.params, "update");
-        doc.set(hooks.updating ? await hooks.updating.call(this, ctx, doc, picked) : picked);
+        if (hooks.apply) await hooks.apply.call(this, ctx, doc, picked);
+        else doc.set(hooks.updating ? await hooks.updating.call(this, ctx, doc, picked) : picked);
         return recorded.call(this, "updated", doc, async () => {
           if (resource.identifier) await this.saveIdentified(doc as never, label);
           else await doc.save();

@@ -4,13 +4,11 @@ import { ERRORS, type FieldProblem } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams, toPage } from "../lib/pagination";
-import { crudActions, defineView, viewRule, type CrudHooks } from "../lib/resource";
+import { crudActions, defineView, viewRule, type CrudHooks, type Resource } from "../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { changeOf } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
-import { traitModel } from "./traits/model";
 import { traits } from "./traits/resource";
-import { toolModel } from "./tools/model";
 import { tools } from "./tools/resource";
 import { AGENT_ACCESS_LEVELS, agentModel, type AgentRecord } from "./agents/model";
 import { resolveRefs, type AssociationKind } from "./agents/associations";
@@ -49,6 +47,7 @@ type AgentDoc = HydratedDocument<AgentRecord>;
 interface Methods extends TenancyMethods, EventsMethods {
   findAgent(ctx: Ctx<unknown>, ref: string): Promise<AgentDoc>;
   render(ctx: Ctx<unknown>, agent: AgentRecord): Promise<object>;
+  associated(ctx: Ctx<{ agent_id_or_identifier: string }>, resource: Resource, field: "trait_ids" | "tool_ids"): Promise<object[]>;
   applyFields(ctx: Ctx<unknown>, agent: AgentDoc, params: AgentParams): Promise<void>;
   collectedDataCount(ctx: Ctx<unknown>, agentId: number): Promise<number>;
 }
@@ -70,15 +69,11 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
   actions: {
     ...crudActions(agents, {
-      async creating(ctx, fields) {
-        const draft = new this.models.agents({ name: fields.name, model: configOf(this).defaultModel, temperature: DEFAULT_TEMPERATURE });
-        await this.applyFields(ctx, draft, fields);
-        const { _id, account_id, created_at, updated_at, ...record } = draft.toObject();
-        return record;
+      draft(fields) {
+        return { name: fields.name, model: configOf(this).defaultModel, temperature: DEFAULT_TEMPERATURE };
       },
-      async updating(ctx, agent, changes) {
-        await this.applyFields(ctx, agent, changes);
-        return {};
+      apply(ctx, agent, fields) {
+        return this.applyFields(ctx, agent, fields);
       },
       render(ctx, docs) {
         return renderAgents(this.db, this.accountOf(ctx), docs);
@@ -127,11 +122,8 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       rest: "GET /agents/:agent_id_or_identifier/traits",
       params: agentRefParam,
       response: traits.view.array(),
-      async handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
-        const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
-        const traits = await traitModel(this.db).find({ _id: { $in: agent.trait_ids }, account_id: agent.account_id });
-        const order = new Map(agent.trait_ids.map((id, i) => [id, i]));
-        return traits.sort((a, b) => order.get(a._id)! - order.get(b._id)!).map((t) => t.toJSON());
+      handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
+        return this.associated(ctx, traits, "trait_ids");
       },
     },
 
@@ -139,11 +131,8 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       rest: "GET /agents/:agent_id_or_identifier/tools",
       params: agentRefParam,
       response: tools.view.array(),
-      async handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
-        const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
-        const tools = await toolModel(this.db).find({ _id: { $in: agent.tool_ids }, account_id: agent.account_id });
-        const order = new Map(agent.tool_ids.map((id, i) => [id, i]));
-        return tools.sort((a, b) => order.get(a._id)! - order.get(b._id)!).map((t) => t.toJSON());
+      handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
+        return this.associated(ctx, tools, "tool_ids");
       },
     },
 
@@ -167,6 +156,15 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   methods: {
     findAgent(ctx, ref) {
       return this.findOwnedByRef(ctx, this.models.agents, ref, "Agent");
+    },
+
+    /** The agent's traits or tools as their own routes show them, in the agent's order (deleted ones skipped). */
+    async associated(ctx: Ctx<{ agent_id_or_identifier: string }>, resource: Resource, field: "trait_ids" | "tool_ids") {
+      const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
+      const ids: number[] = agent[field];
+      const records: HydratedDocument<{ _id: number }>[] = await resource.model(this.db).find({ _id: { $in: ids }, account_id: agent.account_id });
+      const order = new Map(ids.map((id, i) => [id, i]));
+      return records.sort((a, b) => order.get(a._id)! - order.get(b._id)!).map((r) => r.toJSON());
     },
 
     async render(ctx, agent) {

@@ -156,10 +156,9 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     ...crudActions(entities, {
       actions: ["get", "update", "remove"],
-      updating(_ctx, entity, changes) {
+      apply(_ctx, entity, changes) {
         entity.set(changes);
         if (changes.attributes) entity.markModified("attributes");
-        return {};
       },
       render(_ctx, docs) {
         return Promise.all(docs.map((entity) => this.detail(entity)));

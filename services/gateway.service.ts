@@ -5,7 +5,7 @@ import { loadConfig } from "../lib/config";
 import { ERRORS } from "../lib/errors";
 import { identityResolver, SESSION_CHANGED_EVENT } from "../lib/auth/identity";
 import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
-import { healthReport } from "../lib/health";
+import { Health, healthReport } from "../lib/health";
 import { renderError } from "../lib/http-errors";
 import { SECURITY_HEADERS } from "../lib/security-headers";
 import { openApiDocument, type RoutedAction } from "./gateway/openapi";
@@ -142,6 +142,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
     /** Liveness and identity of this deployment; served without credentials. */
     health: {
       auth: "none",
+      response: Health.one(),
       handler() {
         return healthReport(config);
       },

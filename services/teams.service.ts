@@ -68,15 +68,9 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   actions: {
     ...crudActions(teams, {
       actions: ["list", "create", "update", "remove"],
-      async creating(ctx, fields) {
-        const draft = new this.models.teams({ name: fields.name });
-        await this.applyTeamFields(ctx, draft, fields);
-        const { _id, account_id, created_at, updated_at, ...record } = draft.toObject();
-        return record;
-      },
-      async updating(ctx, team, changes) {
-        await this.applyTeamFields(ctx, team, changes);
-        return {};
+      draft: (fields) => ({ name: fields.name }),
+      apply(ctx, team, fields) {
+        return this.applyTeamFields(ctx, team, fields);
       },
       render(_ctx, docs) {
         return Promise.all(docs.map((team) => this.render(team)));
