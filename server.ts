@@ -3,7 +3,7 @@ import { ServiceBroker } from "moleculer";
 import { brokerOptions } from "./moleculer.config";
 import { loadConfig } from "./lib/config";
 import { closeAllDatabases } from "./lib/db";
-import { selectServices } from "./services";
+import { configured, selectServices } from "./services";
 import { startLocalMongo } from "./lib/local-mongo";
 import { healthReport } from "./lib/health";
 
@@ -37,7 +37,7 @@ async function main() {
   let stopLocalMongo: (() => Promise<void>) | undefined;
   if (!config.mongoUrl) {
     const local = await startLocalMongo({ dataDir: `${config.dataDir}/mongo` });
-    process.env.MONGO_URL = `${local.url}/agent_platform`;
+    config.mongoUrl = `${local.url}/agent_platform`;
     stopLocalMongo = local.stop;
   }
 
@@ -47,7 +47,7 @@ async function main() {
       `JWT_SECRET is not set: using the secret generated in ${config.dataDir}/secrets/jwt-secret (fine for one process; set JWT_SECRET in production and clusters)`,
     );
   }
-  const schemas = selectServices(config.services);
+  const schemas = selectServices(config.services).map((schema) => configured(schema, config));
   const gateway = schemas.find((schema) => schema.name === "gateway");
   for (const schema of schemas) if (schema !== gateway) broker.createService(schema);
 

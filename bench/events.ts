@@ -7,7 +7,7 @@ import { startNode, stopAll, waitForOk } from "./processes";
 import { positiveIntEnv } from "../lib/env";
 
 /** Events per measurement (agents created, each one agent.created delivery). */
-const EVENTS = positiveIntEnv("BENCH_EVENTS", 300);
+const EVENTS = positiveIntEnv(process.env, "BENCH_EVENTS", 300);
 /** Creates in flight at once. */
 const CREATE_CONCURRENCY = 16;
 const STARTUP_TIMEOUT_MS = 60_000;

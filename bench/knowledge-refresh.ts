@@ -22,8 +22,8 @@ import { machine, writeResults } from "./report";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "knowledge-refresh.json");
-const PAGES = positiveIntEnv("BENCH_PAGES", 2000);
-const ROUNDS = positiveIntEnv("BENCH_ROUNDS", 3);
+const PAGES = positiveIntEnv(process.env, "BENCH_PAGES", 2000);
+const ROUNDS = positiveIntEnv(process.env, "BENCH_ROUNDS", 3);
 const CHANGED_SHARE = 0.01;
 const REMOVED_SHARE = 0.01;
 const DIMENSIONS = 32;
@@ -34,7 +34,7 @@ const DIMENSIONS = 32;
 const VALIDATORS = (process.env.BENCH_VALIDATORS ?? "etag") as PageValidatorKind | "mixed";
 /** The target: a refresh takes under this share of the first load's time. */
 const TARGET_RATIO = 0.1;
-const LOAD_TIMEOUT_MS = positiveIntEnv("BENCH_LOAD_TIMEOUT", 600) * 1000;
+const LOAD_TIMEOUT_MS = positiveIntEnv(process.env, "BENCH_LOAD_TIMEOUT", 600) * 1000;
 const POLL_MS = 200;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -19,12 +19,12 @@ const ROUTE = "/api/v1/users/me";
 const HEALTH_PATH = "/health";
 const CONNECTIONS = [1, 32];
 const WARMUP_SECONDS = 2;
-const DURATION_SECONDS = positiveIntEnv("BENCH_DURATION", 6);
+const DURATION_SECONDS = positiveIntEnv(process.env, "BENCH_DURATION", 6);
 /**
  * The deployments are measured in turn, this many rounds; the table shows medians, and each ratio is taken
  * within a round, so a machine that drifts (2 shared cores) skews ceiling and scenario alike.
  */
-const ROUNDS = positiveIntEnv("BENCH_ROUNDS", 3);
+const ROUNDS = positiveIntEnv(process.env, "BENCH_ROUNDS", 3);
 const STARTUP_TIMEOUT_MS = 60_000;
 const RETRY_INTERVAL_MS = 200;
 /** Hard bound on the run once NATS and mongo are up: every startup and every load run, plus slack. */

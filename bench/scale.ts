@@ -37,10 +37,10 @@ const ROOT = path.resolve(__dirname, "..", "..");
 const SERVER_SCRIPT = path.join(ROOT, "dist", "server.js");
 const RESULTS_FILE = path.join(ROOT, "bench", "results", "scale.json");
 
-const ACCOUNTS = positiveIntEnv("BENCH_ACCOUNTS", 100);
-const RECORDS = positiveIntEnv("BENCH_RECORDS", 1000);
-const ROUNDS = positiveIntEnv("BENCH_ROUNDS", 3);
-const DURATION_SECONDS = positiveIntEnv("BENCH_DURATION", 2);
+const ACCOUNTS = positiveIntEnv(process.env, "BENCH_ACCOUNTS", 100);
+const RECORDS = positiveIntEnv(process.env, "BENCH_RECORDS", 1000);
+const ROUNDS = positiveIntEnv(process.env, "BENCH_ROUNDS", 3);
+const DURATION_SECONDS = positiveIntEnv(process.env, "BENCH_DURATION", 2);
 const WARMUP_SECONDS = 1;
 const CONNECTIONS = [1, 32];
 /** Targets of the issue: list endpoints p50 < 10 ms at 1 connection, p99 < 100 ms at 32; the one-record account within 1.5x of the baseline. */

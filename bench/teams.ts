@@ -35,9 +35,9 @@ const PUSH_CONCURRENCY = 4;
 /** Agents the GET load rotates over. */
 const GET_AGENT_COUNT = 5;
 const WARMUP_SECONDS = 2;
-const DURATION_SECONDS = positiveIntEnv("BENCH_DURATION", 10);
-const DISTINCT_TEAMS = positiveIntEnv("BENCH_TEAMS", 10);
-const REPUSHES = positiveIntEnv("BENCH_PUSHES", 20);
+const DURATION_SECONDS = positiveIntEnv(process.env, "BENCH_DURATION", 10);
+const DISTINCT_TEAMS = positiveIntEnv(process.env, "BENCH_TEAMS", 10);
+const REPUSHES = positiveIntEnv(process.env, "BENCH_PUSHES", 20);
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
 const STARTUP_TIMEOUT_MS = 60_000;
 const RETRY_INTERVAL_MS = 200;

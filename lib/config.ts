@@ -1,10 +1,13 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { listEnv, numberEnv, positiveIntEnv } from "./env";
+import { durationsEnv, listEnv, numberEnv, positiveIntEnv, textEnv, type Env } from "./env";
+import { searchConfig } from "./search/config";
 
-/** Reads an integer env var, refusing garbage instead of silently running with NaN. */
-const intEnv = (name: string, fallback: number) => numberEnv(name, fallback, { integer: true });
+/** Standard Webhooks' example schedule: retries 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h after each failure. */
+export const DEFAULT_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,10h";
+/** The interface's sitemap page ceiling; operators may only lower it. */
+export const SITEMAP_PAGE_CEILING = 10_000;
 
 /** Where a process without JWT_SECRET keeps the secret it generated, under DATA_DIR. */
 export const GENERATED_JWT_SECRET_FILE = path.join("secrets", "jwt-secret");
@@ -36,8 +39,8 @@ function generatedJwtSecret(dataDir: string): string {
  * JWT_SECRET, or in a single non-production process a generated one kept with the data. Production and
  * clusters (TRANSPORTER) must set it: every replica has to sign and verify with the same secret.
  */
-function jwtSecret(production: boolean, clustered: boolean, dataDir: string): { secret: string; generated: boolean } {
-  const configured = process.env.JWT_SECRET;
+function jwtSecret(env: Env, production: boolean, clustered: boolean, dataDir: string): { secret: string; generated: boolean } {
+  const configured = env.JWT_SECRET;
   if (configured !== undefined && configured !== "") {
     if (configured.length < 32) throw new Error("JWT_SECRET must be at least 32 characters");
     return { secret: configured, generated: false };
@@ -48,12 +51,68 @@ function jwtSecret(production: boolean, clustered: boolean, dataDir: string): { 
   return { secret: generatedJwtSecret(dataDir), generated: true };
 }
 
-/** Every setting the platform reads from the environment, resolved once per read (tests change env between files). */
-export function loadConfig() {
-  const production = process.env.NODE_ENV === "production";
-  const dataDir = path.resolve(process.env.DATA_DIR ?? "data");
-  const transporter = process.env.TRANSPORTER ?? "";
-  const jwt = jwtSecret(production, Boolean(transporter), dataDir);
+/** Where the MCP server listens; MCP_PORT=0 takes an ephemeral port (tests read it from the service). */
+function mcpConfig(env: Env) {
+  const rawPort = env.MCP_PORT ?? "";
+  const port = rawPort === "" ? 3100 : Number(rawPort);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`MCP_PORT must be a port number, got "${rawPort}"`);
+  return { port, host: env.MCP_HOST || "0.0.0.0" };
+}
+
+/** Webhook dispatcher settings. */
+function webhooksConfig(env: Env) {
+  const timeoutMs = numberEnv(env, "WEBHOOK_TIMEOUT_MS", 15_000, { min: 1 });
+  return {
+    /** How often an idle dispatcher looks for due deliveries. */
+    pollMs: numberEnv(env, "WEBHOOK_POLL_MS", 1000, { min: 1 }),
+    /** Delays before each retry; a delivery gets 1 + schedule.length attempts. */
+    retryScheduleMs: durationsEnv(env, "WEBHOOK_RETRY_SCHEDULE", DEFAULT_RETRY_SCHEDULE),
+    /** Time a receiver has to answer (Standard Webhooks recommends 15 to 30 s). */
+    timeoutMs,
+    /** A claim outlives the request it covers, so a live dispatcher's attempt is never taken over mid-flight. */
+    leaseMs: Math.max(numberEnv(env, "WEBHOOK_LEASE_MS", 60_000, { min: 1 }), timeoutMs + 5000),
+    /** Deliveries one dispatcher sends at the same time. */
+    concurrency: Math.floor(numberEnv(env, "WEBHOOK_CONCURRENCY", 10, { min: 1 })),
+    /** How long the previous secret keeps signing after a rotation (a second signature in webhook-signature); 0 = not at all. */
+    rotationOverlapSeconds: numberEnv(env, "WEBHOOK_ROTATION_OVERLAP_SECONDS", 24 * 3600, { min: 0 }),
+    /** Finished deliveries (delivered or failed) are deleted after this many days. */
+    retentionDays: numberEnv(env, "WEBHOOK_RETENTION_DAYS", 30, { min: 1 }),
+  };
+}
+
+/** Knowledge loader settings. */
+function loaderConfig(env: Env) {
+  const atLeastOne = (name: string, fallback: number) => numberEnv(env, name, fallback, { min: 1 });
+  const ceiling = Number(env.SITEMAP_PAGE_CEILING);
+  return {
+    /** One load job's time budget per window (the interface's 600 s); tests use a few seconds. */
+    windowSeconds: atLeastOne("LOAD_WINDOW_SECONDS", 600),
+    /** Windows a load may use before it ends partial. */
+    maxWindows: atLeastOne("LOAD_MAX_WINDOWS", 24),
+    /** A loader that stops renewing its lease for this long is presumed dead and its job is taken over. */
+    leaseSeconds: atLeastOne("LOAD_LEASE_SECONDS", 30),
+    /** How often an idle loader looks for work. */
+    pollMs: atLeastOne("LOAD_POLL_MS", 500),
+    /** Pages fetched per batch (each batch is one index call and one progress save). */
+    batchSize: atLeastOne("LOAD_BATCH_SIZE", 50),
+    /** Requests one loader process sends to one host at the same time. */
+    perHostConcurrency: positiveIntEnv(env, "LOAD_PER_HOST_CONCURRENCY", 8),
+    /** Sitemap pages read per load: the interface's ceiling, unless an operator lowers it. */
+    sitemapPageCeiling: Number.isInteger(ceiling) && ceiling > 0 ? Math.min(ceiling, SITEMAP_PAGE_CEILING) : SITEMAP_PAGE_CEILING,
+  };
+}
+
+/**
+ * Every setting the platform reads, from the environment, as one typed tree. The process reads it once at
+ * start and hands each service the tree as its `config` setting (services/index.ts); tests build it from a
+ * plain object.
+ */
+export function loadConfig(env: Env = process.env) {
+  const intEnv = (name: string, fallback: number) => numberEnv(env, name, fallback, { integer: true });
+  const production = env.NODE_ENV === "production";
+  const dataDir = path.resolve(textEnv(env, "DATA_DIR", "data"));
+  const transporter = env.TRANSPORTER ?? "";
+  const jwt = jwtSecret(env, production, Boolean(transporter), dataDir);
   const port = intEnv("PORT", 3000);
   return {
     production,
@@ -63,36 +122,66 @@ export function loadConfig() {
     /** Prometheus metrics port; 0 disables metrics. */
     metricsPort: intEnv("METRICS_PORT", 0),
     /** Empty means: start the bundled MongoDB-compatible server under dataDir. */
-    mongoUrl: process.env.MONGO_URL ?? "",
+    mongoUrl: env.MONGO_URL ?? "",
     dataDir,
     transporter,
-    namespace: process.env.NAMESPACE ?? "",
-    services: listEnv("SERVICES"),
-    logLevel: process.env.LOG_LEVEL ?? "info",
+    namespace: env.NAMESPACE ?? "",
+    services: listEnv(env, "SERVICES"),
+    logLevel: textEnv(env, "LOG_LEVEL", "info"),
     /** Lifetime of cached hot reads (users/me); writes clear them at once, the TTL bounds a missed broadcast. 0 disables. */
     cacheTtlSeconds: intEnv("CACHE_TTL_SECONDS", 30),
     jwt: {
       secret: jwt.secret,
       /** True when no JWT_SECRET was given and the secret was generated under DATA_DIR (the server warns once). */
       generatedSecret: jwt.generated,
-      issuer: process.env.JWT_ISSUER ?? "agent-platform",
-      audience: process.env.JWT_AUDIENCE ?? "agent-platform-api",
+      issuer: textEnv(env, "JWT_ISSUER", "agent-platform"),
+      audience: textEnv(env, "JWT_AUDIENCE", "agent-platform-api"),
       ttlSeconds: intEnv("JWT_TTL_SECONDS", 8 * 24 * 3600),
     },
-    masterApiKey: process.env.MASTER_API_KEY ?? "",
-    corsOrigins: listEnv("CORS_ORIGINS"),
+    /** Seals stored credentials; derived from the JWT secret when unset. */
+    secretsKey: env.SECRETS_KEY || jwt.secret,
+    masterApiKey: env.MASTER_API_KEY ?? "",
+    corsOrigins: listEnv(env, "CORS_ORIGINS"),
     /** Failed credential checks allowed per identity (login email, team) and per client address in one window. */
     throttle: {
-      identity: { max: positiveIntEnv("AUTH_MAX_FAILURES", 10), windowSeconds: positiveIntEnv("AUTH_FAILURE_WINDOW_SECONDS", 900) },
-      client: { max: positiveIntEnv("AUTH_MAX_FAILURES_PER_CLIENT", 50), windowSeconds: positiveIntEnv("AUTH_FAILURE_WINDOW_SECONDS", 900) },
+      identity: { max: positiveIntEnv(env, "AUTH_MAX_FAILURES", 10), windowSeconds: positiveIntEnv(env, "AUTH_FAILURE_WINDOW_SECONDS", 900) },
+      client: { max: positiveIntEnv(env, "AUTH_MAX_FAILURES_PER_CLIENT", 50), windowSeconds: positiveIntEnv(env, "AUTH_FAILURE_WINDOW_SECONDS", 900) },
     },
     /** Proxies of ours in front of the gateway (ingress, load balancer): X-Forwarded-For is read past that many. */
-    trustedProxies: numberEnv("TRUSTED_PROXIES", 0, { min: 0, integer: true }),
-    bodyLimit: process.env.BODY_LIMIT ?? "1mb",
-    serverName: process.env.SERVER_NAME ?? "agent-platform",
-    apiUrl: process.env.API_URL ?? `http://localhost:${port}/api/v1`,
-    appUrl: process.env.APP_URL ?? `http://localhost:${port}`,
+    trustedProxies: numberEnv(env, "TRUSTED_PROXIES", 0, { min: 0, integer: true }),
+    bodyLimit: textEnv(env, "BODY_LIMIT", "1mb"),
+    serverName: textEnv(env, "SERVER_NAME", "agent-platform"),
+    apiUrl: textEnv(env, "API_URL", `http://localhost:${port}/api/v1`),
+    appUrl: textEnv(env, "APP_URL", `http://localhost:${port}`),
+    /** Model of agents created without one. */
+    defaultModel: textEnv(env, "DEFAULT_MODEL", "gpt-4o-mini"),
+    /** Every signup creates an onboarding task in the new account (tasks service). */
+    onboardingTaskEnabled: env.ONBOARDING_TASK_ENABLED === "true",
+    /** Durable events (lib/events.mixin.ts). */
+    events: {
+      pollMs: positiveIntEnv(env, "EVENTS_POLL_MS", 1000),
+      leaseMs: positiveIntEnv(env, "EVENTS_LEASE_MS", 30_000),
+      retentionDays: numberEnv(env, "EVENTS_RETENTION_DAYS", 7, { min: 0 }),
+      pendingRetentionDays: numberEnv(env, "EVENTS_PENDING_RETENTION_DAYS", 30, { min: 1 }),
+    },
+    scheduler: {
+      /** How often a scheduler looks for due schedules; also the worst-case delay of a run. */
+      pollMs: positiveIntEnv(env, "SCHEDULER_POLL_MS", 1000),
+      /** Due schedules handled per look; a full batch is followed at once by the next. */
+      batchSize: positiveIntEnv(env, "SCHEDULER_BATCH_SIZE", 100),
+    },
+    loader: loaderConfig(env),
+    webhooks: webhooksConfig(env),
+    mcp: mcpConfig(env),
+    search: searchConfig(env),
   };
 }
 
 export type Config = ReturnType<typeof loadConfig>;
+
+/** The configuration tree a service was given as its `config` setting (services/index.ts `configured`). */
+export function configOf(service: { settings?: unknown }): Config {
+  const config = (service.settings as { config?: Config } | undefined)?.config;
+  if (!config) throw new Error("The service was created without its config setting (services/index.ts configured)");
+  return config;
+}

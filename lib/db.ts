@@ -31,12 +31,6 @@ export async function closeAllDatabases(): Promise<void> {
   await Promise.all(pending.map(async (p) => (await p.catch(() => null))?.close()));
 }
 
-/** The URL services connect to; the server entry point and the test harness set MONGO_URL before brokers start. */
-export function databaseUrl(): string {
-  const url = process.env.MONGO_URL;
-  if (!url) throw new Error("MONGO_URL is not set");
-  return url;
-}
 
 type Json = Record<string, unknown>;
 

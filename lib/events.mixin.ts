@@ -1,6 +1,6 @@
 import type { Connection } from "mongoose";
 import type { Service, ServiceSchema } from "moleculer";
-import { numberEnv, positiveIntEnv } from "./env";
+import { configOf, type Config } from "./config";
 import {
   abandonedEvents,
   abortEvents,
@@ -33,15 +33,6 @@ const PRUNE_EVERY_MS = 3_600_000;
 const CLAIM_BATCH = 50;
 /** A failed handler's event is tried again after this long. */
 const RETRY_AFTER_MS = 5_000;
-
-function eventSettings() {
-  return {
-    pollMs: positiveIntEnv("EVENTS_POLL_MS", 1000),
-    leaseMs: positiveIntEnv("EVENTS_LEASE_MS", 30_000),
-    retentionDays: numberEnv("EVENTS_RETENTION_DAYS", 7, { min: 0 }),
-    pendingRetentionDays: numberEnv("EVENTS_PENDING_RETENTION_DAYS", 30, { min: 1 }),
-  };
-}
 
 export interface EventsOptions {
   /**
@@ -89,7 +80,6 @@ type Self = Service &
  * Needs this.db: list it before MongoMixin in `mixins` (Moleculer starts mixins last to first).
  */
 export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
-  const settings = eventSettings();
   return {
     events: options.consumer
       ? {
@@ -148,6 +138,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
       /** Handles claimed events in order; a failure holds back the record's later events until it succeeds. */
       async consumeEvents(this: Self) {
         const { group, handle } = options.consumer!;
+        const settings = configOf(this).events;
         let prunedAt = 0;
         while (this.consumerRunning) {
           const batch = await claimEvents(this.db, group, this.broker.nodeID, settings.leaseMs, CLAIM_BATCH).catch((err) => {

@@ -1,6 +1,7 @@
 import type { Connection } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { connectDatabase, databaseUrl } from "./db";
+import { configOf, type Config } from "./config";
+import { connectDatabase } from "./db";
 
 /**
  * Connects the service to MongoDB when it starts and builds its models on that connection, so a service
@@ -9,7 +10,7 @@ import { connectDatabase, databaseUrl } from "./db";
 export function MongoMixin<M>(defineModels: (db: Connection) => M): Partial<ServiceSchema> {
   return {
     async started() {
-      this.db = await connectDatabase(databaseUrl());
+      this.db = await connectDatabase(configOf(this).mongoUrl);
       this.models = defineModels(this.db);
       // Indexes (unique identifiers per account) must exist before the first write relies on them.
       await Promise.all(

@@ -268,7 +268,7 @@ export interface CrudHooks<S = any, R = any> {
    */
   apply?(this: S, ctx: Ctx<any>, doc: HydratedDocument<R>, fields: Record<string, any>): Promise<void> | void;
   /** The fields a new document starts from before `apply` (its defaults); without it creates do not `apply`. */
-  draft?(fields: Record<string, any>): object;
+  draft?(this: S, fields: Record<string, any>): object;
   /** The record to store from the picked create fields: checks (throwing 4xx) and computed fields. */
   creating?(this: S, ctx: Ctx<any>, fields: Record<string, unknown>): Promise<Record<string, unknown>> | Record<string, unknown>;
   /** The changes to apply from the picked update fields, given the current record. */
@@ -306,7 +306,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
   }
   /** The fields of a new record as `apply` leaves them on a fresh document (its ids and timestamps are the create's). */
   async function applyToDraft(this: Host, ctx: Ctx<any>, picked: Record<string, unknown>): Promise<Record<string, unknown>> {
-    const draft = new (model(this))(hooks.draft?.(picked) ?? {});
+    const draft = new (model(this))(hooks.draft?.call(this, picked) ?? {});
     await hooks.apply!.call(this, ctx, draft, picked);
     const { _id, account_id, created_at, updated_at, ...record } = draft.toObject();
     return record;

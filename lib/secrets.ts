@@ -9,7 +9,7 @@ const VERSION = "v1";
  * generated under DATA_DIR). Never a constant: a leaked source tree opens nothing.
  */
 function key(): Buffer {
-  const material = process.env.SECRETS_KEY || loadConfig().jwt.secret;
+  const material = loadConfig().secretsKey;
   return createHash("sha256").update(`secrets:${material}`).digest();
 }
 

@@ -14,7 +14,8 @@ import { AGENT_ACCESS_LEVELS, agentModel, type AgentRecord } from "./agents/mode
 import { resolveRefs, type AssociationKind } from "./agents/associations";
 import { agents, type AgentParams } from "./agents/resource";
 import { renderAgents } from "./agents/render";
-import { DEFAULT_MODEL, DEFAULT_TEMPERATURE, directoryItem, escapeRegex, mergeConfiguration, normalizeAccessLevel } from "./agents/rules";
+import { DEFAULT_TEMPERATURE, directoryItem, escapeRegex, mergeConfiguration, normalizeAccessLevel } from "./agents/rules";
+import { configOf, type Config } from "../lib/config";
 
 const agentRefParam = agents.idParams;
 /** The built-in tool that lets an agent search every knowledge source of its account. */
@@ -53,6 +54,7 @@ interface Methods extends TenancyMethods, EventsMethods {
 interface Vars {
   db: Connection;
   models: { agents: Model<AgentRecord> };
+  settings: { rest: string };
 }
 
 /** Agents: CRUD by id or identifier, associations, the directory, and the knowledge-retrieval tool. */
@@ -67,7 +69,9 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
   actions: {
     ...crudActions(agents, {
-      draft: (fields) => ({ name: fields.name, model: DEFAULT_MODEL, temperature: DEFAULT_TEMPERATURE }),
+      draft(fields) {
+        return { name: fields.name, model: configOf(this).defaultModel, temperature: DEFAULT_TEMPERATURE };
+      },
       apply(ctx, agent, fields) {
         return this.applyFields(ctx, agent, fields);
       },

@@ -1,4 +1,5 @@
 import type { ServiceSchema } from "moleculer";
+import type { Config } from "../lib/config";
 import GatewayService from "./gateway.service";
 import UsersService from "./users.service";
 import ApiKeysService from "./api-keys.service";
@@ -33,6 +34,16 @@ export const SERVICE_REGISTRY: Record<string, ServiceSchema<any, any, any>> = {
   webhooks: WebhooksService,
   mcp: McpService,
 };
+
+/**
+ * A service with the configuration tree as its `config` setting: services read their settings from
+ * this.settings.config, never from the environment. $secureSettings keeps it (secrets included) out of the
+ * service descriptions other nodes receive.
+ */
+export function configured<S extends ServiceSchema<any, any, any>>(schema: S, config: Config): S {
+  const settings = (schema.settings ?? {}) as { $secureSettings?: string[] };
+  return { ...schema, settings: { ...settings, config, $secureSettings: [...(settings.$secureSettings ?? []), "config"] } };
+}
 
 /** The schemas named in `names` (all of them when empty); unknown names are a configuration error. */
 export function selectServices(names: string[]): ServiceSchema<any, any, any>[] {

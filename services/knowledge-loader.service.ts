@@ -3,7 +3,7 @@ import { KNOWLEDGE_SOURCES_COLLECTION } from "../lib/collections";
 import { changeOf } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import type { ServiceSchema } from "moleculer";
-import { numberEnv } from "../lib/env";
+import { configOf, type Config } from "../lib/config";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { claimJob, pendingJobs, releaseJob, renewLease } from "./knowledge/jobs";
 import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
@@ -11,21 +11,6 @@ import { runDeleteSource, runLoadWindow, type PageDoc, type PageReader, type Run
 import { createSourceReader, urlListModel } from "./knowledge-loader/pages";
 import { pageRegistryModel } from "./knowledge-loader/registry";
 import { MAX_URLS_PER_CALL } from "./search/rules";
-
-const envNumber = (name: string, fallback: number) => numberEnv(name, fallback, { min: 1 });
-
-const settings = {
-  /** One load job's time budget per window (the interface's 600 s); tests use a few seconds. */
-  windowSeconds: envNumber("LOAD_WINDOW_SECONDS", 600),
-  /** Windows a load may use before it ends partial. */
-  maxWindows: envNumber("LOAD_MAX_WINDOWS", 24),
-  /** A loader that stops renewing its lease for this long is presumed dead and its job is taken over. */
-  leaseSeconds: envNumber("LOAD_LEASE_SECONDS", 30),
-  /** How often an idle loader looks for work. */
-  pollMs: envNumber("LOAD_POLL_MS", 500),
-  /** Pages fetched per batch (each batch is one index call and one progress save). */
-  batchSize: envNumber("LOAD_BATCH_SIZE", 50),
-};
 
 /** Attempts of a search call after the first; delays 0.5, 1, 2, 4 s. */
 const SEARCH_CALL_RETRIES = 4;
@@ -55,6 +40,7 @@ interface Vars {
     pages: ReturnType<typeof pageRegistryModel>;
   };
   reader: PageReader;
+  loader: Config["loader"];
   running: boolean;
   loop?: Promise<void>;
   current: LoadJobRecord | null;
@@ -69,13 +55,13 @@ interface Methods extends EventsMethods {
  * window of it, and re-queues the rest. Scale replicas on the pending-job count (metric
  * knowledge_loader.jobs.pending, or KEDA's MongoDB scaler on the same query).
  */
-const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
+const KnowledgeLoaderService: ServiceSchema<Record<string, never>, Methods, Vars> = {
   name: "knowledge-loader",
   mixins: [
     EventsMixin({ records: { [KNOWLEDGE_SOURCES_COLLECTION]: function (this: Vars, source: Record<string, unknown>) { return knowledgeSourceModel(this.db).hydrate(source).toJSON(); } } }),
     MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db), urlLists: urlListModel(db), pages: pageRegistryModel(db) })),
   ],
-  settings,
+  settings: {},
   dependencies: ["search"],
 
   actions: {
@@ -91,13 +77,13 @@ const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
   methods: {
     async work() {
       while (this.running) {
-        const job = await claimJob(this.models.jobs, this.broker.nodeID, settings.leaseSeconds * 1000, ["load", "delete-source"]).catch((err) => {
+        const job = await claimJob(this.models.jobs, this.broker.nodeID, this.loader.leaseSeconds * 1000, ["load", "delete-source"]).catch((err) => {
           this.logger.warn("Claiming a job failed", err);
           return null;
         });
         this.broker.metrics.set("knowledge_loader.jobs.pending", await pendingJobs(this.models.jobs).catch(() => 0));
         if (!job) {
-          await new Promise((r) => setTimeout(r, settings.pollMs));
+          await new Promise((r) => setTimeout(r, this.loader.pollMs));
           continue;
         }
         await this.runJob(job).catch((err) => this.logger.error(`Job ${job._id} failed`, err));
@@ -106,7 +92,7 @@ const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
 
     async runJob(job) {
       const owner = this.broker.nodeID;
-      const leaseMs = settings.leaseSeconds * 1000;
+      const leaseMs = this.loader.leaseSeconds * 1000;
       let holdsLease = true;
       this.current = job;
       const heartbeat = setInterval(() => {
@@ -146,9 +132,9 @@ const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
           });
         },
         owner,
-        windowMs: settings.windowSeconds * 1000,
-        maxWindows: settings.maxWindows,
-        batchSize: settings.batchSize,
+        windowMs: this.loader.windowSeconds * 1000,
+        maxWindows: this.loader.maxWindows,
+        batchSize: this.loader.batchSize,
         holdsLease: () => holdsLease && this.running,
       };
       try {
@@ -169,7 +155,8 @@ const KnowledgeLoaderService: ServiceSchema<typeof settings, Methods, Vars> = {
   },
 
   started() {
-    this.reader = createSourceReader(this.models.urlLists, this.models.pages);
+    this.loader = configOf(this).loader;
+    this.reader = createSourceReader(this.models.urlLists, this.models.pages, this.loader);
     this.running = true;
     this.current = null;
     this.loop = this.work();

@@ -1,9 +1,9 @@
 import type { Connection, Model } from "mongoose";
-import type { ServiceSchema } from "moleculer";
+import type { ActionSchema, Service, ServiceSchema } from "moleculer";
 import { ERRORS } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { crudActions, eventRecords } from "../lib/resource";
+import { crudActions, eventRecords, type ResponseDecl } from "../lib/resource";
 import { respondCreated } from "../lib/responses";
 import { sealSecret } from "../lib/secrets";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
@@ -35,11 +35,22 @@ function refreshFields(refresh: RefreshInput | null, now = new Date()): Pick<Kno
 interface Methods extends TenancyMethods, EventsMethods {
   findSource(ctx: Ctx<unknown>, id: number): Promise<KnowledgeSourceRecord & { toJSON(): object }>;
   queueLoad(source: KnowledgeSourceRecord, force: boolean): Promise<{ job: LoadJobRecord; created: boolean }>;
-  askSearch(ctx: Ctx<object>, action: string): Promise<unknown>;
 }
 interface Vars {
   db: Connection;
   models: { sources: Model<KnowledgeSourceRecord>; jobs: Model<LoadJobRecord> };
+}
+
+/** A route answered by the search service's internal action `action`, for the caller's account. */
+function searchRoute(action: string, rest: string, params: ActionSchema["params"], response: ResponseDecl): ActionSchema<Service<{ rest: string }> & Vars & Methods> {
+  return {
+    rest,
+    ...(params ? { params } : {}),
+    response,
+    handler(ctx: Ctx<object>) {
+      return ctx.call(`search.${action}`, { ...ctx.params, accountId: this.accountOf(ctx) });
+    },
+  };
 }
 
 /**
@@ -165,68 +176,18 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       },
     },
 
-    searchDocuments: {
-      rest: "POST /knowledge/documents/search",
-      params: searchDocumentsParams,
-      response: DocumentSearch.one(),
-      handler(ctx: Ctx<object>) {
-        return this.askSearch(ctx, "searchDocuments");
-      },
-    },
-
-    listDocuments: {
-      rest: "GET /knowledge/documents",
-      params: listDocumentsParams,
-      response: DocumentSummary.page(),
-      handler(ctx: Ctx<object>) {
-        return this.askSearch(ctx, "listDocuments");
-      },
-    },
-
-    documentStats: {
-      rest: "GET /knowledge/documents/stats",
-      response: DocumentStats.one(),
-      handler(ctx: Ctx<object>) {
-        return this.askSearch(ctx, "documentStats");
-      },
-    },
-
-    getDocument: {
-      rest: "GET /knowledge/documents/:document_id",
-      params: documentIdParam,
-      response: DocumentDetail.one(),
-      handler(ctx: Ctx<object>) {
-        return this.askSearch(ctx, "getDocument");
-      },
-    },
-
-    deleteDocument: {
-      rest: "DELETE /knowledge/documents/:document_id",
-      params: documentIdParam,
-      response: Queued.one(),
-      handler(ctx: Ctx<object>) {
-        return this.askSearch(ctx, "deleteDocument");
-      },
-    },
-
-    searchSources: {
-      rest: "POST /knowledge/search",
-      params: searchSourcesParams,
-      response: SourceSearch.one(),
-      handler(ctx: Ctx<object>) {
-        return this.askSearch(ctx, "searchSources");
-      },
-    },
+    // The document index routes: /knowledge is this service's URL; the search service answers them.
+    searchDocuments: searchRoute("searchDocuments", "POST /knowledge/documents/search", searchDocumentsParams, DocumentSearch.one()),
+    listDocuments: searchRoute("listDocuments", "GET /knowledge/documents", listDocumentsParams, DocumentSummary.page()),
+    documentStats: searchRoute("documentStats", "GET /knowledge/documents/stats", undefined, DocumentStats.one()),
+    getDocument: searchRoute("getDocument", "GET /knowledge/documents/:document_id", documentIdParam, DocumentDetail.one()),
+    deleteDocument: searchRoute("deleteDocument", "DELETE /knowledge/documents/:document_id", documentIdParam, Queued.one()),
+    searchSources: searchRoute("searchSources", "POST /knowledge/search", searchSourcesParams, SourceSearch.one()),
   },
 
   methods: {
     findSource(ctx, id) {
       return this.findOwned(ctx, this.models.sources, id, "Knowledge source");
-    },
-
-    /** The search service's action of the same name, for the caller's account. */
-    askSearch(ctx, action) {
-      return ctx.call(`search.${action}`, { ...ctx.params, accountId: this.accountOf(ctx) });
     },
 
     queueLoad(source, force) {

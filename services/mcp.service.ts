@@ -2,10 +2,9 @@ import http from "node:http";
 import type { ServiceSchema } from "moleculer";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { identityResolver, SESSION_CHANGED_EVENT, type Identity, type IdentityResolver } from "../lib/auth/identity";
-import { loadConfig, type Config } from "../lib/config";
+import { configOf, type Config } from "../lib/config";
 import { healthReport, VERSION } from "../lib/health";
 import { asAccount, type Ctx } from "../lib/meta";
-import { loadMcpConfig } from "./mcp/config";
 import { answerMcpRequest, MAX_BODY_BYTES, type McpExchangeRequest } from "./mcp/exchange";
 import { mcpHttpHandler } from "./mcp/http";
 import { buildMcpServer } from "./mcp/server";
@@ -65,12 +64,12 @@ const McpService: ServiceSchema<Record<string, never>, Methods, Vars> = {
   },
 
   created() {
-    this.config = loadConfig();
+    this.config = configOf(this);
     this.resolveIdentity = identityResolver(this.config);
   },
 
   async started() {
-    const { port, host } = loadMcpConfig();
+    const { port, host } = this.config.mcp;
     const handler = mcpHttpHandler({
       answer: (request) => answerMcpRequest(this.serverFor(request.headers), request),
       health: () => healthReport(this.config),

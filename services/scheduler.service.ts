@@ -2,7 +2,7 @@ import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { asAccount } from "../lib/meta";
-import { loadSchedulerConfig, type SchedulerConfig } from "./scheduler/config";
+import { configOf, type Config } from "../lib/config";
 import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
 import { claimRefresh, dueRefreshes, queueRefresh } from "./knowledge/refreshes";
 import { scheduledTaskModel, type ScheduledTaskRecord } from "./tasks/scheduled-model";
@@ -11,7 +11,7 @@ import { claimOccurrence, describeRunError, dueSchedules, recordRunOutcome, type
 interface Vars {
   db: Connection;
   models: { schedules: Model<ScheduledTaskRecord>; sources: Model<KnowledgeSourceRecord>; jobs: Model<LoadJobRecord> };
-  config: SchedulerConfig;
+  config: Config["scheduler"];
   running: boolean;
   loop?: Promise<void>;
   /** Ends the current pause early (on stop). */
@@ -101,7 +101,7 @@ const SchedulerService: ServiceSchema<Record<string, never>, Methods, Vars> = {
   },
 
   started() {
-    this.config = loadSchedulerConfig();
+    this.config = configOf(this).scheduler;
     this.running = true;
     this.loop = this.poll();
   },

@@ -4,7 +4,8 @@ import { ERRORS } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { toPage } from "../lib/pagination";
-import { searchConfig, type SearchConfig } from "../lib/search/config";
+import type { SearchConfig } from "../lib/search/config";
+import { configOf } from "../lib/config";
 import type { SearchIndex, SearchMode } from "../lib/search/port";
 import { searchModels, type DocumentRecord, type SearchModels } from "./search/model";
 import {
@@ -278,7 +279,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
   },
 
   async started() {
-    this.config = searchConfig();
+    this.config = configOf(this).search;
     Object.assign(this, await startSearch(this.config, this.models, this.db.name, this.logger));
   },
 

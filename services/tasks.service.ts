@@ -20,6 +20,7 @@ import { ONBOARDING_TASK_TYPE, onboardingTask, selfReferenceProblem, statusField
 import { DEFAULT_TIMEZONE, nextRunAt, timingFields } from "../lib/cron";
 import { scheduledTaskModel, type ScheduledTaskRecord, type TaskTemplate } from "./tasks/scheduled-model";
 import { scheduledTasks, type ScheduledTaskParams } from "./tasks/scheduled-params";
+import { configOf } from "../lib/config";
 
 const FILTER_KEYS = Object.keys(taskFilters);
 const taskIdParam = tasks.idParams;
@@ -64,8 +65,8 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
          * unless ONBOARDING_TASK_ENABLED=true. The event may come more than once, so a user gets one onboarding
          * task however often it arrives; a failure is retried with the event.
          */
-        async handle(this: Vars & { broker: Service["broker"] }, event: ChangeEvent) {
-          if (event.type !== USER_REGISTERED || process.env.ONBOARDING_TASK_ENABLED !== "true") return;
+        async handle(this: Vars & Pick<Service, "broker" | "settings">, event: ChangeEvent) {
+          if (event.type !== USER_REGISTERED || !configOf(this).onboardingTaskEnabled) return;
           const { user_id, email } = event.data as { user_id: number; email: string };
           const account_id = event.account_id;
           // input is free-form, stored encoded (lib/free-json): matched here among the account's few onboarding tasks.

@@ -9,7 +9,7 @@ import { openSecret, sealSecret } from "../lib/secrets";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import type { ChangeEvent } from "../lib/events";
 import { EventsMixin } from "../lib/events.mixin";
-import { loadWebhookConfig, type WebhookConfig } from "./webhooks/config";
+import { configOf, type Config } from "../lib/config";
 import { claimDelivery, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./webhooks/deliveries";
 import { DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./webhooks/model";
 import { attemptResult, MAX_URL_LENGTH, signingSecrets, urlProblem, WEBHOOK_EVENT_TYPES, type Answer } from "./webhooks/rules";
@@ -87,7 +87,7 @@ interface Methods extends TenancyMethods {
 interface Vars {
   db: Connection;
   models: { subscriptions: Model<WebhookSubscriptionRecord>; deliveries: Model<WebhookDeliveryRecord> };
-  config: WebhookConfig;
+  config: Config["webhooks"];
   running: boolean;
   loop?: Promise<void>;
 }
@@ -251,7 +251,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   },
 
   started() {
-    this.config = loadWebhookConfig();
+    this.config = configOf(this).webhooks;
     this.running = true;
     this.loop = this.dispatch();
   },

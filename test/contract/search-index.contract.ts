@@ -1,6 +1,7 @@
 import { HYBRID_ALPHA_BY_MODEL, MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
 import { fuseLists } from "../../lib/search/fusion";
-import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS, LocalEmbeddingProvider } from "../../lib/search/embeddings";
+import { LocalEmbeddingProvider } from "../../lib/search/embeddings";
+import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS } from "../../lib/search/models";
 import type { IndexedChunk, IndexQuery, SearchIndex, SearchMode } from "../../lib/search/port";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "./corpus";
 

@@ -5,7 +5,9 @@ import { ServiceBroker, type BrokerOptions, type ServiceSchema } from "moleculer
 import mongoose from "mongoose";
 import { brokerOptions } from "../../moleculer.config";
 import { closeAllDatabases } from "../../lib/db";
-import { SERVICE_REGISTRY } from "../../services";
+import { configured, SERVICE_REGISTRY } from "../../services";
+import { loadConfig } from "../../lib/config";
+import type { Env } from "../../lib/env";
 import { databaseUrl } from "./servers";
 
 export interface Cluster {
@@ -31,6 +33,8 @@ export interface ClusterOptions {
   database: string;
   /** No transporter: every service in one broker, as `npm start` runs. */
   embedded?: boolean;
+  /** Settings of this cluster, as environment variables over the test run's (the services get the typed tree). */
+  env?: Env;
 }
 
 /** Services a test file starts only when it names them. */
@@ -83,11 +87,13 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       }),
     );
 
+  const config = loadConfig({ ...process.env, ...options.env, MONGO_URL: mongoUrl });
   nodes.forEach((names, index) => {
     const broker = makeBroker(index);
     for (const name of names) {
-      const schema = SERVICE_REGISTRY[name];
-      if (!schema) throw new Error(`unknown service ${name}`);
+      const registered = SERVICE_REGISTRY[name];
+      if (!registered) throw new Error(`unknown service ${name}`);
+      const schema = configured(registered, config);
       const service =
         name === "gateway"
           ? broker.createService({ ...schema, settings: { ...schema.settings, port: 0, ip: "127.0.0.1" } })
@@ -98,7 +104,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   });
   if (options.extraServices?.length) {
     const broker = makeBroker(nodes.length);
-    for (const schema of options.extraServices) broker.createService(schema);
+    for (const schema of options.extraServices) broker.createService(configured(schema, config));
     brokers.push(broker);
   }
 

@@ -76,9 +76,9 @@ describe("fuzzing every route: bad input is a 4xx with an error body, never a 50
   let routes: RouteInfo[];
 
   beforeAll(async () => {
-    process.env.EMBEDDING_PROVIDER = "none";
     cluster = await startCluster({
       database: "fuzz",
+      env: { EMBEDDING_PROVIDER: "none" },
       nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], ["search", "knowledge", "webhooks"]],
     });
     api = apiClient(cluster.baseUrl);
@@ -105,7 +105,6 @@ describe("fuzzing every route: bad input is a 4xx with an error body, never a 50
   }, 60_000);
   afterAll(async () => {
     await cluster?.stop();
-    delete process.env.EMBEDDING_PROVIDER;
   });
 
   it("covers the routes of every service", () => {

@@ -31,11 +31,10 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
   };
 
   beforeAll(async () => {
-    process.env.EMBEDDING_PROVIDER = "none";
-    process.env.SCHEDULER_POLL_MS = "200";
     site = await startChangingSite(PAGES);
     cluster = await startCluster({
       database: "knowledge_refresh",
+      env: { EMBEDDING_PROVIDER: "none", SCHEDULER_POLL_MS: "200" },
       // Two scheduler replicas: each due refresh must still be queued once.
       nodes: [["gateway"], ["users", "api-keys", "knowledge", "search", "scheduler", "tasks"], ["knowledge-loader", "scheduler"]],
       extraServices: [listener],
@@ -48,8 +47,6 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     await db?.close();
     await cluster?.stop();
     await site?.stop();
-    delete process.env.EMBEDDING_PROVIDER;
-    delete process.env.SCHEDULER_POLL_MS;
   });
 
   const call = (method: string, path: string, body?: unknown) => api(method, `/api/v1${path}`, { token, body });

@@ -10,15 +10,14 @@ describe("loading real fixture sites end to end: sitemap ceiling, PDF, markdown,
   const sites: FixtureSite[] = [];
 
   beforeAll(async () => {
-    process.env.EMBEDDING_PROVIDER = "none";
-    cluster = await startCluster({ database: "knowledge-sources", nodes: [["gateway"], ["users", "api-keys", "knowledge", "search"], ["knowledge-loader"]] });
+    // The sitemap test lowers the page ceiling so the whole path (loader, index, states) runs in seconds.
+    cluster = await startCluster({ database: "knowledge-sources", env: { EMBEDDING_PROVIDER: "none", SITEMAP_PAGE_CEILING: "300" }, nodes: [["gateway"], ["users", "api-keys", "knowledge", "search"], ["knowledge-loader"]] });
     api = apiClient(cluster.baseUrl);
     token = (await signup(api, "sources")).token;
   });
   afterAll(async () => {
     await cluster?.stop();
     await Promise.all(sites.map((s) => s.stop()));
-    delete process.env.EMBEDDING_PROVIDER;
   });
 
   const call = (method: string, path: string, body?: unknown) => api(method, `/api/v1${path}`, { token, body });
@@ -31,10 +30,8 @@ describe("loading real fixture sites end to end: sitemap ceiling, PDF, markdown,
   };
 
   it("a 12,000-page sitemap index past the ceiling: the first pages in sorted order are read, the source ends partial naming read, listed and skipped", async () => {
-    // The reader test reads the full 10,000 of 12,000; here the ceiling is lowered so the whole path
-    // (loader, index, states) runs in seconds.
-    process.env.SITEMAP_PAGE_CEILING = "300";
-    try {
+    // The reader test reads the full 10,000 of 12,000; this cluster's ceiling is 300.
+    {
       const fixture = await site("sitemap");
       const created = await call("POST", "/knowledge", { name: "Big site", paths: [`${fixture.baseUrl}/`] });
       expect(created.body.data_type).toBe("sitemap");
@@ -46,8 +43,6 @@ describe("loading real fixture sites end to end: sitemap ceiling, PDF, markdown,
       expect(read).toBe(300);
       expect(sorted.slice(0, 300).every((u) => fixture.hits(new URL(u).pathname) > 0)).toBe(true);
       expect(sorted.slice(300).filter((u) => fixture.hits(new URL(u).pathname) > 0)).toEqual([]);
-    } finally {
-      delete process.env.SITEMAP_PAGE_CEILING;
     }
   }, 180_000);
 

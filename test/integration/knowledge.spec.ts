@@ -82,10 +82,10 @@ describe("knowledge sources and background loading over NATS", () => {
   };
 
   beforeAll(async () => {
-    process.env.EMBEDDING_PROVIDER = "none";
     sites = await startSites();
     cluster = await startCluster({
       database: "knowledge",
+      env: { EMBEDDING_PROVIDER: "none" },
       nodes: [["gateway"], ["users", "api-keys", "knowledge", "search"], ["knowledge-loader"]],
       extraServices: [listener],
     });
@@ -97,7 +97,6 @@ describe("knowledge sources and background loading over NATS", () => {
     await Promise.all(spawned.map((p) => p.kill()));
     await cluster?.stop();
     await sites?.stop();
-    delete process.env.EMBEDDING_PROVIDER;
   });
 
   const call = (method: string, path: string, body?: unknown, t = token) => api(method, `/api/v1${path}`, { token: t, body });

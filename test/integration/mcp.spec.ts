@@ -17,9 +17,7 @@ describe("MCP server over NATS", () => {
   const clients: Client[] = [];
 
   beforeAll(async () => {
-    process.env.MCP_PORT = "0";
-    process.env.MCP_HOST = "127.0.0.1";
-    cluster = await startCluster({ database: "mcp", nodes: [["gateway"], ["mcp"], DATA_NODE] });
+    cluster = await startCluster({ database: "mcp", env: { MCP_PORT: "0", MCP_HOST: "127.0.0.1" }, nodes: [["gateway"], ["mcp"], DATA_NODE] });
     const mcp = cluster.brokers[1]!.getLocalService("mcp") as unknown as { server: Server };
     mcpUrl = `http://127.0.0.1:${(mcp.server.address() as AddressInfo).port}`;
     api = apiClient(cluster.baseUrl);

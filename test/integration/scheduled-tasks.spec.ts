@@ -2,9 +2,6 @@ import mongoose, { type Connection } from "mongoose";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
 
-// Schedulers look for due schedules every 100 ms here, so per-second schedules run on time.
-process.env.SCHEDULER_POLL_MS = "100";
-
 const CORE = ["users", "api-keys", "agents", "teams", "tasks"];
 
 /** The wall-clock hour and minute of an instant in a time zone, computed with Intl (independently of cron-parser). */
@@ -21,7 +18,8 @@ describe("scheduled tasks over NATS, with two scheduler replicas", () => {
 
   beforeAll(async () => {
     // Two schedulers on two brokers race for every occurrence.
-    cluster = await startCluster({ database: "scheduled_tasks", nodes: [["gateway"], CORE, ["scheduler"], ["scheduler"]] });
+    // Schedulers look for due schedules every 100 ms here, so per-second schedules run on time.
+    cluster = await startCluster({ database: "scheduled_tasks", env: { SCHEDULER_POLL_MS: "100" }, nodes: [["gateway"], CORE, ["scheduler"], ["scheduler"]] });
     api = apiClient(cluster.baseUrl);
     db = await mongoose.createConnection(cluster.mongoUrl).asPromise();
     token = (await signup(api, "schedules")).token;

@@ -18,9 +18,9 @@ describe("schemathesis against the served OpenAPI document", () => {
   let token: string;
 
   beforeAll(async () => {
-    process.env.EMBEDDING_PROVIDER = "none";
     cluster = await startCluster({
       database: "schemathesis",
+      env: { EMBEDDING_PROVIDER: "none" },
       nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], ["search", "knowledge"]],
     });
     token = (await signup(apiClient(cluster.baseUrl), "schemathesis")).token;

@@ -4,8 +4,11 @@ import os from "node:os";
 import path from "node:path";
 import mongoose from "mongoose";
 import type { ServiceBroker } from "moleculer";
-import { DEFAULT_LOCAL_MODEL } from "../../lib/search/embeddings";
+import { DEFAULT_LOCAL_MODEL } from "../../lib/search/models";
 import { TypesenseEngine } from "../../lib/search/typesense-engine";
+import { loadConfig } from "../../lib/config";
+import type { Env } from "../../lib/env";
+import { configured } from "../../services";
 import SearchService from "../../services/search.service";
 import { searchModels } from "../../services/search/model";
 import type { RestoreReport, SnapshotKeeper } from "../../services/search/snapshots";
@@ -25,11 +28,9 @@ async function eventually<T>(check: () => Promise<T | undefined | false>, timeou
 
 // Snapshots of the embedded index go to a directory of this test file, written soon after writes settle.
 const snapshotRoot = fs.mkdtempSync(path.join(os.tmpdir(), "search-spec-"));
-process.env.SEARCH_SNAPSHOT_DIR = snapshotRoot;
-process.env.SEARCH_SNAPSHOT_SETTLE_MS = "300";
+/** Settings of every cluster here: the bundled model (unless a test says otherwise), snapshots in snapshotRoot. */
+const SEARCH_ENV: Env = { EMBEDDING_PROVIDER: undefined, SEARCH_ENGINE: undefined, SEARCH_SNAPSHOT_DIR: snapshotRoot, SEARCH_SNAPSHOT_SETTLE_MS: "300" };
 afterAll(() => {
-  delete process.env.SEARCH_SNAPSHOT_DIR;
-  delete process.env.SEARCH_SNAPSHOT_SETTLE_MS;
   fs.rmSync(snapshotRoot, { recursive: true, force: true });
 });
 
@@ -59,10 +60,7 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
   const keyOf = (url: string) => CORPUS.find((d) => d.url === url)!.key;
 
   beforeAll(async () => {
-    delete process.env.EMBEDDING_PROVIDER;
-    delete process.env.SEARCH_ENGINE;
-    Object.assign(process.env, env);
-    cluster = await startCluster({ database: engine === "embedded" ? "search" : `search-${engine}`, extraServices: [SearchService], nodes: [["gateway"], ["users", "api-keys", "knowledge"]] });
+    cluster = await startCluster({ database: engine === "embedded" ? "search" : `search-${engine}`, env: { ...SEARCH_ENV, ...env }, extraServices: [SearchService], nodes: [["gateway"], ["users", "api-keys", "knowledge"]] });
     api = apiClient(cluster.baseUrl);
     broker = cluster.brokers[0]!;
     await broker.waitForServices(["search"], 20_000);
@@ -88,7 +86,6 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
     if ("TYPESENSE_URL" in env) {
       await new TypesenseEngine({ url: env.TYPESENSE_URL, apiKey: env.TYPESENSE_API_KEY, collection: env.TYPESENSE_COLLECTION, dimensions: 512 }).dropCollection();
     }
-    for (const name of Object.keys(env)) delete process.env[name];
   });
 
   describe("indexing (internal actions)", () => {
@@ -317,9 +314,10 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
     const node = searchNode();
     await node.destroyService(node.getLocalService("search")!);
   };
-  const startSearch = async (): Promise<RestoreReport> => {
+  /** Starts the search service again, with this cluster's settings over `settings`. */
+  const startSearch = async (settings: Env = {}): Promise<RestoreReport> => {
     const node = searchNode();
-    node.createService(SearchService);
+    node.createService(configured(SearchService, loadConfig({ ...process.env, ...SEARCH_ENV, ...env, ...settings, MONGO_URL: cluster.mongoUrl })));
     await node.waitForServices(["search"], 20_000);
     await eventually(async () => (await search(restartQuery)).status === 200, 20_000, "search back");
     return searchService().restoreReport!;
@@ -448,9 +446,8 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
       const before = await search(semantic);
       expect(before.body.mode_used).toBe("semantic");
       await stopSearch();
-      process.env.EMBEDDING_MODEL = "use-lite-512";
-      try {
-        await startSearch();
+      {
+        await startSearch({ EMBEDDING_MODEL: "use-lite-512" });
         // Answers at once, as keyword, while the chunks are re-embedded with the other model (512-d).
         const during = await search(semantic);
         expect(during.status).toBe(200);
@@ -464,8 +461,6 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
         expect(during.body.mode_used === "keyword" || during.body.mode_used === "semantic").toBe(true);
         // Typesense: a collection per model, the alias moved to the new one, the previous one dropped.
         if (engine === "typesense") await expectCollections(`${alias}__use-lite-512_512`);
-      } finally {
-        delete process.env.EMBEDDING_MODEL;
       }
       // And back: the previous model's vectors are still cached, so the switch back is quick.
       await stopSearch();
@@ -483,8 +478,7 @@ describe("search without an embedding model (EMBEDDING_PROVIDER=none)", () => {
   let token: string;
 
   beforeAll(async () => {
-    process.env.EMBEDDING_PROVIDER = "none";
-    cluster = await startCluster({ database: "search-none", extraServices: [SearchService], nodes: [["gateway"], ["users", "api-keys", "knowledge"]] });
+    cluster = await startCluster({ database: "search-none", env: { ...SEARCH_ENV, EMBEDDING_PROVIDER: "none" }, extraServices: [SearchService], nodes: [["gateway"], ["users", "api-keys", "knowledge"]] });
     api = apiClient(cluster.baseUrl);
     const a = await signup(api, "search-none");
     token = a.token;
@@ -492,7 +486,6 @@ describe("search without an embedding model (EMBEDDING_PROVIDER=none)", () => {
     await cluster.brokers[0]!.call("search.indexDocuments", { accountId: a.user.account_id, sourceId: 1, documents: corpusDocuments });
   }, 60_000);
   afterAll(async () => {
-    delete process.env.EMBEDDING_PROVIDER;
     await cluster?.stop();
   });
 

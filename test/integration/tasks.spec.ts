@@ -1,4 +1,5 @@
 import type { Context, ServiceSchema } from "moleculer";
+import type { Config } from "../../lib/config";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
 
@@ -338,7 +339,12 @@ describe("tasks over NATS", () => {
   });
 
   describe("onboarding task on signup (ONBOARDING_TASK_ENABLED)", () => {
-    afterEach(() => delete process.env.ONBOARDING_TASK_ENABLED);
+    /** The running tasks service's setting (config.onboardingTaskEnabled), switched per test. */
+    const onboarding = (enabled: boolean) => {
+      const tasks = cluster.brokers[1]!.getLocalService("tasks") as unknown as { settings: { config: Config } };
+      tasks.settings.config.onboardingTaskEnabled = enabled;
+    };
+    afterEach(() => onboarding(false));
 
     const onboardingTasks = async (t: string) => (await api("GET", "/api/v1/tasks?task_type=onboarding", { token: t })).body as { title: string; input: { user_id: number } }[];
 
@@ -349,7 +355,7 @@ describe("tasks over NATS", () => {
     });
 
     it("when enabled, each new user gets one onboarding task in their account, in the background", async () => {
-      process.env.ONBOARDING_TASK_ENABLED = "true";
+      onboarding(true);
       const fresh = await signup(api, "onboarding");
       const deadline = Date.now() + 10_000;
       let tasks = await onboardingTasks(fresh.token);

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ServiceBroker } from "moleculer";
-import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS } from "../../lib/search/embeddings";
+import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS } from "../../lib/search/models";
 import { TypesenseEngine } from "../../lib/search/typesense-engine";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "../contract/corpus";
 import { startCluster, type Cluster } from "../harness/cluster";

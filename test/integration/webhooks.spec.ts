@@ -100,10 +100,8 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
 
   beforeAll(async () => {
     // Retries more than a second apart, so every attempt carries a different webhook-timestamp.
-    process.env.WEBHOOK_RETRY_SCHEDULE = "1500ms,1500ms,1500ms";
-    process.env.WEBHOOK_POLL_MS = "100";
     // Two dispatcher replicas: every delivery below must still be attempted exactly as often as scripted.
-    cluster = await startCluster({ database: "webhooks", nodes: [["gateway"], DEFAULT_SERVICES, ["webhooks"], ["webhooks"]] });
+    cluster = await startCluster({ database: "webhooks", env: { WEBHOOK_RETRY_SCHEDULE: "1500ms,1500ms,1500ms", WEBHOOK_POLL_MS: "100" }, nodes: [["gateway"], DEFAULT_SERVICES, ["webhooks"], ["webhooks"]] });
     api = apiClient(cluster.baseUrl);
     receiver = await startReceiver();
     db = await mongoose.createConnection(cluster.mongoUrl).asPromise();

@@ -34,6 +34,8 @@ export interface ReaderContext {
   crawlLimits?: Partial<CrawlLimits>;
   /** A refresh: what the previous load learnt of an indexed page, so readers ask conditionally. */
   previous?: (url: string) => KnownPage | undefined;
+  /** Sitemap pages read per load (the configured ceiling; the interface's by default). */
+  sitemapCeiling?: number;
 }
 
 /** The start of a load: state to persist, the page total when known (loading_urls_total), and a ceiling note. */
@@ -174,7 +176,7 @@ const sitemapReader: SourceReader<UrlListState> = {
     if (robots.unreachable) throw new Error(robots.unreachable);
     const sitemaps = looksLikeSitemap(site) ? urlList(paths) : await discoverSitemaps(site, ctx.fetch, robots);
     if (sitemaps.length === 0) throw new FetchError("http-status", `no sitemap found for ${site} (robots.txt, /sitemap.xml, /sitemap_index.xml)`, site);
-    const listing = await readSitemaps(sitemaps, ctx.fetch, { siteUrl: site, allow: (url) => isAllowed(robots, url) });
+    const listing = await readSitemaps(sitemaps, ctx.fetch, { ceiling: ctx.sitemapCeiling, siteUrl: site, allow: (url) => isAllowed(robots, url) });
     if (listing.urls.length === 0) throw new Error(`the sitemaps of ${site} list no page this loader may read (same site, allowed by robots.txt)`);
     const ceiling = listing.skipped > 0 ? { listed: listing.listed, skipped: listing.skipped } : undefined;
     const lastmods = Object.keys(listing.lastmods).length ? listing.urls.map((url) => listing.lastmods[url] ?? null) : undefined;

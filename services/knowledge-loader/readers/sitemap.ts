@@ -1,17 +1,10 @@
 import zlib from "node:zlib";
+import { SITEMAP_PAGE_CEILING } from "../../../lib/config";
 import { FetchError } from "../../../lib/safe-fetch";
 import { fetchRobots, type Robots } from "./robots";
 import type { Fetcher } from "./types";
 import { canonicalUrl } from "./url";
 
-/** The interface's page ceiling for sitemap sources: pages past it are skipped and the source ends partial. */
-export const SITEMAP_PAGE_CEILING = 10_000;
-
-/** The ceiling in force: the interface's, unless an operator lowers it (SITEMAP_PAGE_CEILING, read per load). */
-export function sitemapPageCeiling(): number {
-  const configured = Number(process.env.SITEMAP_PAGE_CEILING);
-  return Number.isInteger(configured) && configured > 0 ? Math.min(configured, SITEMAP_PAGE_CEILING) : SITEMAP_PAGE_CEILING;
-}
 /** sitemaps.org allows 50 MB uncompressed per file; the same bounds a gzip bomb. */
 const MAX_SITEMAP_BYTES = 50 * 1024 * 1024;
 /** Sitemap files read per source; an index of indexes past this is not a site we can load anyway. */
@@ -25,8 +18,8 @@ const WELL_KNOWN_PATHS = ["/sitemap.xml", "/sitemap_index.xml"];
 const SITEMAP_MEDIA_TYPES = ["application/xml", "text/xml", "application/gzip", "application/x-gzip", "application/octet-stream", "text/plain"];
 
 /** The loading_error text of a source cut by the page ceiling: pages read out of pages listed, and pages skipped. */
-export function pageCeilingMessage(read: number, listed: number, skipped: number): string {
-  return `sitemap page ceiling reached: ${read} of ${listed} listed pages read, ${skipped} skipped (ceiling ${sitemapPageCeiling()})`;
+export function pageCeilingMessage(read: number, listed: number, skipped: number, ceiling: number): string {
+  return `sitemap page ceiling reached: ${read} of ${listed} listed pages read, ${skipped} skipped (ceiling ${ceiling})`;
 }
 
 /** A parsed sitemap file: an index points at more sitemaps, a urlset lists pages. */
@@ -152,7 +145,7 @@ export async function readSitemaps(
   sitemapUrls: string[],
   fetch: Fetcher,
   {
-    ceiling = sitemapPageCeiling(),
+    ceiling = SITEMAP_PAGE_CEILING,
     siteUrl = sitemapUrls[0],
     allow = () => true,
   }: { ceiling?: number; siteUrl?: string; allow?: (url: string) => boolean } = {},

@@ -31,6 +31,6 @@ describe("parseSitemap", () => {
   it("tells sitemap files from sites, and words the ceiling for loading_error", () => {
     expect(["https://e.com/sitemap.xml", "https://e.com/s/part-1.xml.gz", "https://e.com/x.gz"].every(looksLikeSitemap)).toBe(true);
     expect(looksLikeSitemap("https://e.com/docs")).toBe(false);
-    expect(pageCeilingMessage(9_990, 12_000, 2_000)).toBe("sitemap page ceiling reached: 9990 of 12000 listed pages read, 2000 skipped (ceiling 10000)");
+    expect(pageCeilingMessage(9_990, 12_000, 2_000, 10_000)).toBe("sitemap page ceiling reached: 9990 of 12000 listed pages read, 2000 skipped (ceiling 10000)");
   });
 });

@@ -3,7 +3,6 @@ import {
   attemptResult,
   deliveryBody,
   messageIdFor,
-  parseRetrySchedule,
   receives,
   retryDelayMs,
   signingSecrets,
@@ -44,13 +43,6 @@ describe("webhook rules", () => {
   it("builds the body as {type, timestamp, data} with an ISO-8601 timestamp", () => {
     expect(JSON.parse(deliveryBody("agent.created", { id: 7 }, now))).toEqual({ type: "agent.created", timestamp: "2026-11-23T08:00:00.000Z", data: { id: 7 } });
     expect(JSON.parse(deliveryBody("team.deleted", undefined, now)).data).toEqual({});
-  });
-
-  it("parses retry schedules with units and refuses entries without one", () => {
-    expect(parseRetrySchedule("5s,5m,30m,2h,5h,10h,10h")).toEqual([5000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
-    expect(parseRetrySchedule("100ms, 1.5s ,1d")).toEqual([100, 1500, 86_400_000]);
-    expect(() => parseRetrySchedule("5,10s")).toThrow('"5" is not a duration');
-    expect(() => parseRetrySchedule("")).toThrow("WEBHOOK_RETRY_SCHEDULE");
   });
 
   it("2xx is delivered, 410 is gone, everything else (3xx included, or no answer) is retried", () => {
