@@ -101,6 +101,9 @@ fi
 # - sjson.Unmarshal decodes in one pass with the document's schema parsed once per shape (cached by its text),
 #   about 10x faster than encoding/json's several passes; anything unusual goes to the old decoder, so results
 #   are identical (a differential test compares both on random and corrupted documents);
+# - a find with an inclusion projection of top-level fields, and a pipeline of $match and $group, decode only the
+#   fields they read (the filter's, the sort's, the projection's, those the $group references; distinct: its key
+#   and the filter's), skipping the rest;
 # - find without a projection no longer copies every document twice;
 # - replies are no longer decoded again to look for NaNs (stored documents cannot hold one; requests still are);
 # - $group looks a document's group up among the groups whose IDs could compare equal (a bucket key) instead of
