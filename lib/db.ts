@@ -1,5 +1,9 @@
 import mongoose, { Schema, type Connection, type Model, type SchemaDefinition, type SchemaOptions } from "mongoose";
 import { freeJsonFields } from "./free-json";
+import { tenancyGuard } from "./tenancy-guard";
+
+// Every model's queries on tenant data must name the account (lib/tenancy-guard.ts): applied when a model is built.
+mongoose.plugin(tenancyGuard);
 
 /** One connection per URL per process: brokers started side by side in one process share it. */
 const connections = new Map<string, Promise<Connection>>();

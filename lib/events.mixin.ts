@@ -18,6 +18,7 @@ import {
   type ChangeDraft,
   type ChangeEvent,
 } from "./events";
+import { tenantFilter } from "./tenancy-guard";
 
 type Data = Record<string, unknown>;
 
@@ -133,7 +134,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
         const data = [];
         for (const { draft } of changes) {
           const [collection, id] = draft.record;
-          const record = draft.type.endsWith(".deleted") ? null : await this.db.collection(collection).findOne({ _id: id } as never);
+          const record = draft.type.endsWith(".deleted") ? null : await this.db.collection(collection).findOne(tenantFilter(collection, { _id: id, account_id: draft.accountId }) as never);
           data.push(record ? await options.records![collection]!.call(this, record) : { id });
         }
         await this.commitChanges(changes, data);

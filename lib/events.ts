@@ -4,6 +4,7 @@ import { isDuplicateKeyError } from "./errors";
 import { decodeFreeJson, encodeFreeJson } from "./free-json";
 import { CONSUMER_GROUPS } from "./event-types";
 import { nextId } from "./ids";
+import { tenantFilter } from "./tenancy-guard";
 
 /**
  * The durable event log: every service writes its change events to `events` (prepared before the change,
@@ -217,7 +218,7 @@ export function abandonedEvents(db: Connection, collections: string[], olderThan
  */
 export async function resolvePrepared(db: Connection, event: StoredEvent, render: (record: Record<string, unknown>) => Promise<Record<string, unknown>>): Promise<"committed" | "dropped"> {
   const [collection, id] = event.subject.split("/") as [string, string];
-  const record = await db.collection(collection).findOne({ _id: Number(id) } as never);
+  const record = await db.collection(collection).findOne(tenantFilter(collection, { _id: Number(id), account_id: event.account_id }) as never);
   const deleted = event.type.endsWith(".deleted");
   if (deleted ? record === null : record !== null) {
     const data = deleted ? { id: Number(id) } : await render(record!);

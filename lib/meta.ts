@@ -34,3 +34,12 @@ export type Ctx<P = Record<string, unknown>> = Context<P, RequestMeta>;
 
 /** Who may call an action through the gateway: "required" (default), "optional" or "none". */
 export type AuthRequirement = "required" | "optional" | "none";
+
+/**
+ * Call options that act as an account: the one way code calls an action on an account's behalf without a
+ * request (a scheduled run, the onboarding task of a new account, an MCP caller resolved from its token).
+ * `identity` adds who acts (user, key, role) when known; the account is always the given one.
+ */
+export function asAccount(accountId: number, identity: Omit<RequestMeta, "accountId"> = {}): { meta: RequestMeta } {
+  return { meta: { ...identity, accountId } };
+}

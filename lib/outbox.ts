@@ -1,4 +1,5 @@
 import type { Model } from "mongoose";
+import { crossAccount } from "./tenancy-guard";
 
 /** An event waiting to be relayed into the event log (lib/events.ts), stored inside the record it belongs to. */
 export interface OutboxEntry {
@@ -17,7 +18,7 @@ type WithOutbox = { _id: number; outbox: OutboxEntry[] };
  * users service relays into the event log under a deterministic id, so a republish adds nothing).
  */
 export async function publishOutbox<T extends WithOutbox>(model: Model<T>, id: number, emit: Emit): Promise<number> {
-  const doc = await model.findById(id, { outbox: 1 }).lean<WithOutbox>();
+  const doc = await crossAccount("the outbox relay of one record, by id", model.findById(id, { outbox: 1 })).lean<WithOutbox>();
   const entries = doc?.outbox ?? [];
   if (!entries.length) return 0;
   for (const entry of entries) await emit(entry.event, entry.payload, entry.created_at);
@@ -29,7 +30,7 @@ export async function publishOutbox<T extends WithOutbox>(model: Model<T>, id: n
 /** Republishes events left behind by a process that died between saving and publishing. */
 export async function sweepOutbox<T extends WithOutbox>(model: Model<T>, emit: Emit, olderThanMs: number): Promise<number> {
   const cutoff = new Date(Date.now() - olderThanMs);
-  const stale = await model.find({ "outbox.created_at": { $lte: cutoff } } as never, { _id: 1 }).limit(500).lean<WithOutbox[]>();
+  const stale = await crossAccount("outbox sweep over every account", model.find({ "outbox.created_at": { $lte: cutoff } } as never, { _id: 1 })).limit(500).lean<WithOutbox[]>();
   let published = 0;
   for (const doc of stale) published += await publishOutbox(model, doc._id, emit);
   return published;

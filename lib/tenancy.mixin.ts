@@ -3,6 +3,7 @@ import type { ServiceSchema } from "moleculer";
 import { firstFreeIdentifier, identifierFamily, isIdRef, nextId, slugify } from "./ids";
 import { ERRORS as E, isDuplicateKeyError } from "./errors";
 import type { Ctx } from "./meta";
+import { crossAccount } from "./tenancy-guard";
 
 /** A record every tenant-owned collection has: an integer `_id` and the owning account. */
 export interface OwnedRecord {
@@ -66,7 +67,7 @@ export const TenancyMixin: Partial<ServiceSchema> = {
 
     async findOwned(this: TenancyMethods, ctx: Ctx<unknown>, model: Model<OwnedRecord>, id: number, label: string) {
       const accountId = this.accountOf(ctx);
-      const doc = await model.findById(id);
+      const doc = await crossAccount("a global id; its account is checked next (403)", model.findById(id));
       if (!doc) throw E.notFound(label, id);
       if (doc.account_id !== accountId) throw E.forbidden(`${label} ${id} belongs to another account`);
       return doc;

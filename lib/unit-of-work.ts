@@ -1,5 +1,7 @@
+import { isDeepStrictEqual } from "node:util";
 import mongoose, { type Connection, type Model } from "mongoose";
 import { abortEvents, changeOf, prepareEvents, type ChangeDraft } from "./events";
+import { nextId, slugify } from "./ids";
 
 type AnyRecord = { _id: number; account_id: number };
 
@@ -51,6 +53,17 @@ export class UnitOfWork {
     return doc.toObject() as T;
   }
 
+  /**
+   * Writes a named record from `fields`: sets what differs on `existing`, or creates it with a new id and its
+   * name's slug as identifier (two concurrent creates of one name then collide on the unique index, and the
+   * caller re-plans). The change event is `<entity>.updated` or `<entity>.created`.
+   */
+  async put<T extends AnyRecord>(model: Model<T>, accountId: number, existing: T | null, fields: Partial<T> & { name: string }, entity: string): Promise<T> {
+    if (existing) return this.update(model, existing, changedFields(existing, fields), `${entity}.updated`);
+    const _id = await nextId(model.db, model.collection.collectionName);
+    return this.insert(model, { _id, account_id: accountId, identifier: slugify(fields.name), ...fields } as unknown as T, `${entity}.created`);
+  }
+
   private async prepare(model: Model<any>, record: AnyRecord, event: string) {
     const draft = changeOf(event, model.collection.collectionName, record);
     this.eventsDb = model.db;
@@ -74,4 +87,18 @@ export class UnitOfWork {
     if (this.eventsDb) await abortEvents(this.eventsDb, this.changes.map((c) => c.id)).catch(() => undefined);
     this.changes.length = 0;
   }
+}
+
+/** The subset of `next` that differs from `current`, so a push that changes nothing writes nothing. */
+export function changedFields<T extends object>(current: T | null, next: Partial<T>): Partial<T> {
+  if (!current) return next;
+  const out: Partial<T> = {};
+  for (const [key, value] of Object.entries(next) as [keyof T, T[keyof T]][]) {
+    if (!isDeepStrictEqual(normalize(current[key]), normalize(value))) out[key] = value;
+  }
+  return out;
+}
+
+function normalize(value: unknown): unknown {
+  return value === undefined ? null : JSON.parse(JSON.stringify(value ?? null));
 }

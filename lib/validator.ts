@@ -1,6 +1,7 @@
 import { Validators } from "moleculer";
 
-type Rule = string | { type?: string; optional?: boolean; nullable?: boolean; props?: Record<string, Rule> } | Rule[];
+/** A field rule, or a `$$` schema option such as `$$async: true`. */
+type Rule = string | boolean | { type?: string; optional?: boolean; nullable?: boolean; props?: Record<string, Rule> } | Rule[];
 type Checker = ReturnType<InstanceType<typeof Validators.Fastest>["compile"]>;
 
 /**
@@ -30,6 +31,7 @@ export class PlatformValidator extends Validators.Fastest {
 function nullMeansAbsent(rule: Rule): boolean {
   if (Array.isArray(rule)) return rule.every(nullMeansAbsent);
   if (typeof rule === "string") return /\boptional\b/.test(rule) && !/\bnullable\b/.test(rule);
+  if (typeof rule !== "object") return false;
   return rule.optional === true && rule.nullable !== true;
 }
 

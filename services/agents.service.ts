@@ -3,21 +3,20 @@ import type { ServiceSchema } from "moleculer";
 import { ERRORS, type FieldProblem } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { namedSort, paginationParams, sortParams, toPage } from "../lib/pagination";
-import { respondCreated, respondNoContent } from "../lib/responses";
+import { paginationParams, toPage } from "../lib/pagination";
+import { crudActions, defineView, viewRule, type CrudHooks, type Resource } from "../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { changeOf } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
-import { nextId } from "../lib/ids";
-import { traitModel } from "./traits/model";
-import { toolModel } from "./tools/model";
-import { agentModel, type AgentRecord } from "./agents/model";
+import { traits } from "./traits/resource";
+import { tools } from "./tools/resource";
+import { AGENT_ACCESS_LEVELS, agentModel, type AgentRecord } from "./agents/model";
 import { resolveRefs, type AssociationKind } from "./agents/associations";
-import { agentFields, agentRefParam, agentUpdateFields, type AgentParams } from "./agents/params";
+import { agents, type AgentParams } from "./agents/resource";
 import { renderAgents } from "./agents/render";
 import { DEFAULT_MODEL, DEFAULT_TEMPERATURE, directoryItem, escapeRegex, mergeConfiguration, normalizeAccessLevel } from "./agents/rules";
 
-const SORT_FIELDS = ["updated_at", "created_at", "name"] as const;
+const agentRefParam = agents.idParams;
 /** What a directory entry is made of (pages hold up to 1,000 agents: the rest of each record is not read). */
 const DIRECTORY_FIELDS = ["name", "identifier", "image_url", "access_level", "configuration", "publication"] as const;
 /** The built-in tool that lets an agent search every knowledge source of its account. */
@@ -29,11 +28,27 @@ const KNOWLEDGE_RETRIEVAL_TOOL = {
   configuration: { scope: "account" },
 };
 
+/** An agent as the chat directory lists it (rules.ts directoryItem). */
+const DirectoryItem = defineView("AgentDirectoryItem", {
+  id: { read: { type: "number", integer: true } },
+  name: { read: { type: "string" } },
+  uri: { read: { type: "string" } },
+  avatar: { read: { type: "string", nullable: true } },
+  access: { read: { type: "enum", values: AGENT_ACCESS_LEVELS } },
+  accent: { read: { type: "string", nullable: true } },
+});
+const KnowledgeRetrievalAttached = defineView("KnowledgeRetrievalAttached", {
+  message: { read: { type: "string" } },
+  agent_id: { read: { type: "number", integer: true } },
+  tool: { read: viewRule(tools.view) },
+});
+
 type AgentDoc = HydratedDocument<AgentRecord>;
 
 interface Methods extends TenancyMethods, EventsMethods {
   findAgent(ctx: Ctx<unknown>, ref: string): Promise<AgentDoc>;
   render(ctx: Ctx<unknown>, agent: AgentRecord): Promise<object>;
+  associated(ctx: Ctx<{ agent_id_or_identifier: string }>, resource: Resource, field: "trait_ids" | "tool_ids"): Promise<object[]>;
   applyFields(ctx: Ctx<unknown>, agent: AgentDoc, params: AgentParams): Promise<void>;
   collectedDataCount(ctx: Ctx<unknown>, agentId: number): Promise<number>;
 }
@@ -53,19 +68,30 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   settings: { rest: "/" },
 
   actions: {
-    list: {
-      rest: "GET /agents",
-      params: { ...sortParams(SORT_FIELDS), ...paginationParams({ max: 200, def: 50 }) },
-      async handler(ctx: Ctx<{ sort_by: string; sort_order: "asc" | "desc"; skip: number; limit: number }>) {
-        const { skip, limit, sort_by, sort_order } = ctx.params;
-        const { rows, total } = await this.listOwned(ctx, this.models.agents, {}, { skip, limit, sort: namedSort(sort_by, sort_order) });
-        return toPage(await renderAgents(this.db, this.accountOf(ctx), rows), total, skip, limit);
+    ...crudActions(agents, {
+      draft: (fields) => ({ name: fields.name, model: DEFAULT_MODEL, temperature: DEFAULT_TEMPERATURE }),
+      apply(ctx, agent, fields) {
+        return this.applyFields(ctx, agent, fields);
       },
-    },
+      render(ctx, docs) {
+        return renderAgents(this.db, this.accountOf(ctx), docs);
+      },
+      removeParams: { force: { type: "boolean", convert: true, default: false, optional: true } },
+      async removing(ctx, agent) {
+        const collected = await this.collectedDataCount(ctx, agent._id);
+        if (collected > 0 && !ctx.params.force) {
+          throw ERRORS.conflict(`Agent has ${collected} collected data records; retry with force=true to delete them too`, {
+            collected_count: collected,
+          });
+        }
+        if (collected > 0) await ctx.call("entities.deleteForAgent", { agentId: agent._id });
+      },
+    } satisfies CrudHooks<Methods & Vars, AgentRecord>),
 
     directory: {
       rest: "GET /agents/directory",
       params: { ...paginationParams({ max: 1000, def: 200 }), search: { type: "string", max: 100, optional: true } },
+      response: DirectoryItem.page(),
       async handler(ctx: Ctx<{ skip: number; limit: number; search?: string }>) {
         const { skip, limit, search } = ctx.params;
         const filter = search?.trim() ? { sort_name: { $regex: escapeRegex(search.trim().toLowerCase()) } } : {};
@@ -74,66 +100,10 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       },
     },
 
-    create: {
-      rest: "POST /agents",
-      params: agentFields,
-      async handler(ctx: Ctx<AgentParams & { name: string }>) {
-        const draft = new this.models.agents({ name: ctx.params.name, model: DEFAULT_MODEL, temperature: DEFAULT_TEMPERATURE });
-        await this.applyFields(ctx, draft, ctx.params);
-        const { _id, account_id, identifier, created_at, updated_at, ...fields } = draft.toObject();
-        const id = await nextId(this.db, "agents");
-        const body = await this.recordChange(changeOf("agent.created", "agents", { _id: id, account_id: this.accountOf(ctx) }), async () => {
-          const naming = { name: ctx.params.name, identifier: ctx.params.identifier, label: "Agent" };
-          return this.render(ctx, await this.createIdentified(ctx, this.models.agents, { ...fields, _id: id }, naming));
-        });
-        return respondCreated(ctx, `/api/v1/agents/${id}`, body);
-      },
-    },
-
-    get: {
-      rest: "GET /agents/:agent_id_or_identifier",
-      params: agentRefParam,
-      async handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
-        return this.render(ctx, await this.findAgent(ctx, ctx.params.agent_id_or_identifier));
-      },
-    },
-
-    update: {
-      rest: ["PUT /agents/:agent_id_or_identifier", "PATCH /agents/:agent_id_or_identifier"],
-      params: { ...agentRefParam, ...agentUpdateFields },
-      async handler(ctx: Ctx<AgentParams & { agent_id_or_identifier: string }>) {
-        const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
-        await this.applyFields(ctx, agent, ctx.params);
-        return this.recordChange(changeOf("agent.updated", "agents", agent), async () => {
-          await this.saveIdentified(agent, "Agent");
-          return this.render(ctx, agent);
-        });
-      },
-    },
-
-    remove: {
-      rest: "DELETE /agents/:agent_id_or_identifier",
-      params: { ...agentRefParam, force: { type: "boolean", convert: true, default: false, optional: true } },
-      async handler(ctx: Ctx<{ agent_id_or_identifier: string; force: boolean }>) {
-        const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
-        const collected = await this.collectedDataCount(ctx, agent._id);
-        if (collected > 0 && !ctx.params.force) {
-          throw ERRORS.conflict(`Agent has ${collected} collected data records; retry with force=true to delete them too`, {
-            collected_count: collected,
-          });
-        }
-        if (collected > 0) await ctx.call("entities.deleteForAgent", { agentId: agent._id });
-        await this.recordChange(changeOf("agent.deleted", "agents", agent), async () => {
-          await this.models.agents.deleteOne({ _id: agent._id, account_id: agent.account_id });
-          return { id: agent._id };
-        });
-        return respondNoContent(ctx);
-      },
-    },
-
     setTraits: {
       rest: "PUT /agents/:agent_id_or_identifier/traits",
       params: { ...agentRefParam, trait_ids: { type: "array", max: 100, items: { type: "number", integer: true, positive: true } } },
+      response: agents.view.one(),
       async handler(ctx: Ctx<{ agent_id_or_identifier: string; trait_ids: number[] }>) {
         const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
         const { ids, problems } = await resolveRefs(this.db, agent.account_id, "traits", ctx.params.trait_ids, "trait_ids");
@@ -149,28 +119,25 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     traits: {
       rest: "GET /agents/:agent_id_or_identifier/traits",
       params: agentRefParam,
-      async handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
-        const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
-        const traits = await traitModel(this.db).find({ _id: { $in: agent.trait_ids }, account_id: agent.account_id });
-        const order = new Map(agent.trait_ids.map((id, i) => [id, i]));
-        return traits.sort((a, b) => order.get(a._id)! - order.get(b._id)!).map((t) => t.toJSON());
+      response: traits.view.array(),
+      handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
+        return this.associated(ctx, traits, "trait_ids");
       },
     },
 
     tools: {
       rest: "GET /agents/:agent_id_or_identifier/tools",
       params: agentRefParam,
-      async handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
-        const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
-        const tools = await toolModel(this.db).find({ _id: { $in: agent.tool_ids }, account_id: agent.account_id });
-        const order = new Map(agent.tool_ids.map((id, i) => [id, i]));
-        return tools.sort((a, b) => order.get(a._id)! - order.get(b._id)!).map((t) => t.toJSON());
+      response: tools.view.array(),
+      handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
+        return this.associated(ctx, tools, "tool_ids");
       },
     },
 
     attachKnowledgeRetrieval: {
       rest: "POST /agents/:agent_id_or_identifier/tools/knowledge-retrieval",
       params: agentRefParam,
+      response: KnowledgeRetrievalAttached.one(),
       async handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
         const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
         const tool = await ctx.call<{ id: number }, typeof KNOWLEDGE_RETRIEVAL_TOOL>("tools.ensure", KNOWLEDGE_RETRIEVAL_TOOL);
@@ -187,6 +154,15 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   methods: {
     findAgent(ctx, ref) {
       return this.findOwnedByRef(ctx, this.models.agents, ref, "Agent");
+    },
+
+    /** The agent's traits or tools as their own routes show them, in the agent's order (deleted ones skipped). */
+    async associated(ctx: Ctx<{ agent_id_or_identifier: string }>, resource: Resource, field: "trait_ids" | "tool_ids") {
+      const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
+      const ids: number[] = agent[field];
+      const records: HydratedDocument<{ _id: number }>[] = await resource.model(this.db).find({ _id: { $in: ids }, account_id: agent.account_id });
+      const order = new Map(ids.map((id, i) => [id, i]));
+      return records.sort((a, b) => order.get(a._id)! - order.get(b._id)!).map((r) => r.toJSON());
     },
 
     async render(ctx, agent) {

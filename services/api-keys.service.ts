@@ -3,8 +3,8 @@ import type { ServiceSchema } from "moleculer";
 import { ERRORS } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { paginationParams } from "../lib/pagination";
-import { respondCreated, respondNoContent } from "../lib/responses";
+import { crudActions, defineResource, defineView, eventRecords, type CrudHooks } from "../lib/resource";
+import { respondCreated } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { API_KEY_PERMISSIONS, generateApiKey, hashApiKey, type ApiKeyPermission } from "../lib/auth/api-keys";
 import { changeOf } from "../lib/events";
@@ -12,53 +12,69 @@ import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { nextId } from "../lib/ids";
 import { apiKeyModel, API_KEY_STATUSES, type ApiKeyRecord } from "./api-keys/model";
 import { keyRejection, permissionGrantRefusal, shouldTouch } from "./api-keys/rules";
+import { crossAccount } from "../lib/tenancy-guard";
 
-const idParam = { api_key_id: { type: "number", integer: true, positive: true, convert: true } } as const;
-const nameParam = { type: "string", min: 1, max: 255, trim: true } as const;
-const permissionsParam = { type: "array", items: { type: "enum", values: [...API_KEY_PERMISSIONS] }, unique: true, optional: true } as const;
+const nullableDate = { type: "date", nullable: true } as const;
 
-interface Vars {
-  db: Connection;
-  models: { keys: Model<ApiKeyRecord> };
-}
+/** Account API keys: the plaintext key is shown once at creation; only its hash is stored (never shown). */
+export const apiKeys = defineResource({
+  name: "AccountApiKey",
+  collection: "apikeys",
+  model: apiKeyModel,
+  path: "/account-api-keys",
+  idParam: "api_key_id",
+  event: "api_key",
+  patch: false,
+  fields: {
+    name: { write: { type: "string", min: 1, max: 255, trim: true } },
+    status: { write: { type: "enum", values: API_KEY_STATUSES, optional: true }, on: "update", read: { type: "enum", values: API_KEY_STATUSES } },
+    expires_at: { write: { type: "date", convert: true, optional: true, nullable: true }, on: "create", read: nullableDate },
+    permissions: { write: { type: "array", items: { type: "enum", values: API_KEY_PERMISSIONS }, unique: true, optional: true } },
+    prefix: { read: { type: "string" } },
+    last_used_at: { read: nullableDate },
+    created_by_user_id: { read: { type: "number", integer: true, nullable: true } },
+  },
+  list: { limits: { max: 1000, def: 100 }, sort: { _id: 1 }, bare: true },
+});
 
-/** Account API keys: the plaintext key is shown once at creation; only its hash is stored. */
-const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMethods, Vars> = {
+const CreatedKey = defineView("AccountApiKeyCreateResponse", { ...apiKeys.view.fields, key: { read: { type: "string" } } });
+
+const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMethods, { db: Connection; models: { keys: Model<ApiKeyRecord> } }> = {
   name: "api-keys",
   mixins: [
     // Event data is the key as the API lists it: never the key itself or its hash.
-    EventsMixin({ records: { apikeys: function (this: Vars, key) { return apiKeyModel(this.db).hydrate(key).toJSON(); } } }),
+    EventsMixin({ records: eventRecords(apiKeys) }),
     MongoMixin((db) => ({ keys: apiKeyModel(db) })),
     TenancyMixin,
   ],
   settings: { rest: "/" },
 
   actions: {
-    list: {
-      rest: "GET /account-api-keys",
-      params: paginationParams({ max: 1000, def: 100 }),
-      async handler(ctx: Ctx<{ skip: number; limit: number }>) {
-        const { rows } = await this.listOwned(ctx, this.models.keys, {}, { ...ctx.params, sort: { _id: 1 } });
-        return rows.map((k) => k.toJSON());
+    ...crudActions(apiKeys, {
+      actions: ["list", "get", "update", "remove"],
+      updating(ctx, key, changes) {
+        // Dropping permissions is always allowed; adding any needs an owner or admin.
+        const added = (changes.permissions as ApiKeyPermission[] | undefined)?.filter((p) => !key.permissions.includes(p)) ?? [];
+        const refusal = permissionGrantRefusal(ctx.meta, added);
+        if (refusal) throw ERRORS.forbidden(refusal);
+        return changes;
       },
-    },
+    } satisfies CrudHooks<unknown, ApiKeyRecord>),
 
+    /** Creates a key and answers it with the plaintext key, the only time it is ever shown. */
     create: {
       rest: "POST /account-api-keys",
-      params: {
-        name: nameParam,
-        expires_at: { type: "date", convert: true, optional: true, nullable: true },
-        permissions: permissionsParam,
-      },
-      async handler(ctx: Ctx<{ name: string; expires_at?: Date | null; permissions?: ApiKeyPermission[] }>) {
+      params: apiKeys.createParams,
+      response: CreatedKey.one(201),
+      async handler(ctx: Ctx<typeof apiKeys.types.create>) {
         const refusal = permissionGrantRefusal(ctx.meta, ctx.params.permissions);
         if (refusal) throw ERRORS.forbidden(refusal);
         if (ctx.params.expires_at && ctx.params.expires_at <= new Date()) {
           throw ERRORS.validation([{ field: "expires_at", message: "expires_at must be in the future", type: "date.min" }]);
         }
         const { key, hash, prefix } = generateApiKey();
-        const id = await nextId(this.db, "apikeys");
-        const record = await this.recordChange(changeOf("api_key.created", "apikeys", { _id: id, account_id: this.accountOf(ctx) }), async () => {
+        const id = await nextId(this.db, apiKeys.collection);
+        const record = await this.recordChange(changeOf("api_key.created", apiKeys.collection, { _id: id, account_id: this.accountOf(ctx) }), async () => {
           const fields = {
             _id: id,
             name: ctx.params.name,
@@ -70,52 +86,7 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMet
           };
           return (await this.createOwned(ctx, this.models.keys, fields)).toJSON();
         });
-        return respondCreated(ctx, `/api/v1/account-api-keys/${id}`, { ...record, key });
-      },
-    },
-
-    get: {
-      rest: "GET /account-api-keys/:api_key_id",
-      params: idParam,
-      async handler(ctx: Ctx<{ api_key_id: number }>) {
-        return (await this.findOwned(ctx, this.models.keys, ctx.params.api_key_id, "API key")).toJSON();
-      },
-    },
-
-    update: {
-      rest: "PUT /account-api-keys/:api_key_id",
-      params: {
-        ...idParam,
-        name: { ...nameParam, optional: true },
-        status: { type: "enum", values: [...API_KEY_STATUSES], optional: true },
-        permissions: permissionsParam,
-      },
-      async handler(ctx: Ctx<{ api_key_id: number; name?: string; status?: ApiKeyRecord["status"]; permissions?: ApiKeyPermission[] }>) {
-        const key = await this.findOwned(ctx, this.models.keys, ctx.params.api_key_id, "API key");
-        // Dropping permissions is always allowed; adding any needs an owner or admin.
-        const added = ctx.params.permissions?.filter((p) => !key.permissions.includes(p)) ?? [];
-        const refusal = permissionGrantRefusal(ctx.meta, added);
-        if (refusal) throw ERRORS.forbidden(refusal);
-        if (ctx.params.permissions !== undefined) key.permissions = ctx.params.permissions;
-        if (ctx.params.name !== undefined) key.name = ctx.params.name;
-        if (ctx.params.status !== undefined) key.status = ctx.params.status;
-        return this.recordChange(changeOf("api_key.updated", "apikeys", key), async () => {
-          await key.save();
-          return key.toJSON();
-        });
-      },
-    },
-
-    remove: {
-      rest: "DELETE /account-api-keys/:api_key_id",
-      params: idParam,
-      async handler(ctx: Ctx<{ api_key_id: number }>) {
-        const key = await this.findOwned(ctx, this.models.keys, ctx.params.api_key_id, "API key");
-        await this.recordChange(changeOf("api_key.deleted", "apikeys", key), async () => {
-          await this.models.keys.deleteOne({ _id: key._id, account_id: key.account_id });
-          return { id: key._id };
-        });
-        return respondNoContent(ctx);
+        return respondCreated(ctx, apiKeys.location(id), { ...record, key });
       },
     },
 
@@ -124,7 +95,7 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMet
       visibility: "public",
       params: { key: { type: "string", min: 1, max: 512 } },
       async handler(ctx: Ctx<{ key: string }>) {
-        const key = await this.models.keys.findOne({ key_hash: hashApiKey(ctx.params.key) }).lean<ApiKeyRecord>();
+        const key = await crossAccount("authenticating a key, by its hash", this.models.keys.findOne({ key_hash: hashApiKey(ctx.params.key) })).lean<ApiKeyRecord>();
         if (!key) throw ERRORS.unauthorized("Invalid API key");
         const rejection = keyRejection(key);
         if (rejection) throw ERRORS.unauthorized(rejection);

@@ -6,7 +6,8 @@ import { nextId } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { toPage } from "../lib/pagination";
-import { respondCreated, respondNoContent } from "../lib/responses";
+import { crudActions, defineView, schemaRef, type CrudHooks } from "../lib/resource";
+import { respondCreated } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { changeOf } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
@@ -16,17 +17,13 @@ import { sessionExcerpt, VISIBLE_ROLES } from "./entities/excerpt";
 import { entityModel, sessionMessageModel } from "./entities/model";
 import {
   deleteManyParams,
-  entityIdParam,
+  entities,
   filterParams,
   internalRecordFields,
-  RECORD_KEYS,
-  recordFields,
   restListParams,
   sessionMessagesParams,
   statsParams,
   toolListParams,
-  UPDATE_KEYS,
-  updateFields,
 } from "./entities/params";
 import { entityDetailRead, entityRead, type EntityDetailView } from "./entities/render";
 import {
@@ -34,7 +31,6 @@ import {
   citedMessageIds,
   deletionPreview,
   facetsRead,
-  pickFields,
   statsByAgentRead,
   statsRead,
   templateKey,
@@ -43,15 +39,42 @@ import {
   type EntityFilters,
   type ResolvedFilters,
 } from "./entities/rules";
-import type { EntityRecord, MessageRole, Provenance, SessionMessageRecord } from "./entities/types";
+import { ENTITY_STATUSES, type EntityRecord, type MessageRole, type Provenance, type SessionMessageRecord } from "./entities/types";
 
-const LABEL = "Collected data record";
+const LABEL = entities.label;
 /** Rows read from the database per round trip while exporting. */
 const EXPORT_BATCH_SIZE = 500;
 
 type ListParams = EntityFilters & { skip: number; limit: number; include_facets: boolean };
 type StatsParams = { agent_id?: number; days?: number; group_by_agent: boolean };
-type RecordParams = Record<string, unknown> & { agent_id: number; session_id?: string | null; provenance?: Provenance | null };
+type RecordParams = typeof entities.types.create;
+
+const int = { type: "number", integer: true } as const;
+const statusCounts = { type: "object", props: Object.fromEntries(ENTITY_STATUSES.map((s) => [s, int])) } as const;
+const typeCounts = { type: "array", items: { type: "object", props: { template_id: { ...int, nullable: true }, template_name: { type: "string" }, count: int } } } as const;
+/** A record as lists show it: the detail without provenance and excerpt. */
+const Entity = defineView(
+  "Entity",
+  Object.fromEntries(Object.entries(entities.view.fields).filter(([key]) => key !== "provenance" && key !== "session_excerpt")),
+);
+const Facets = defineView("EntityFacets", { entity_types: { read: typeCounts }, statuses: { read: statusCounts } });
+const Stats = defineView("EntityStats", {
+  total: { read: int },
+  status_counts: { read: statusCounts },
+  type_counts: { read: typeCounts },
+  agent_counts: { read: { type: "array", items: { type: "object", props: { agent_id: int, agent_name: { type: "string" }, count: int } } } },
+  period_days: { read: { ...int, nullable: true } },
+});
+const StatsByAgent = defineView("EntityStatsByAgent", {
+  agents: {
+    read: {
+      type: "array",
+      items: { type: "object", props: { agent_id: int, agent_name: { type: "string" }, status_counts: statusCounts, type_counts: typeCounts, total: int } },
+    },
+  },
+  total: { read: int },
+  period_days: { read: { ...int, nullable: true } },
+});
 
 interface Methods extends TenancyMethods, EventsMethods {
   resolveFilters(ctx: Ctx<unknown>, filters: EntityFilters): Promise<ResolvedFilters>;
@@ -87,6 +110,7 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     find: {
       rest: "GET /entities",
       params: restListParams,
+      response: { ...Entity.page({ facets: schemaRef(Facets.name) }), schemas: { ...Entity.page().schemas, ...Facets.schemas } },
       async handler(ctx: Ctx<ListParams>) {
         const { data, total, facets } = await this.listEntities(ctx, ctx.params);
         return { ...toPage(data, total, ctx.params.skip, ctx.params.limit), ...(facets ? { facets } : {}) };
@@ -96,6 +120,7 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     facetCounts: {
       rest: "GET /entities/facets",
       params: filterParams,
+      response: Facets.one(),
       async handler(ctx: Ctx<EntityFilters>) {
         return this.facets(await this.resolveFilters(ctx, ctx.params));
       },
@@ -105,6 +130,7 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     stats: {
       rest: "GET /entities/stats",
       params: statsParams,
+      response: { status: 200, body: { anyOf: [schemaRef(Stats.name), schemaRef(StatsByAgent.name)] }, schemas: { ...Stats.schemas, ...StatsByAgent.schemas } },
       async handler(ctx: Ctx<StatsParams>) {
         const { agent_id, days, group_by_agent } = ctx.params;
         const resolved = await this.resolveFilters(ctx, { agent_id, days });
@@ -117,6 +143,7 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     export: {
       rest: "GET /entities/export",
       params: filterParams,
+      response: { status: 200, body: "csv" },
       async handler(ctx: Ctx<EntityFilters>) {
         const filter = buildEntityFilter(await this.resolveFilters(ctx, ctx.params));
         const keys = ((await this.models.entities.distinct("attribute_keys", filter)) as string[]).sort();
@@ -131,50 +158,25 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       },
     },
 
-    create: {
-      rest: "POST /entities",
-      params: recordFields,
-      async handler(ctx: Ctx<RecordParams>) {
-        const view = await this.recordEntity(ctx, ctx.params);
-        return respondCreated(ctx, `/api/v1/entities/${view.id}`, view);
-      },
-    },
-
-    /** ExtractedEntityDetailRead; REST and svc_collected_data get alike. */
-    get: {
-      rest: "GET /entities/:entity_id",
-      params: entityIdParam,
-      async handler(ctx: Ctx<{ entity_id: number }>) {
-        return this.detail(await this.findOwned(ctx, this.models.entities, ctx.params.entity_id, LABEL));
-      },
-    },
-
-    /** Any status may move to any other; attributes are replaced as a whole when given. */
-    update: {
-      rest: ["PUT /entities/:entity_id", "PATCH /entities/:entity_id"],
-      params: updateFields,
-      async handler(ctx: Ctx<Record<string, unknown> & { entity_id: number }>) {
-        const entity = await this.findOwned(ctx, this.models.entities, ctx.params.entity_id, LABEL);
-        const changes = pickFields(ctx.params, UPDATE_KEYS);
+    ...crudActions(entities, {
+      actions: ["get", "update", "remove"],
+      apply(_ctx, entity, changes) {
         entity.set(changes);
         if (changes.attributes) entity.markModified("attributes");
-        return this.recordChange(changeOf("entity.updated", "entities", entity), async () => {
-          await entity.save();
-          return this.detail(entity);
-        });
       },
-    },
+      render(_ctx, docs) {
+        return Promise.all(docs.map((entity) => this.detail(entity)));
+      },
+    } satisfies CrudHooks<Methods, EntityRecord>),
 
-    remove: {
-      rest: "DELETE /entities/:entity_id",
-      params: entityIdParam,
-      async handler(ctx: Ctx<{ entity_id: number }>) {
-        const entity = await this.findOwned(ctx, this.models.entities, ctx.params.entity_id, LABEL);
-        await this.recordChange(changeOf("entity.deleted", "entities", entity), async () => {
-          await this.models.entities.deleteOne({ _id: entity._id, account_id: entity.account_id });
-          return { id: entity._id };
-        });
-        return respondNoContent(ctx);
+    /** Recording checks the agent and the provenance (recordEntity); the standard create cannot. */
+    create: {
+      rest: "POST /entities",
+      params: entities.createParams,
+      response: entities.view.one(201),
+      async handler(ctx: Ctx<RecordParams>) {
+        const view = await this.recordEntity(ctx, ctx.params);
+        return respondCreated(ctx, entities.location(view.id), view);
       },
     },
 
@@ -320,7 +322,7 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const agent = await agentModel(this.db).findOne({ _id: params.agent_id, account_id: accountId }, { name: 1 }).lean();
       if (!agent) throw ERRORS.validation([{ field: "agent_id", message: `No agent ${params.agent_id} in this account`, type: "reference" }]);
       const provenance = params.provenance ? await this.checkedProvenance(accountId, params.session_id ?? null, params.provenance) : null;
-      const fields = { ...pickFields(params, RECORD_KEYS), provenance, agent_name: agent.name, ...(createdAt ? { created_at: createdAt } : {}) };
+      const fields = { ...entities.pick(params, "create"), provenance, agent_name: agent.name, ...(createdAt ? { created_at: createdAt } : {}) };
       const id = await nextId(this.db, "entities");
       return this.recordChange(changeOf("entity.created", "entities", { _id: id, account_id: accountId }), async () => {
         return this.detail(await this.createOwned(ctx, this.models.entities, { ...fields, _id: id }));

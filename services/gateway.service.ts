@@ -5,8 +5,9 @@ import { loadConfig } from "../lib/config";
 import { ERRORS } from "../lib/errors";
 import { identityResolver, SESSION_CHANGED_EVENT } from "../lib/auth/identity";
 import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
-import { healthReport } from "../lib/health";
-import { renderError } from "./gateway/errors";
+import { Health, healthReport } from "../lib/health";
+import { renderError } from "../lib/http-errors";
+import { SECURITY_HEADERS } from "../lib/security-headers";
 import { openApiDocument, type RoutedAction } from "./gateway/openapi";
 import { mcpHttpHandler } from "./mcp/http";
 
@@ -18,7 +19,7 @@ interface GatewayAlias {
   fullPath: string;
   action?: string;
 }
-import { allowedMethods, bodyProblem, clientAddress, jsonBodyParser, preferredLocale, SECURITY_HEADERS, type MatchableAlias } from "./gateway/request";
+import { allowedMethods, bodyProblem, clientAddress, jsonBodyParser, preferredLocale, type MatchableAlias } from "./gateway/request";
 
 type GatewayRequest = IncomingMessage & {
   $action?: { auth?: AuthRequirement; name?: string };
@@ -141,6 +142,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
     /** Liveness and identity of this deployment; served without credentials. */
     health: {
       auth: "none",
+      response: Health.one(),
       handler() {
         return healthReport(config);
       },
@@ -151,7 +153,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
       auth: "none",
       handler() {
         const aliases = this.aliases as GatewayAlias[];
-        const actions = new Map(this.broker.registry.getActionList({}).map((a) => [a.name, a.action as { params?: Record<string, unknown>; auth?: string }]));
+        const actions = new Map(this.broker.registry.getActionList({}).map((a) => [a.name, a.action as Pick<RoutedAction, "params" | "auth" | "response">]));
         const routes: RoutedAction[] = aliases
           .filter((alias) => alias.action && alias.method !== "*" && alias.action !== "gateway.openapi")
           .map((alias) => ({ method: alias.method, path: alias.fullPath, action: alias.action!, ...actions.get(alias.action!) }));

@@ -3,7 +3,7 @@ import type { ServiceSchema } from "moleculer";
 import { ERRORS } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { namedSort, paginationParams, sortParams, toPage } from "../lib/pagination";
+import { crudActions, eventRecords } from "../lib/resource";
 import { respondCreated } from "../lib/responses";
 import { sealSecret } from "../lib/secrets";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
@@ -11,35 +11,18 @@ import { KNOWLEDGE_SOURCES_COLLECTION } from "../lib/collections";
 import { changeOf } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { nextId } from "../lib/ids";
-import { DATA_TYPES, LOADING_STATUSES, knowledgeSourceModel, loadJobModel, type DataType, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
+import { LOADING_STATUSES, knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
+import { knowledgeSources } from "./knowledge/resource";
+import { DocumentDetail, DocumentSearch, DocumentStats, DocumentSummary, Preload, Queued, SourceDocuments, SourceSearch, SourceStats } from "./knowledge/views";
 import { enqueueJob } from "./knowledge/jobs";
 import { deletionResponse, derivedLabel, preloadResponse, preloadSkipped } from "./knowledge/rules";
-import { nextRefreshAt, refreshParam, refreshPolicy, type RefreshInput } from "./knowledge/refresh";
+import { nextRefreshAt, refreshPolicy, type RefreshInput } from "./knowledge/refresh";
 import { preloadDecision } from "./knowledge/states";
 import { resolveSourceType } from "./knowledge-loader/resolve";
+import { documentIdParam, listDocumentsParams, searchDocumentsParams, searchSourcesParams } from "./search/params";
 
-const SORT_FIELDS = ["updated_at", "created_at", "name"] as const;
-const idParam = { knowledge_source_id: { type: "number", integer: true, positive: true, convert: true } } as const;
-const urlList = { type: "array", min: 1, max: 1000, items: { type: "url", max: 4096 } } as const;
-
-const sourceFields = {
-  name: { type: "string", max: 255, trim: true, optional: true, nullable: true },
-  description: { type: "string", max: 10_000, optional: true, nullable: true },
-  data_type: { type: "enum", values: [...DATA_TYPES], optional: true },
-  paths: urlList,
-  // Write-only credential for sources behind auth (a wiki's API token).
-  auth_token: { type: "string", min: 1, max: 4096, optional: true },
-  refresh: refreshParam,
-} as const;
-
-type SourceParams = {
-  name?: string | null;
-  description?: string | null;
-  data_type?: DataType;
-  paths?: string[];
-  auth_token?: string;
-  refresh?: RefreshInput | null;
-};
+const idParam = knowledgeSources.idParams;
+type SourceParams = typeof knowledgeSources.types.update;
 
 /** The stored refresh fields of a given `refresh` (null removes the policy); 422 when it is not usable. */
 function refreshFields(refresh: RefreshInput | null, now = new Date()): Pick<KnowledgeSourceRecord, "refresh" | "next_refresh_at"> {
@@ -52,6 +35,7 @@ function refreshFields(refresh: RefreshInput | null, now = new Date()): Pick<Kno
 interface Methods extends TenancyMethods, EventsMethods {
   findSource(ctx: Ctx<unknown>, id: number): Promise<KnowledgeSourceRecord & { toJSON(): object }>;
   queueLoad(source: KnowledgeSourceRecord, force: boolean): Promise<{ job: LoadJobRecord; created: boolean }>;
+  askSearch(ctx: Ctx<object>, action: string): Promise<unknown>;
 }
 interface Vars {
   db: Connection;
@@ -60,38 +44,33 @@ interface Vars {
 
 /**
  * Knowledge sources: CRUD, queued loading (preload) and deletion, and per-source index views. The work
- * itself runs in knowledge-loader replicas, which claim jobs from the load_jobs collection.
+ * itself runs in knowledge-loader replicas, which claim jobs from the load_jobs collection. Every /knowledge
+ * URL is served here; the document and search routes are answered by the search service's index.
  */
 const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "knowledge",
   mixins: [
-    EventsMixin({ records: { [KNOWLEDGE_SOURCES_COLLECTION]: function (this: Vars, source: Record<string, unknown>) { return knowledgeSourceModel(this.db).hydrate(source).toJSON(); } } }),
+    EventsMixin({ records: eventRecords(knowledgeSources) }),
     MongoMixin((db) => ({ sources: knowledgeSourceModel(db), jobs: loadJobModel(db) })),
     TenancyMixin,
   ],
   settings: { rest: "/" },
 
   actions: {
-    list: {
-      rest: "GET /knowledge",
-      params: {
-        status: { type: "enum", values: [...LOADING_STATUSES], optional: true },
-        ...sortParams(SORT_FIELDS),
-        ...paginationParams({ max: 200, def: 50 }),
+    ...crudActions(knowledgeSources, {
+      actions: ["list", "get"],
+      filters: {
+        params: { status: { type: "enum", values: LOADING_STATUSES, optional: true } },
+        filter: ({ status }) => (status ? { loading_status: status } : {}),
       },
-      async handler(ctx: Ctx<{ status?: string; sort_by: string; sort_order: "asc" | "desc"; skip: number; limit: number }>) {
-        const { status, skip, limit, sort_by, sort_order } = ctx.params;
-        const filter = status ? { loading_status: status } : {};
-        const sort = namedSort(sort_by, sort_order);
-        const { rows, total } = await this.listOwned(ctx, this.models.sources, filter, { skip, limit, sort });
-        return toPage(rows.map((s) => s.toJSON()), total, skip, limit);
-      },
-    },
+    }),
 
+    /** Creating resolves the name, description and data type from the paths, then queues the first load. */
     create: {
       rest: "POST /knowledge",
-      params: { ...sourceFields, auto_load: { type: "boolean", convert: true, default: true, optional: true } },
-      async handler(ctx: Ctx<SourceParams & { paths: string[]; auto_load: boolean }>) {
+      params: { ...knowledgeSources.createParams, auto_load: { type: "boolean", convert: true, default: true, optional: true } },
+      response: knowledgeSources.view.one(201),
+      async handler(ctx: Ctx<typeof knowledgeSources.types.create & { auto_load: boolean }>) {
         const { paths, auto_load } = ctx.params;
         const label = derivedLabel(paths);
         const name = ctx.params.name?.trim() || label;
@@ -108,21 +87,14 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           return this.createIdentified(ctx, this.models.sources, { ...fields, _id: id }, { name, label: "Knowledge source" });
         });
         if (auto_load) await this.queueLoad(source, false);
-        return respondCreated(ctx, `/api/v1/knowledge/${source._id}`, source.toJSON());
-      },
-    },
-
-    get: {
-      rest: "GET /knowledge/:knowledge_source_id",
-      params: idParam,
-      async handler(ctx: Ctx<{ knowledge_source_id: number }>) {
-        return (await this.findSource(ctx, ctx.params.knowledge_source_id)).toJSON();
+        return respondCreated(ctx, knowledgeSources.location(source._id), source.toJSON());
       },
     },
 
     update: {
       rest: ["PUT /knowledge/:knowledge_source_id", "PATCH /knowledge/:knowledge_source_id"],
-      params: { ...idParam, ...sourceFields, paths: { ...urlList, optional: true } },
+      params: { ...idParam, ...knowledgeSources.updateParams },
+      response: knowledgeSources.view.one(),
       async handler(ctx: Ctx<SourceParams & { knowledge_source_id: number }>) {
         const source = await this.findOwned(ctx, this.models.sources, ctx.params.knowledge_source_id, "Knowledge source");
         const { name, description, paths, data_type, auth_token, refresh } = ctx.params;
@@ -142,6 +114,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     remove: {
       rest: "DELETE /knowledge/:knowledge_source_id",
       params: idParam,
+      response: Queued.one(),
       async handler(ctx: Ctx<{ knowledge_source_id: number }>) {
         const source = await this.findOwned(ctx, this.models.sources, ctx.params.knowledge_source_id, "Knowledge source");
         await this.models.sources.updateOne({ _id: source._id, account_id: source.account_id }, { deleting: true }, { timestamps: false });
@@ -153,6 +126,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     preload: {
       rest: "POST /knowledge/:knowledge_source_id/preload",
       params: { ...idParam, force: { type: "boolean", convert: true, default: true, optional: true } },
+      response: Preload.one(),
       async handler(ctx: Ctx<{ knowledge_source_id: number; force: boolean }>) {
         const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
         if (preloadDecision(source, ctx.params.force) === "already-loaded") return preloadSkipped();
@@ -167,6 +141,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     stats: {
       rest: "GET /knowledge/:knowledge_source_id/stats",
       params: idParam,
+      response: SourceStats.one(),
       async handler(ctx: Ctx<{ knowledge_source_id: number }>) {
         const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
         const stats = await ctx.call<object, object>("search.sourceStats", { accountId: source.account_id, sourceId: source._id });
@@ -182,10 +157,64 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         limit: { type: "number", integer: true, min: 1, max: 200, default: 50, convert: true, optional: true },
         offset: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true },
       },
+      response: SourceDocuments.one(),
       async handler(ctx: Ctx<{ knowledge_source_id: number; limit: number; offset: number }>) {
         const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
         const { limit, offset } = ctx.params;
         return ctx.call("search.sourceDocuments", { accountId: source.account_id, sourceId: source._id, limit, offset });
+      },
+    },
+
+    searchDocuments: {
+      rest: "POST /knowledge/documents/search",
+      params: searchDocumentsParams,
+      response: DocumentSearch.one(),
+      handler(ctx: Ctx<object>) {
+        return this.askSearch(ctx, "searchDocuments");
+      },
+    },
+
+    listDocuments: {
+      rest: "GET /knowledge/documents",
+      params: listDocumentsParams,
+      response: DocumentSummary.page(),
+      handler(ctx: Ctx<object>) {
+        return this.askSearch(ctx, "listDocuments");
+      },
+    },
+
+    documentStats: {
+      rest: "GET /knowledge/documents/stats",
+      response: DocumentStats.one(),
+      handler(ctx: Ctx<object>) {
+        return this.askSearch(ctx, "documentStats");
+      },
+    },
+
+    getDocument: {
+      rest: "GET /knowledge/documents/:document_id",
+      params: documentIdParam,
+      response: DocumentDetail.one(),
+      handler(ctx: Ctx<object>) {
+        return this.askSearch(ctx, "getDocument");
+      },
+    },
+
+    deleteDocument: {
+      rest: "DELETE /knowledge/documents/:document_id",
+      params: documentIdParam,
+      response: Queued.one(),
+      handler(ctx: Ctx<object>) {
+        return this.askSearch(ctx, "deleteDocument");
+      },
+    },
+
+    searchSources: {
+      rest: "POST /knowledge/search",
+      params: searchSourcesParams,
+      response: SourceSearch.one(),
+      handler(ctx: Ctx<object>) {
+        return this.askSearch(ctx, "searchSources");
       },
     },
   },
@@ -193,6 +222,11 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   methods: {
     findSource(ctx, id) {
       return this.findOwned(ctx, this.models.sources, id, "Knowledge source");
+    },
+
+    /** The search service's action of the same name, for the caller's account. */
+    askSearch(ctx, action) {
+      return ctx.call(`search.${action}`, { ...ctx.params, accountId: this.accountOf(ctx) });
     },
 
     queueLoad(source, force) {

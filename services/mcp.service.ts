@@ -4,7 +4,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { identityResolver, SESSION_CHANGED_EVENT, type Identity, type IdentityResolver } from "../lib/auth/identity";
 import { loadConfig, type Config } from "../lib/config";
 import { healthReport, VERSION } from "../lib/health";
-import type { Ctx } from "../lib/meta";
+import { asAccount, type Ctx } from "../lib/meta";
 import { loadMcpConfig } from "./mcp/config";
 import { answerMcpRequest, MAX_BODY_BYTES, type McpExchangeRequest } from "./mcp/exchange";
 import { mcpHttpHandler } from "./mcp/http";
@@ -59,7 +59,7 @@ const McpService: ServiceSchema<Record<string, never>, Methods, Vars> = {
         version: VERSION,
         health: () => healthReport(this.config),
         identity: () => (identity ??= this.resolveIdentity(headers, this.broker)),
-        callEntities: ({ action, params }: EntitiesCall, caller: Identity) => this.broker.call(action, params, { meta: caller }),
+        callEntities: ({ action, params }: EntitiesCall, caller: Identity) => this.broker.call(action, params, asAccount(caller.accountId!, caller)),
       });
     },
   },

@@ -1,12 +1,12 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
 import { MongoMixin } from "../lib/mongo.mixin";
-import type { RequestMeta } from "../lib/meta";
+import { asAccount } from "../lib/meta";
 import { loadSchedulerConfig, type SchedulerConfig } from "./scheduler/config";
 import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
-import { scheduledTaskModel, type ScheduledTaskRecord } from "./scheduler/model";
-import { claimRefresh, dueRefreshes, queueRefresh } from "./scheduler/refreshes";
-import { claimOccurrence, describeRunError, dueSchedules, recordRunOutcome, type DueSchedule } from "./scheduler/runs";
+import { claimRefresh, dueRefreshes, queueRefresh } from "./knowledge/refreshes";
+import { scheduledTaskModel, type ScheduledTaskRecord } from "./tasks/scheduled-model";
+import { claimOccurrence, describeRunError, dueSchedules, recordRunOutcome, type DueSchedule } from "./tasks/scheduled-runs";
 
 interface Vars {
   db: Connection;
@@ -79,14 +79,13 @@ const SchedulerService: ServiceSchema<Record<string, never>, Methods, Vars> = {
     async runOccurrence(due, now) {
       // null: another replica runs this occurrence, or the schedule changed since it was read.
       if (!(await claimOccurrence(this.models.schedules, due, now))) return;
-      const meta: RequestMeta = { accountId: due.account_id };
       const params = { ...due.task_template, scheduled_task_id: due._id, scheduled_for: due.next_run_at };
       try {
-        const task = await this.broker.call<{ id: number }, typeof params>("tasks.createScheduled", params, { meta });
-        await recordRunOutcome(this.models.schedules, due._id, { taskId: task.id });
+        const task = await this.broker.call<{ id: number }, typeof params>("tasks.createScheduled", params, asAccount(due.account_id));
+        await recordRunOutcome(this.models.schedules, due, { taskId: task.id });
       } catch (err) {
         this.logger.warn(`Scheduled task ${due._id} created no task: ${describeRunError(err)}`);
-        await recordRunOutcome(this.models.schedules, due._id, { error: describeRunError(err) });
+        await recordRunOutcome(this.models.schedules, due, { error: describeRunError(err) });
       }
     },
 

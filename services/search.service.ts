@@ -6,18 +6,26 @@ import type { ServiceSchema } from "moleculer";
 import { ERRORS, isDuplicateKeyError } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { paginationParams, toPage } from "../lib/pagination";
-import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
+import { toPage } from "../lib/pagination";
 import { searchConfig, type SearchConfig } from "../lib/search/config";
 import { EmbeddedEngine } from "../lib/search/embedded-engine";
 import { LocalEmbeddingProvider, RemoteEmbeddingProvider, type EmbeddingProvider, type LocalModelName } from "../lib/search/embeddings";
-import { SEARCH_MODES, type SearchIndex, type SearchMode } from "../lib/search/port";
+import type { SearchIndex, SearchMode } from "../lib/search/port";
 import { TypesenseEngine } from "../lib/search/typesense-engine";
 import { EmbedStage } from "./search/embed-stage";
 import { ModelSwitch } from "./search/model-switch";
 import { DELETION_QUEUE_MARKER, IndexGenerations } from "./search/generations";
 import { SnapshotKeeper, type RestoreReport } from "./search/snapshots";
 import { searchModels, type DocumentRecord, type SearchModels } from "./search/model";
+import {
+  documentIdParam,
+  listDocumentsParams,
+  searchDocumentsParams,
+  searchSourcesParams,
+  type ListDocumentsParams,
+  type SearchDocumentsParams,
+  type SearchSourcesParams,
+} from "./search/params";
 import {
   candidateDepth,
   collapseByDocument,
@@ -31,6 +39,7 @@ import {
   sourceSearchResults,
 } from "./search/rules";
 import { indexDocuments, rebuildEmbedded, removeDocument, removeDocumentsAt, removeSource, type IncomingDocument, type StoreDeps } from "./search/store";
+import { crossAccount } from "../lib/tenancy-guard";
 
 /** Query embeddings kept in memory (repeated queries skip the model). */
 const QUERY_CACHE_SIZE = 500;
@@ -39,21 +48,13 @@ const MAX_DOCUMENTS_PER_CALL = 500;
 /** Largest document content accepted (characters); bigger files are split by the loader. */
 const MAX_CONTENT_LENGTH = 5_000_000;
 
-const queryParam = { type: "string", min: 1, max: 1000 } as const;
-const sourceIdsParam = {
-  type: "array",
-  optional: true,
-  max: 1000,
-  items: [{ type: "number", integer: true }, { type: "string", max: 64 }],
-} as const;
-const documentIdParam = { document_id: { type: "string", min: 1, max: 64 } } as const;
-/** Internal actions name the account explicitly: they are called service-to-service, never through the gateway. */
+/** Every action names the account explicitly: they are called service-to-service, never through the gateway. */
 const accountParam = { accountId: { type: "number", integer: true, positive: true, convert: true } } as const;
 const sourceParam = { sourceId: { type: "number", integer: true, positive: true, convert: true } } as const;
 
-interface Methods extends TenancyMethods {
+interface Methods {
   explicitAccount(params: { accountId: number }): number;
-  ownedDocument(ctx: Ctx<unknown>, id: string): Promise<DocumentRecord>;
+  ownedDocument(accountId: number, id: string): Promise<DocumentRecord>;
   queryVector(text: string): Promise<Float32Array | null>;
   rank(accountId: number, text: string, mode: SearchMode, sourceIds: number[] | undefined, depth: number): ReturnType<SearchIndex["search"]>;
   runDeletion(doc: DocumentRecord): Promise<void>;
@@ -79,27 +80,22 @@ interface Vars {
 
 /**
  * Knowledge document index and retrieval: semantic, keyword and hybrid search over chunks of knowledge
- * documents, on Typesense or on the embedded engine, with MongoDB as the durable copy. The loader and the
- * knowledge-sources service feed and read it through the internal actions at the end.
+ * documents, on Typesense or on the embedded engine, with MongoDB as the durable copy. Every action is
+ * internal (NATS only): the knowledge service serves the /knowledge URLs and calls them; the loader feeds the index.
  */
-const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
+const SearchService: ServiceSchema<object, Methods, Vars> = {
   name: "search",
-  mixins: [MongoMixin(searchModels), TenancyMixin],
-  settings: { rest: "/" },
+  mixins: [MongoMixin(searchModels)],
 
   actions: {
+    // The routes of /knowledge/documents and /knowledge/search (the knowledge service serves them).
+
     searchDocuments: {
-      rest: "POST /knowledge/documents/search",
-      params: {
-        query: queryParam,
-        mode: { type: "enum", values: [...SEARCH_MODES], default: "hybrid", optional: true },
-        source_ids: sourceIdsParam,
-        limit: { type: "number", integer: true, min: 1, max: 100, default: 20, convert: true, optional: true },
-        offset: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true },
-      },
-      async handler(ctx: Ctx<{ query: string; mode: SearchMode; source_ids?: (string | number)[]; limit: number; offset: number }>) {
+      visibility: "public",
+      params: { ...accountParam, ...searchDocumentsParams },
+      async handler(ctx: Ctx<SearchDocumentsParams & { accountId: number }>) {
         const { query, mode, limit, offset } = ctx.params;
-        const ranked = await this.rank(this.accountOf(ctx), query, mode, parseSourceIds(ctx.params.source_ids), candidateDepth(offset, limit));
+        const ranked = await this.rank(this.explicitAccount(ctx.params), query, mode, parseSourceIds(ctx.params.source_ids), candidateDepth(offset, limit));
         const docs = collapseByDocument(ranked.hits);
         const best = docs[0]?.score ?? 0;
         return { results: docs.slice(offset, offset + limit).map((h) => documentResult(h, best)), total: docs.length, mode_used: ranked.modeUsed };
@@ -107,10 +103,10 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
 
     listDocuments: {
-      rest: "GET /knowledge/documents",
-      params: { source_id: { type: "string", max: 64, optional: true }, ...paginationParams({ max: 200, def: 50 }) },
-      async handler(ctx: Ctx<{ source_id?: string; skip: number; limit: number }>) {
-        const filter: Record<string, unknown> = { account_id: this.accountOf(ctx) };
+      visibility: "public",
+      params: { ...accountParam, ...listDocumentsParams },
+      async handler(ctx: Ctx<ListDocumentsParams & { accountId: number }>) {
+        const filter: Record<string, unknown> = { account_id: this.explicitAccount(ctx.params) };
         if (ctx.params.source_id !== undefined) filter.source_id = parseSourceIds([ctx.params.source_id])![0] ?? -1;
         const [rows, total] = await Promise.all([
           this.models.documents.find(filter, { chunk_ids: 1, title: 1, url: 1, content: 1, source_id: 1, indexed_at: 1 })
@@ -122,9 +118,10 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
 
     documentStats: {
-      rest: "GET /knowledge/documents/stats",
-      async handler(ctx: Ctx) {
-        const accountId = this.accountOf(ctx);
+      visibility: "public",
+      params: accountParam,
+      async handler(ctx: Ctx<{ accountId: number }>) {
+        const accountId = this.explicitAccount(ctx.params);
         const stats = await this.index.stats(accountId);
         const pending = stats.chunks - stats.vectors;
         return {
@@ -145,18 +142,18 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
 
     getDocument: {
-      rest: "GET /knowledge/documents/:document_id",
-      params: documentIdParam,
-      async handler(ctx: Ctx<{ document_id: string }>) {
-        return documentDetail(await this.ownedDocument(ctx, ctx.params.document_id));
+      visibility: "public",
+      params: { ...accountParam, ...documentIdParam },
+      async handler(ctx: Ctx<{ accountId: number; document_id: string }>) {
+        return documentDetail(await this.ownedDocument(this.explicitAccount(ctx.params), ctx.params.document_id));
       },
     },
 
     deleteDocument: {
-      rest: "DELETE /knowledge/documents/:document_id",
-      params: documentIdParam,
-      async handler(ctx: Ctx<{ document_id: string }>) {
-        const doc = await this.ownedDocument(ctx, ctx.params.document_id);
+      visibility: "public",
+      params: { ...accountParam, ...documentIdParam },
+      async handler(ctx: Ctx<{ accountId: number; document_id: string }>) {
+        const doc = await this.ownedDocument(this.explicitAccount(ctx.params), ctx.params.document_id);
         if (doc.deletion_job_id) return deletionResponse(doc.deletion_job_id);
         const jobId = randomUUID();
         // Queue first: a deletion is resumed at start from the queue, which is read by _id only.
@@ -172,22 +169,17 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
 
     searchSources: {
-      rest: "POST /knowledge/search",
-      params: {
-        query: queryParam,
-        knowledge_source_ids: sourceIdsParam,
-        limit: { type: "number", integer: true, min: 1, max: 50, default: 10, convert: true, optional: true },
-        min_score: { type: "number", min: 0, max: 1, default: 0, convert: true, optional: true },
-      },
-      async handler(ctx: Ctx<{ query: string; knowledge_source_ids?: (string | number)[]; limit: number; min_score: number }>) {
+      visibility: "public",
+      params: { ...accountParam, ...searchSourcesParams },
+      async handler(ctx: Ctx<SearchSourcesParams & { accountId: number }>) {
         const { query, limit, min_score } = ctx.params;
-        const ranked = await this.rank(this.accountOf(ctx), query, "hybrid", parseSourceIds(ctx.params.knowledge_source_ids), candidateDepth(0, limit));
+        const ranked = await this.rank(this.explicitAccount(ctx.params), query, "hybrid", parseSourceIds(ctx.params.knowledge_source_ids), candidateDepth(0, limit));
         const results = sourceSearchResults(ranked.hits, min_score, limit);
         return { results, total_results: results.length, query };
       },
     },
 
-    // Internal actions (NATS only): the knowledge loader and the knowledge-sources service.
+    // The knowledge loader and the knowledge-sources service.
 
     /** Upserts a window of documents of one source; returns at once, vectors follow from the embedding stage. */
     indexDocuments: {
@@ -316,9 +308,8 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
 
     /** A document of the caller's account: 404 when absent, 403 when it belongs to another account. */
-    async ownedDocument(ctx, id) {
-      const accountId = this.accountOf(ctx);
-      const doc = await this.models.documents.findById(id).lean<DocumentRecord>();
+    async ownedDocument(accountId, id) {
+      const doc = await crossAccount("a global document id; its account is checked next (403)", this.models.documents.findById(id)).lean<DocumentRecord>();
       if (!doc) throw ERRORS.notFound("Document", id);
       if (doc.account_id !== accountId) throw ERRORS.forbidden(`Document ${id} belongs to another account`);
       return doc;
@@ -370,7 +361,7 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const { state, deletions, documents } = this.models;
       if (!(await state.findById(DELETION_QUEUE_MARKER).lean())) {
         // Deletions queued by a version without the queue: found once by the old scan.
-        const marked = await documents.find({ deletion_job_id: { $ne: null } }, { account_id: 1, deletion_job_id: 1 }).lean<DocumentRecord[]>();
+        const marked = await crossAccount("start-up: queued deletions of every account", documents.find({ deletion_job_id: { $ne: null } }, { account_id: 1, deletion_job_id: 1 })).lean<DocumentRecord[]>();
         for (const d of marked) {
           await deletions.updateOne({ _id: d._id }, { $setOnInsert: { account_id: d.account_id, job_id: d.deletion_job_id!, created_at: new Date() } }, { upsert: true });
         }
@@ -381,7 +372,7 @@ const SearchService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         }
       }
       for (const queued of await deletions.find({}).lean()) {
-        const doc = await documents.findById(queued._id).lean<DocumentRecord>();
+        const doc = await documents.findOne({ _id: queued._id, account_id: queued.account_id }).lean<DocumentRecord>();
         // A document loaded again after its DELETE (deletion_job_id cleared) stays, as before the queue.
         if (doc?.deletion_job_id) void this.runDeletion(doc);
         else await deletions.deleteOne({ _id: queued._id });

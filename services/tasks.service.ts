@@ -1,9 +1,10 @@
 import type { Connection, HydratedDocument, Model } from "mongoose";
 import type { Service, ServiceSchema } from "moleculer";
 import { ERRORS, type FieldProblem } from "../lib/errors";
-import type { Ctx } from "../lib/meta";
+import { asAccount, type Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { paginationParams, toPage } from "../lib/pagination";
+import { paginationParams } from "../lib/pagination";
+import { crudActions, NO_CONTENT, plainResponse, type CrudHooks } from "../lib/resource";
 import { respondCreated, respondNoContent } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { changeOf, type ChangeEvent } from "../lib/events";
@@ -12,30 +13,20 @@ import { USER_REGISTERED } from "../lib/event-types";
 import { nextId } from "../lib/ids";
 import { reaches, type Neighbours } from "./tasks/graph";
 import { taskModel, type TaskRecord, type TaskStatus } from "./tasks/model";
-import { dependencyParams, pickDefined, taskFields, taskFilters, taskIdParam, taskTemplateProps, taskUpdateFields, TEMPLATE_KEYS, type TaskFields } from "./tasks/params";
+import { dependencyParams, pickDefined, TASK_PAGE, TaskDetail, taskFilters, tasks, taskTemplateProps, TEMPLATE_KEYS, type TaskFields } from "./tasks/params";
 import { assigneeProblems } from "./tasks/references";
 import { taskDetail } from "./tasks/render";
 import { ONBOARDING_TASK_TYPE, onboardingTask, selfReferenceProblem, statusFields, unmetDependencies } from "./tasks/rules";
-import { DEFAULT_TIMEZONE, nextRunAt } from "./scheduler/cron";
-import { scheduledTaskModel, type ScheduledTaskRecord, type TaskTemplate } from "./scheduler/model";
-import {
-  SCHEDULED_TASK_KEYS,
-  scheduledTaskFields,
-  scheduledTaskIdParam,
-  scheduledTaskUpdateFields,
-  timingFields,
-  type ScheduledTaskParams,
-} from "./scheduler/params";
+import { DEFAULT_TIMEZONE, nextRunAt, timingFields } from "../lib/cron";
+import { scheduledTaskModel, type ScheduledTaskRecord, type TaskTemplate } from "./tasks/scheduled-model";
+import { scheduledTasks, type ScheduledTaskParams } from "./tasks/scheduled-params";
 
-const TASK_KEYS = Object.keys(taskFields);
 const FILTER_KEYS = Object.keys(taskFilters);
-/** The interface states no bound for task lists; unbounded lists are a denial-of-service risk. */
-const TASK_PAGE = { max: 1000, def: 100 };
+const taskIdParam = tasks.idParams;
 
 type TaskDoc = HydratedDocument<TaskRecord>;
 /** A task as the API returns it. */
 type TaskView = { id: number } & Record<string, unknown>;
-type ScheduleDoc = HydratedDocument<ScheduledTaskRecord>;
 type Page = { skip: number; limit: number };
 
 interface Methods extends TenancyMethods, EventsMethods {
@@ -47,7 +38,6 @@ interface Methods extends TenancyMethods, EventsMethods {
   linkDependency(ctx: Ctx<unknown>, task: TaskDoc, dependency: TaskDoc): Promise<string>;
   removeTask(ctx: Ctx<unknown>, task: TaskDoc): Promise<void>;
   neighbours(accountId: number, field: "parent_id" | "dependency_ids"): Neighbours;
-  findSchedule(ctx: Ctx<unknown>, id: number): Promise<ScheduleDoc>;
   checkSchedule(ctx: Ctx<unknown>, params: ScheduledTaskParams): Promise<Partial<ScheduledTaskRecord>>;
 }
 interface Vars {
@@ -81,7 +71,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           // input is free-form, stored encoded (lib/free-json): matched here among the account's few onboarding tasks.
           const onboarding = await this.models.tasks.find({ account_id, task_type: ONBOARDING_TASK_TYPE }, { input: 1 }).lean<Pick<TaskRecord, "input">[]>();
           if (onboarding.some((task) => task.input?.user_id === user_id)) return;
-          await this.broker.call("tasks.create", onboardingTask(user_id, email), { meta: { accountId: account_id } });
+          await this.broker.call("tasks.create", onboardingTask(user_id, email), asAccount(account_id));
         },
       },
     }),
@@ -91,50 +81,40 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   settings: { rest: "/" },
 
   actions: {
-    list: {
-      rest: "GET /tasks",
-      params: { ...taskFilters, ...paginationParams(TASK_PAGE) },
-      async handler(ctx: Ctx<Page & Record<string, unknown>>) {
-        const { skip, limit } = ctx.params;
-        const filter = pickDefined(ctx.params, FILTER_KEYS);
-        const { rows } = await this.listOwned(ctx, this.models.tasks, filter, { skip, limit, sort: { created_at: -1, _id: -1 } });
-        return rows.map((t) => t.toJSON());
+    ...crudActions(tasks, {
+      actions: ["list", "update"],
+      filters: { params: taskFilters, filter: (params) => pickDefined(params, FILTER_KEYS) },
+      apply(ctx, task, changes) {
+        return this.applyChanges(ctx, task, changes);
       },
-    },
+    } satisfies CrudHooks<Methods, TaskRecord>),
 
+    /** Creates through createTask, which schedule runs and onboarding use too. */
     create: {
       rest: "POST /tasks",
-      params: taskFields,
-      async handler(ctx: Ctx<TaskFields>) {
-        const task = await this.createTask(ctx, pickDefined(ctx.params, TASK_KEYS));
-        return respondCreated(ctx, `/api/v1/tasks/${task.id}`, task);
+      params: tasks.createParams,
+      response: tasks.view.one(201),
+      async handler(ctx: Ctx<typeof tasks.types.create>) {
+        const task = await this.createTask(ctx, tasks.pick(ctx.params, "create"));
+        return respondCreated(ctx, tasks.location(task.id), task);
       },
     },
 
+    /** A task with its relations resolved; writes answer the task alone. */
     get: {
       rest: "GET /tasks/:task_id",
       params: taskIdParam,
+      response: TaskDetail.one(),
       async handler(ctx: Ctx<{ task_id: number }>) {
         return taskDetail(this.db, await this.findTask(ctx, ctx.params.task_id));
       },
     },
 
-    update: {
-      rest: ["PUT /tasks/:task_id", "PATCH /tasks/:task_id"],
-      params: { ...taskIdParam, ...taskUpdateFields },
-      async handler(ctx: Ctx<TaskFields & { task_id: number }>) {
-        const task = await this.findTask(ctx, ctx.params.task_id);
-        await this.applyChanges(ctx, task, pickDefined(ctx.params, TASK_KEYS));
-        return this.recordChange(changeOf("task.updated", "tasks", task), async () => {
-          await task.save();
-          return task.toJSON();
-        });
-      },
-    },
-
+    /** Deleting a task unlinks it from its subtasks and dependants, each change with its event (removeTask). */
     remove: {
       rest: "DELETE /tasks/:task_id",
       params: taskIdParam,
+      response: NO_CONTENT,
       async handler(ctx: Ctx<{ task_id: number }>) {
         await this.removeTask(ctx, await this.findTask(ctx, ctx.params.task_id));
         return respondNoContent(ctx);
@@ -144,6 +124,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     subtasks: {
       rest: "GET /tasks/:task_id/subtasks",
       params: { ...taskIdParam, ...paginationParams(TASK_PAGE) },
+      response: tasks.view.array(),
       async handler(ctx: Ctx<Page & { task_id: number }>) {
         const parent = await this.findTask(ctx, ctx.params.task_id);
         const { skip, limit } = ctx.params;
@@ -156,6 +137,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     addDependency: {
       rest: "POST /tasks/:task_id/dependencies/:dependency_id",
       params: dependencyParams,
+      response: plainResponse({ message: { type: "string" } }),
       async handler(ctx: Ctx<{ task_id: number; dependency_id: number }>) {
         const task = await this.findTask(ctx, ctx.params.task_id);
         const self = selfReferenceProblem(task._id, ctx.params.dependency_id, "dependency_id", "path");
@@ -168,6 +150,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     removeDependency: {
       rest: "DELETE /tasks/:task_id/dependencies/:dependency_id",
       params: dependencyParams,
+      response: NO_CONTENT,
       async handler(ctx: Ctx<{ task_id: number; dependency_id: number }>) {
         const task = await this.findTask(ctx, ctx.params.task_id);
         // Idempotent: removing a link that is not there is already done (and changes nothing).
@@ -198,66 +181,23 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       },
     },
 
-    scheduledList: {
-      rest: "GET /scheduled-tasks",
-      params: paginationParams({ max: 200, def: 50 }),
-      async handler(ctx: Ctx<Page>) {
-        const { skip, limit } = ctx.params;
-        const { rows, total } = await this.listOwned(ctx, this.models.schedules, {}, { skip, limit, sort: { created_at: -1, _id: -1 } });
-        return toPage(rows.map((s) => s.toJSON()), total, skip, limit);
-      },
-    },
-
-    scheduledCreate: {
-      rest: "POST /scheduled-tasks",
-      params: scheduledTaskFields,
-      async handler(ctx: Ctx<ScheduledTaskParams>) {
-        const fields = { timezone: DEFAULT_TIMEZONE, enabled: true, ...(await this.checkSchedule(ctx, ctx.params)) } as ScheduledTaskRecord;
-        const id = await nextId(this.db, "scheduled_tasks");
-        const schedule = await this.recordChange(changeOf("scheduled_task.created", "scheduled_tasks", { _id: id, account_id: this.accountOf(ctx) }), async () => {
-          return (await this.createOwned(ctx, this.models.schedules, { ...fields, _id: id, next_run_at: nextRunAt(fields, new Date()) })).toJSON();
-        });
-        return respondCreated(ctx, `/api/v1/scheduled-tasks/${id}`, schedule);
-      },
-    },
-
-    scheduledGet: {
-      rest: "GET /scheduled-tasks/:scheduled_task_id",
-      params: scheduledTaskIdParam,
-      async handler(ctx: Ctx<{ scheduled_task_id: number }>) {
-        return (await this.findSchedule(ctx, ctx.params.scheduled_task_id)).toJSON();
-      },
-    },
-
-    scheduledUpdate: {
-      rest: ["PUT /scheduled-tasks/:scheduled_task_id", "PATCH /scheduled-tasks/:scheduled_task_id"],
-      params: { ...scheduledTaskIdParam, ...scheduledTaskUpdateFields },
-      async handler(ctx: Ctx<ScheduledTaskParams & { scheduled_task_id: number }>) {
-        const schedule = await this.findSchedule(ctx, ctx.params.scheduled_task_id);
-        schedule.set(await this.checkSchedule(ctx, ctx.params));
-        // A new expression, zone or switch starts counting from now; other edits keep the pending occurrence.
-        if (schedule.isModified("schedule") || schedule.isModified("timezone") || schedule.isModified("enabled")) {
-          schedule.next_run_at = nextRunAt(schedule, new Date());
-        }
-        return this.recordChange(changeOf("scheduled_task.updated", "scheduled_tasks", schedule), async () => {
-          await schedule.save();
-          return schedule.toJSON();
-        });
-      },
-    },
-
-    scheduledRemove: {
-      rest: "DELETE /scheduled-tasks/:scheduled_task_id",
-      params: scheduledTaskIdParam,
-      async handler(ctx: Ctx<{ scheduled_task_id: number }>) {
-        const schedule = await this.findSchedule(ctx, ctx.params.scheduled_task_id);
-        await this.recordChange(changeOf("scheduled_task.deleted", "scheduled_tasks", schedule), async () => {
-          await this.models.schedules.deleteOne({ _id: schedule._id, account_id: schedule.account_id });
-          return { id: schedule._id };
-        });
-        return respondNoContent(ctx);
-      },
-    },
+    ...crudActions(
+      scheduledTasks,
+      {
+        async creating(ctx, fields) {
+          const schedule = { timezone: DEFAULT_TIMEZONE, enabled: true, ...(await this.checkSchedule(ctx, fields)) } as ScheduledTaskRecord;
+          return { ...schedule, next_run_at: nextRunAt(schedule, new Date()) };
+        },
+        async apply(ctx, schedule, changes) {
+          schedule.set(await this.checkSchedule(ctx, changes));
+          // A new expression, zone or switch starts counting from now; other edits keep the pending occurrence.
+          if (schedule.isModified("schedule") || schedule.isModified("timezone") || schedule.isModified("enabled")) {
+            schedule.next_run_at = nextRunAt(schedule, new Date());
+          }
+        },
+      } satisfies CrudHooks<Methods, ScheduledTaskRecord>,
+      "scheduled",
+    ),
   },
 
   methods: {
@@ -357,16 +297,12 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       };
     },
 
-    findSchedule(ctx, id) {
-      return this.findOwned(ctx, this.models.schedules, id, "Scheduled task");
-    },
-
     /** The given schedule fields, checked: cron, time zone and the template's team and agent (one 422 for all). */
     async checkSchedule(ctx, params) {
       const { fields, problems } = timingFields(params);
       if (params.task_template) problems.push(...(await assigneeProblems(this.db, this.accountOf(ctx), params.task_template, "task_template.")));
       if (problems.length) throw ERRORS.validation(problems);
-      return { ...pickDefined(params, SCHEDULED_TASK_KEYS), ...fields };
+      return { ...scheduledTasks.pick(params, "update"), ...fields };
     },
   },
 };

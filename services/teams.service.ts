@@ -1,55 +1,31 @@
 import type { Connection, HydratedDocument, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
 import { ERRORS, type FieldProblem } from "../lib/errors";
-import { freeJsonRule } from "../lib/free-json";
-import { identifierRule, isIdRef } from "../lib/ids";
+import { isIdRef } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { namedSort, paginationParams, sortParams, toPage } from "../lib/pagination";
-import { respondCreated, respondNoContent } from "../lib/responses";
+import { crudActions, ruleResponse, type CrudHooks } from "../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { changeOf, type ChangeEvent } from "../lib/events";
+import type { ChangeEvent } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
-import { nextId } from "../lib/ids";
-import { toolModel } from "./tools/model";
-import { traitModel } from "./traits/model";
+import { toolEventData } from "./tools/store";
+import { traitEventData } from "./traits/store";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
 import { loadConfig } from "../lib/config";
-import { agentModel, type AgentRecord } from "./agents/model";
 import { renderAgents } from "./agents/render";
+import { accountAgents, agentEventData } from "./agents/store";
 import { teamModel, type TeamAccessLevel, type TeamRecord } from "./teams/model";
+import { teams } from "./teams/resource";
+import { documentSchema } from "./teams/config-schema";
 import { pullDocument, pushDocument } from "./teams/push";
-import { passwordProblem, readDecision, TEAM_ACCESS_VALUES } from "./teams/rules";
+import { passwordProblem, readDecision } from "./teams/rules";
+import { crossAccount } from "../lib/tenancy-guard";
 
 const config = loadConfig();
-const SORT_FIELDS = ["updated_at", "created_at", "name"] as const;
-
-const teamFields = {
-  name: { type: "string", min: 1, max: 255, trim: true },
-  identifier: identifierRule,
-  description: { type: "string", max: 10_000, optional: true, nullable: true },
-  access_level: { type: "enum", values: TEAM_ACCESS_VALUES, optional: true },
-  // Length is checked by the handler: the interface answers 400, not 422, for a bad team password.
-  access_password: { type: "string", max: 128, optional: true },
-  image_url: { type: "string", max: 2048, optional: true, nullable: true },
-  configuration: freeJsonRule({ type: "object", optional: true }),
-  agent_ids: { type: "array", max: 200, optional: true, items: { type: "number", integer: true, positive: true } },
-} as const;
-
-const teamRefParam = { team_id_or_identifier: { type: "string", min: 1, max: 100 } } as const;
 const pullParam = { identifier: { type: "string", min: 1, max: 100 } } as const;
 
-type TeamParams = {
-  name?: string;
-  identifier?: string;
-  description?: string | null;
-  access_level?: string;
-  access_password?: string;
-  image_url?: string | null;
-  configuration?: Record<string, unknown>;
-  agent_ids?: number[];
-};
+type TeamParams = typeof teams.types.update;
 type TeamDoc = HydratedDocument<TeamRecord>;
 
 interface Methods extends TenancyMethods, EventsMethods {
@@ -59,7 +35,7 @@ interface Methods extends TenancyMethods, EventsMethods {
 }
 interface Vars {
   db: Connection;
-  models: { teams: Model<TeamRecord>; agents: Model<AgentRecord>; failures: ReturnType<typeof failureCounterModel> };
+  models: { teams: Model<TeamRecord>; failures: ReturnType<typeof failureCounterModel> };
   throttle: FailureThrottle;
 }
 
@@ -71,9 +47,9 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       // Push writes agents, tools and traits too: their events are recorded (and, after a crash, settled) here.
       records: {
         teams: function (this: Methods, team) { return this.render(team as unknown as TeamRecord); },
-        agents: async function (this: Vars, agent) { return (await renderAgents(this.db, agent.account_id as number, [agent as unknown as AgentRecord]))[0]!; },
-        tools: function (this: Vars, tool) { return toolModel(this.db).hydrate(tool).toJSON(); },
-        traits: function (this: Vars, trait) { return traitModel(this.db).hydrate(trait).toJSON(); },
+        agents: function (this: Vars, agent) { return agentEventData(this.db, agent); },
+        tools: function (this: Vars, tool) { return toolEventData(this.db, tool); },
+        traits: function (this: Vars, trait) { return traitEventData(this.db, trait); },
       },
       consumer: {
         group: "teams",
@@ -84,42 +60,27 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         },
       },
     }),
-    MongoMixin((db) => ({ teams: teamModel(db), agents: agentModel(db), failures: failureCounterModel(db) })),
+    MongoMixin((db) => ({ teams: teamModel(db), failures: failureCounterModel(db) })),
     TenancyMixin,
   ],
   settings: { rest: "/" },
 
   actions: {
-    list: {
-      rest: "GET /teams",
-      params: { ...sortParams(SORT_FIELDS), ...paginationParams({ max: 200, def: 50 }) },
-      async handler(ctx: Ctx<{ sort_by: string; sort_order: "asc" | "desc"; skip: number; limit: number }>) {
-        const { skip, limit, sort_by, sort_order } = ctx.params;
-        const sort = namedSort(sort_by, sort_order);
-        const { rows, total } = await this.listOwned(ctx, this.models.teams, {}, { skip, limit, sort });
-        return toPage(await Promise.all(rows.map((t) => this.render(t))), total, skip, limit);
+    ...crudActions(teams, {
+      actions: ["list", "create", "update", "remove"],
+      draft: (fields) => ({ name: fields.name }),
+      apply(ctx, team, fields) {
+        return this.applyTeamFields(ctx, team, fields);
       },
-    },
-
-    create: {
-      rest: "POST /teams",
-      params: teamFields,
-      async handler(ctx: Ctx<TeamParams & { name: string }>) {
-        const draft = new this.models.teams({ name: ctx.params.name });
-        await this.applyTeamFields(ctx, draft, ctx.params);
-        const { _id, account_id, identifier, created_at, updated_at, ...fields } = draft.toObject();
-        const id = await nextId(this.db, "teams");
-        const body = await this.recordChange(changeOf("team.created", "teams", { _id: id, account_id: this.accountOf(ctx) }), async () => {
-          const naming = { name: ctx.params.name, identifier: ctx.params.identifier, label: "Team" };
-          return this.render(await this.createIdentified(ctx, this.models.teams, { ...fields, _id: id }, naming));
-        });
-        return respondCreated(ctx, `/api/v1/teams/${id}`, body);
+      render(_ctx, docs) {
+        return Promise.all(docs.map((team) => this.render(team)));
       },
-    },
+    } satisfies CrudHooks<Methods & Vars, TeamRecord>),
 
     /** Push: create or update a whole team from a configuration document. */
     push: {
       rest: ["POST /teams/config", "POST /teams/push"],
+      response: teams.view.one(),
       async handler(ctx: Ctx<unknown>) {
         if (ctx.meta.authType === "master") throw ERRORS.forbidden("Master API keys cannot push teams; use an account API key or a user token");
         const { team, changes } = await pushDocument(this.db, this.accountOf(ctx), ctx.params);
@@ -131,51 +92,28 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     pull: {
       rest: ["GET /teams/:identifier/config", "GET /teams/:identifier/pull"],
       params: pullParam,
+      response: ruleResponse("TeamConfiguration", documentSchema),
       async handler(ctx: Ctx<{ identifier: string }>) {
         const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.identifier, "Team");
         return pullDocument(this.db, team.toObject());
       },
     },
 
+    /** Reads also serve other accounts' public and password-protected teams (readableTeam). */
     get: {
       rest: "GET /teams/:team_id_or_identifier",
       auth: "optional",
-      params: teamRefParam,
+      params: teams.idParams,
+      response: teams.view.one(),
       async handler(ctx: Ctx<{ team_id_or_identifier: string }>) {
         return this.render(await this.readableTeam(ctx, ctx.params.team_id_or_identifier));
-      },
-    },
-
-    update: {
-      rest: ["PUT /teams/:team_id_or_identifier", "PATCH /teams/:team_id_or_identifier"],
-      params: { ...teamRefParam, ...teamFields, name: { ...teamFields.name, optional: true } },
-      async handler(ctx: Ctx<TeamParams & { team_id_or_identifier: string }>) {
-        const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.team_id_or_identifier, "Team");
-        await this.applyTeamFields(ctx, team, ctx.params);
-        return this.recordChange(changeOf("team.updated", "teams", team), async () => {
-          await this.saveIdentified(team, "Team");
-          return this.render(team);
-        });
-      },
-    },
-
-    remove: {
-      rest: "DELETE /teams/:team_id_or_identifier",
-      params: teamRefParam,
-      async handler(ctx: Ctx<{ team_id_or_identifier: string }>) {
-        const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.team_id_or_identifier, "Team");
-        await this.recordChange(changeOf("team.deleted", "teams", team), async () => {
-          await this.models.teams.deleteOne({ _id: team._id, account_id: team.account_id });
-          return { id: team._id };
-        });
-        return respondNoContent(ctx);
       },
     },
   },
 
   methods: {
     async render(team: TeamRecord) {
-      const agents = await this.models.agents.find({ _id: { $in: team.agent_ids }, account_id: team.account_id }).lean<AgentRecord[]>();
+      const agents = await accountAgents(this.db, team.account_id, team.agent_ids);
       const ordered = team.agent_ids.flatMap((id) => agents.filter((a) => a._id === id));
       const doc = team instanceof this.models.teams ? (team as TeamDoc) : this.models.teams.hydrate(team);
       const json = doc.toJSON();
@@ -196,7 +134,7 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       else if (password !== undefined) team.access_password_hash = await hashPassword(password);
       if (params.agent_ids) {
         const accountId = this.accountOf(ctx);
-        const found = await this.models.agents.find({ _id: { $in: params.agent_ids }, account_id: accountId }, { _id: 1 }).lean();
+        const found = await accountAgents(this.db, accountId, params.agent_ids);
         const known = new Set(found.map((a) => a._id));
         const problems: FieldProblem[] = params.agent_ids.flatMap((id, i) =>
           known.has(id) ? [] : [{ field: `agent_ids[${i}]`, message: `No agent ${id} in this account`, type: "reference" }],
@@ -215,11 +153,11 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const accountId = ctx.meta.accountId;
       const shared = { access_level: { $in: ["PUBLIC", "PASSWORD_PROTECTED"] as TeamAccessLevel[] } };
       let team: TeamRecord | null;
-      if (isIdRef(ref)) team = await this.models.teams.findById(Number(ref)).lean<TeamRecord>();
+      if (isIdRef(ref)) team = await crossAccount("public team read by global id; access is decided next", this.models.teams.findById(Number(ref))).lean<TeamRecord>();
       else {
         team =
           (accountId !== undefined ? await this.models.teams.findOne({ account_id: accountId, identifier: ref }).lean<TeamRecord>() : null) ??
-          (await this.models.teams.findOne({ identifier: ref, ...shared }).sort({ _id: 1 }).lean<TeamRecord>());
+          (await crossAccount("public team read by identifier", this.models.teams.findOne({ identifier: ref, ...shared })).sort({ _id: 1 }).lean<TeamRecord>());
       }
       if (!team) throw ERRORS.notFound("Team", ref);
       const password = ctx.meta.headers?.["x-access-password"];

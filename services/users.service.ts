@@ -13,10 +13,12 @@ import { signToken, verifyToken } from "../lib/auth/jwt";
 import { SESSION_CHANGED_EVENT } from "../lib/auth/identity";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
 import { publishOutbox, sweepOutbox } from "../lib/outbox";
-import { USER_ROLES, type UserRole } from "../lib/meta";
+import type { UserRole } from "../lib/meta";
 import { eventIdFor } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { userModel, type UserRecord } from "./users/model";
+import { Token, UserAuditEntry, UserCreated, userFields, UserPublic } from "./users/resource";
+import { NO_CONTENT, plainResponse } from "../lib/resource";
 import { auditEntry, userAuditModel, type UserAuditAction, type UserAuditRecord } from "./users/audit";
 import {
   actorOf,
@@ -29,6 +31,7 @@ import {
   verificationLink,
   type UserActor,
 } from "./users/rules";
+import { crossAccount } from "../lib/tenancy-guard";
 
 const config = loadConfig();
 /** Verification links stay valid for two days. */
@@ -39,19 +42,12 @@ const OUTBOX_SWEEP_INTERVAL_MS = 15_000;
 /** Compared against when the email is unknown, so a miss costs the same time as a wrong password. */
 const DUMMY_PASSWORD_HASH = hashPassword("not-a-real-password");
 
-const userFields = {
-  email: { type: "email", max: 254 },
-  full_name: { type: "string", max: 255, optional: true, nullable: true },
-  locale: { type: "string", max: 35, optional: true, nullable: true },
-} as const;
+const userParams = { email: userFields.email.write, full_name: userFields.full_name.write, locale: userFields.locale.write } as const;
 
 const userIdParam = { user_id: { type: "number", integer: true, positive: true, convert: true } } as const;
 const passwordParam = { type: "string", min: 8, max: 128 } as const;
 /** Account management fields of a UserUpdate: only owners and admins change them, never on themselves. */
-const managedFields = {
-  role: { type: "enum", values: [...USER_ROLES], optional: true },
-  is_active: { type: "boolean", optional: true },
-} as const;
+const managedFields = { role: userFields.role.write, is_active: userFields.is_active.write } as const;
 
 /**
  * In the last third of a cached read's lifetime one caller refreshes it while the others still get the cached
@@ -91,7 +87,8 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     create: {
       rest: "POST /users",
       auth: "optional",
-      params: { ...userFields, password: passwordParam, role: { ...managedFields.role } },
+      params: { ...userParams, password: passwordParam, role: { ...managedFields.role } },
+      response: UserCreated.one(201),
       async handler(ctx: Ctx<{ email: string; password: string; full_name?: string | null; role?: UserRole }>) {
         const { users } = this.models;
         const joining = typeof ctx.meta.accountId === "number";
@@ -138,11 +135,12 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       rest: "POST /login/access-token",
       auth: "none",
       params: { email: { type: "email", max: 254 }, password: { type: "string", min: 1, max: 128 } },
+      response: Token.one(),
       async handler(ctx: Ctx<{ email: string; password: string }>) {
         const email = normalizeEmail(ctx.params.email);
         const attempt = attemptKeys(config.throttle, `login:${email}`, ctx.meta.clientIp);
         await this.throttle.check(attempt);
-        const user = await this.models.users.findOne({ email });
+        const user = await crossAccount("login by email", this.models.users.findOne({ email }));
         const ok = await verifyPassword(ctx.params.password, user?.password_hash ?? (await DUMMY_PASSWORD_HASH));
         if (!user || !ok) {
           await this.throttle.fail(attempt);
@@ -158,6 +156,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       rest: "GET /users/verify-email",
       auth: "none",
       params: { token: { type: "string", min: 1, max: 4096 } },
+      response: plainResponse({ message: { type: "string" } }),
       async handler(ctx: Ctx<{ token: string }>) {
         const claims = await verifyToken(config.jwt, ctx.params.token, "verify-email");
         if (!claims) throw ERRORS.badRequest("Invalid or expired verification link");
@@ -171,6 +170,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     list: {
       rest: "GET /users",
       params: paginationParams({ max: 1000, def: 100 }),
+      response: UserPublic.array(),
       async handler(ctx: Ctx<{ skip: number; limit: number }>) {
         const { rows } = await this.listOwned(ctx, this.models.users, {}, { ...ctx.params, sort: { _id: 1 } });
         return rows.map((u) => u.toJSON());
@@ -181,6 +181,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       rest: "GET /users/me",
       // Every authenticated client reads this; cached per caller, cleared on every user write (forgetCachedReads).
       cache: { keys: ["#accountId", "#userId"], lock: HOT_READ_LOCK },
+      response: UserPublic.one(),
       async handler(ctx: Ctx) {
         return (await this.findOwned(ctx, this.models.users, this.requireSelf(ctx), "User")).toJSON();
       },
@@ -188,7 +189,8 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     updateMe: {
       rest: "PUT /users/me",
-      params: { ...userFields, email: { ...userFields.email, optional: true } },
+      params: { ...userParams, email: { ...userParams.email, optional: true } },
+      response: UserPublic.one(),
       handler(ctx: Ctx<Record<string, unknown>>) {
         return this.applyUpdate(ctx, this.requireSelf(ctx), ctx.params);
       },
@@ -198,6 +200,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       rest: "GET /users/:user_id",
       params: userIdParam,
       cache: { keys: ["#accountId", "user_id"], lock: HOT_READ_LOCK },
+      response: UserPublic.one(),
       async handler(ctx: Ctx<{ user_id: number }>) {
         return (await this.findOwned(ctx, this.models.users, ctx.params.user_id, "User")).toJSON();
       },
@@ -207,6 +210,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     changePassword: {
       rest: "PUT /users/me/password",
       params: { current_password: { type: "string", min: 1, max: 128 }, new_password: passwordParam },
+      response: Token.one(),
       async handler(ctx: Ctx<{ current_password: string; new_password: string }>) {
         const user = await this.findOwned(ctx, this.models.users, this.requireSelf(ctx), "User");
         if (!(await verifyPassword(ctx.params.current_password, user.password_hash))) {
@@ -225,6 +229,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     auditLog: {
       rest: "GET /users/audit-log",
       params: { ...paginationParams({ max: 1000, def: 100 }), user_id: { ...userIdParam.user_id, optional: true } },
+      response: UserAuditEntry.page(),
       async handler(ctx: Ctx<{ skip: number; limit: number; user_id?: number }>) {
         const accountId = this.accountOf(ctx);
         if (!managesUsers(actorOf(ctx.meta))) throw ERRORS.forbidden("Only account owners and admins can read the audit log");
@@ -247,8 +252,8 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: userIdParam,
       cache: { keys: ["user_id"], lock: HOT_READ_LOCK },
       async handler(ctx: Ctx<{ user_id: number }>) {
-        const user = await this.models.users
-          .findById(ctx.params.user_id, { account_id: 1, role: 1, token_version: 1, is_active: 1 })
+        const user = await crossAccount("the session of a token's user, by global id", this.models.users
+          .findById(ctx.params.user_id, { account_id: 1, role: 1, token_version: 1, is_active: 1 }))
           .lean<Pick<UserRecord, "account_id" | "role" | "token_version" | "is_active">>();
         if (!user) return null;
         return { account_id: user.account_id, role: user.role ?? "member", token_version: user.token_version ?? 0, is_active: user.is_active !== false };
@@ -257,7 +262,8 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     update: {
       rest: "PUT /users/:user_id",
-      params: { ...userIdParam, ...userFields, email: { ...userFields.email, optional: true }, ...managedFields },
+      params: { ...userIdParam, ...userParams, email: { ...userParams.email, optional: true }, ...managedFields },
+      response: UserPublic.one(),
       handler(ctx: Ctx<{ user_id: number } & Record<string, unknown>>) {
         return this.applyUpdate(ctx, ctx.params.user_id, ctx.params);
       },
@@ -266,6 +272,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     remove: {
       rest: "DELETE /users/:user_id",
       params: userIdParam,
+      response: NO_CONTENT,
       async handler(ctx: Ctx<{ user_id: number }>) {
         if (ctx.params.user_id !== ctx.meta.userId) throw ERRORS.forbidden("Users can only delete themselves");
         const user = await this.findOwned(ctx, this.models.users, ctx.params.user_id, "User");

@@ -4,7 +4,7 @@ import { ERRORS } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams, toPage } from "../lib/pagination";
-import { respondCreated, respondNoContent } from "../lib/responses";
+import { crudActions, defineResource, defineView, plainResponse } from "../lib/resource";
 import { openSecret, sealSecret } from "../lib/secrets";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import type { ChangeEvent } from "../lib/events";
@@ -16,38 +16,65 @@ import { attemptResult, MAX_URL_LENGTH, signingSecrets, urlProblem, WEBHOOK_EVEN
 import { postDelivery } from "./webhooks/send";
 import { newSecret, sign } from "./webhooks/signature";
 
-const subscriptionFields = {
-  url: { type: "string", min: 1, max: MAX_URL_LENGTH, trim: true },
-  description: { type: "string", max: 10_000, optional: true, nullable: true },
-  event_types: {
-    type: "array",
-    max: WEBHOOK_EVENT_TYPES.length,
-    optional: true,
-    items: {
-      type: "enum",
-      values: [...WEBHOOK_EVENT_TYPES],
-      messages: { enumValue: "The '{field}' field must be one of the event types {expected}." },
+/** Webhook subscriptions; the signing secret is never in a subscription's response (see the secret actions). */
+export const subscriptions = defineResource({
+  name: "WebhookSubscription",
+  collection: "webhook_subscriptions",
+  model: subscriptionModel,
+  path: "/webhook-subscriptions",
+  idParam: "id",
+  fields: {
+    url: { write: { type: "string", min: 1, max: MAX_URL_LENGTH, trim: true } },
+    description: { write: { type: "string", max: 10_000, optional: true, nullable: true } },
+    event_types: {
+      write: {
+        type: "array",
+        max: WEBHOOK_EVENT_TYPES.length,
+        optional: true,
+        items: {
+          type: "enum",
+          values: WEBHOOK_EVENT_TYPES,
+          messages: { enumValue: "The '{field}' field must be one of the event types {expected}." },
+        },
+      },
+      read: { type: "array", items: { type: "string" } },
     },
+    enabled: { write: { type: "boolean", optional: true } },
+    disabled_reason: { read: { type: "string", nullable: true } },
   },
-  enabled: { type: "boolean", optional: true },
-} as const;
+  list: { limits: { max: 200, def: 50 }, sort: { created_at: -1, _id: -1 } },
+});
 
-const idParam = { id: { type: "number", integer: true, positive: true, convert: true } } as const;
+const nullable = <T extends string>(type: T) => ({ type, nullable: true }) as const;
+const Delivery = defineView("WebhookDelivery", {
+  id: { read: { type: "string" } },
+  subscription_id: { read: { type: "number", integer: true } },
+  account_id: { read: { type: "number", integer: true } },
+  type: { read: { type: "string" } },
+  attempts: { read: { type: "number", integer: true } },
+  next_attempt_at: { read: { type: "date" } },
+  status: { read: { type: "enum", values: DELIVERY_STATUSES } },
+  last_status: { read: { type: "number", integer: true, nullable: true } },
+  last_error: { read: nullable("string") },
+  delivered_at: { read: nullable("date") },
+  created_at: { read: { type: "date" } },
+  updated_at: { read: { type: "date" } },
+});
+
+const idParam = subscriptions.idParams;
 /** Finished deliveries are pruned at most this often. */
 const PRUNE_EVERY_MS = 3_600_000;
 
-type SubscriptionParams = { url?: string; description?: string | null; event_types?: string[]; enabled?: boolean };
 type SubscriptionDoc = HydratedDocument<WebhookSubscriptionRecord>;
 
-/** Keeps only the fields a client may set (extra body keys never reach the database) and checks the URL. */
-function pickSubscriptionFields(params: SubscriptionParams): Partial<WebhookSubscriptionRecord> {
-  const problem = params.url === undefined ? null : urlProblem(params.url);
+/** The picked fields as stored: the URL checked, event types de-duplicated, a re-enable clearing why it stopped. */
+function subscriptionChanges(fields: typeof subscriptions.types.update): Partial<WebhookSubscriptionRecord> {
+  const problem = fields.url === undefined ? null : urlProblem(fields.url);
   if (problem) throw ERRORS.validation([problem]);
-  const out: Partial<WebhookSubscriptionRecord> = {};
-  if (params.url !== undefined) out.url = params.url;
-  if (params.description !== undefined) out.description = params.description;
-  if (params.event_types !== undefined) out.event_types = [...new Set(params.event_types)];
-  if (params.enabled !== undefined) Object.assign(out, { enabled: params.enabled, disabled_reason: null });
+  const { event_types, ...rest } = fields;
+  const out: Partial<WebhookSubscriptionRecord> = rest;
+  if (event_types !== undefined) out.event_types = [...new Set(event_types)];
+  if (fields.enabled !== undefined) out.disabled_reason = null;
   return out;
 }
 
@@ -87,64 +114,20 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   settings: { rest: "/" },
 
   actions: {
-    list: {
-      rest: "GET /webhook-subscriptions",
-      params: paginationParams({ max: 200, def: 50 }),
-      async handler(ctx: Ctx<{ skip: number; limit: number }>) {
-        const { skip, limit } = ctx.params;
-        const { rows, total } = await this.listOwned(ctx, this.models.subscriptions, {}, { skip, limit, sort: { created_at: -1, _id: -1 } });
-        return toPage(rows.map((s) => s.toJSON()), total, skip, limit);
-      },
-    },
-
-    create: {
-      rest: "POST /webhook-subscriptions",
-      params: subscriptionFields,
-      async handler(ctx: Ctx<SubscriptionParams & { url: string }>) {
-        const fields = { ...pickSubscriptionFields(ctx.params), secret_sealed: sealSecret(newSecret()) };
-        const subscription = await this.createOwned(ctx, this.models.subscriptions, fields);
-        return respondCreated(ctx, `/api/v1/webhook-subscriptions/${subscription._id}`, subscription.toJSON());
-      },
-    },
-
-    get: {
-      rest: "GET /webhook-subscriptions/:id",
-      params: idParam,
-      async handler(ctx: Ctx<{ id: number }>) {
-        return (await this.findSubscription(ctx, ctx.params.id)).toJSON();
-      },
-    },
-
-    update: {
-      rest: ["PUT /webhook-subscriptions/:id", "PATCH /webhook-subscriptions/:id"],
-      params: {
-        ...idParam,
-        ...Object.fromEntries(Object.entries(subscriptionFields).map(([k, rule]) => [k, { ...rule, optional: true }])),
-      },
-      async handler(ctx: Ctx<SubscriptionParams & { id: number }>) {
-        const subscription = await this.findSubscription(ctx, ctx.params.id);
-        subscription.set(pickSubscriptionFields(ctx.params));
-        await subscription.save();
-        return subscription.toJSON();
-      },
-    },
-
-    remove: {
-      rest: "DELETE /webhook-subscriptions/:id",
-      params: idParam,
-      async handler(ctx: Ctx<{ id: number }>) {
-        const subscription = await this.findSubscription(ctx, ctx.params.id);
-        await this.models.subscriptions.deleteOne({ _id: subscription._id, account_id: subscription.account_id });
-        // Its queued deliveries would fail anyway; the history goes with the subscription.
+    ...crudActions(subscriptions, {
+      creating: (_ctx, fields) => ({ ...subscriptionChanges(fields), secret_sealed: sealSecret(newSecret()) }),
+      updating: (_ctx, _doc, changes) => subscriptionChanges(changes),
+      // Its queued deliveries would fail anyway; the history goes with the subscription.
+      async removed(this: Vars, _ctx, subscription) {
         await this.models.deliveries.deleteMany({ account_id: subscription.account_id, subscription_id: subscription._id });
-        return respondNoContent(ctx);
       },
-    },
+    }),
 
     /** The only way to read a signing secret (the interface's GET .../{id}/secret). */
     secret: {
       rest: "GET /webhook-subscriptions/:id/secret",
       params: idParam,
+      response: plainResponse({ secret: { type: "string" } }),
       async handler(ctx: Ctx<{ id: number }>) {
         return { secret: openSecret((await this.findSubscription(ctx, ctx.params.id)).secret_sealed) };
       },
@@ -154,6 +137,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     rotateSecret: {
       rest: "POST /webhook-subscriptions/:id/secret/rotate",
       params: idParam,
+      response: plainResponse({ secret: { type: "string" }, previous_secret_expires_at: nullable("date") }),
       async handler(ctx: Ctx<{ id: number }>) {
         const subscription = await this.findSubscription(ctx, ctx.params.id);
         const overlapMs = this.config.rotationOverlapSeconds * 1000;
@@ -172,6 +156,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     deliveries: {
       rest: "GET /webhook-subscriptions/:id/deliveries",
       params: { ...idParam, ...paginationParams({ max: 200, def: 50 }), status: { type: "enum", values: [...DELIVERY_STATUSES], optional: true } },
+      response: Delivery.page(),
       async handler(ctx: Ctx<{ id: number; skip: number; limit: number; status?: DeliveryStatus }>) {
         const { id, skip, limit, status } = ctx.params;
         const subscription = await this.findSubscription(ctx, id);

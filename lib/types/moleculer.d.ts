@@ -1,8 +1,10 @@
 import type { AuthRequirement } from "../meta";
+import type { ResponseDecl } from "../resource";
 
-/** Action schema field the gateway's authorize step reads: who may call the action over HTTP. */
+/** Action schema fields the gateway reads: who may call the action over HTTP, and how it answers (OpenAPI). */
 declare module "moleculer" {
   interface ActionSchema {
     auth?: AuthRequirement;
+    response?: ResponseDecl;
   }
 }

@@ -2,6 +2,7 @@ import type { Connection } from "mongoose";
 import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
 import type { FieldProblem } from "../../lib/errors";
 import { isIdRef } from "../../lib/ids";
+import { tenantFilter } from "../../lib/tenancy-guard";
 
 /** What an agent can be associated with, and the collection each lives in. */
 const COLLECTIONS = { traits: "traits", tools: "tools", knowledge_sources: KNOWLEDGE_SOURCES_COLLECTION } as const;
@@ -24,7 +25,7 @@ export async function resolveRefs(
   const identifiers = refs.filter((r) => !isIdRef(r)).map(String);
   const found = await db
     .collection<{ _id: number; identifier: string }>(COLLECTIONS[kind])
-    .find({ account_id: accountId, $or: [{ _id: { $in: ids } }, { identifier: { $in: identifiers } }] }, { projection: { identifier: 1 } })
+    .find(tenantFilter(COLLECTIONS[kind], { account_id: accountId, $or: [{ _id: { $in: ids } }, { identifier: { $in: identifiers } }] }), { projection: { identifier: 1 } })
     .toArray();
   const byRef = new Map<string, number>();
   for (const row of found) {

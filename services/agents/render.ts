@@ -4,6 +4,7 @@ import { toolModel } from "../tools/model";
 import { traitModel } from "../traits/model";
 import type { AgentRecord } from "./model";
 import { publicPublication } from "./rules";
+import { tenantFilter } from "../../lib/tenancy-guard";
 
 type Ref = { id: number; identifier: string; name: string };
 
@@ -25,7 +26,7 @@ export async function renderAgents(db: Connection, accountId: number, agents: Ag
     byId(traitIds, () => traitModel(db).find(scope(traitIds)).lean<{ _id: number; identifier: string; name: string; category: string }[]>()),
     byId(toolIds, () => toolModel(db).find(scope(toolIds)).lean<{ _id: number; identifier: string; name: string; tool_type: string }[]>()),
     byId(sourceIds, () =>
-      db.collection(KNOWLEDGE_SOURCES_COLLECTION).find(scope(sourceIds) as never, { projection: { identifier: 1, name: 1 } })
+      db.collection(KNOWLEDGE_SOURCES_COLLECTION).find(tenantFilter(KNOWLEDGE_SOURCES_COLLECTION, scope(sourceIds)) as never, { projection: { identifier: 1, name: 1 } })
         .toArray() as unknown as Promise<{ _id: number; identifier: string; name: string }[]>),
   ]);
   const refs = <T extends { _id: number; identifier: string; name: string }>(list: number[], found: Map<number, T>, extra: (r: T) => object) =>

@@ -1,5 +1,7 @@
 import { freeJsonRule, type FreeJsonErrors } from "../../lib/free-json";
 import { paginationParams } from "../../lib/pagination";
+import { defineResource } from "../../lib/resource";
+import { entityModel } from "./model";
 import { ENTITY_STATUSES, MESSAGE_ROLES } from "./types";
 
 const positiveId = { type: "number", integer: true, positive: true, convert: true } as const;
@@ -27,7 +29,6 @@ export const statsParams = {
   group_by_agent: flag,
 } as const;
 
-export const entityIdParam = { entity_id: positiveId } as const;
 
 const MAX_ATTRIBUTE_NAME = 100;
 
@@ -68,42 +69,57 @@ const provenanceRule = freeJsonRule({
   },
 } as const);
 
-/** What a recorded collected data record carries (POST /entities and entities.record). */
-export const recordFields = {
-  agent_id: { type: "number", integer: true, positive: true },
-  template_id: { type: "number", integer: true, positive: true, optional: true, nullable: true },
-  entity_type_name: { type: "string", min: 1, max: 255, trim: true },
-  entity_type_icon: text(100),
-  status: { ...status, optional: true },
-  attributes: attributesRule,
-  confidence_score: { type: "number", min: 0, max: 1, optional: true, nullable: true },
-  display_name: text(255),
-  contact_email: text(320),
-  contact_phone: text(50),
-  display_summary: text(2000),
-  session_channel: text(50),
-  session_id: { type: "string", min: 1, max: 255, optional: true, nullable: true },
-  provenance: provenanceRule,
-} as const;
-export const RECORD_KEYS = Object.keys(recordFields) as (keyof typeof recordFields)[];
+const nullableInt = { type: "number", integer: true, nullable: true } as const;
+
+/**
+ * Collected data records. Recording (POST /entities, entities.record) sets the extraction facts; a reviewer
+ * changes only the status and the curated values. A record's detail adds where each attribute came from and
+ * the conversation around it (render.ts).
+ */
+export const entities = defineResource({
+  name: "EntityDetail",
+  label: "Collected data record",
+  collection: "entities",
+  model: entityModel,
+  path: "/entities",
+  idParam: "entity_id",
+  event: "entity",
+  fields: {
+    agent_id: { write: { type: "number", integer: true, positive: true }, on: "create" },
+    agent_name: { read: { type: "string" } },
+    template_id: { write: { type: "number", integer: true, positive: true, optional: true, nullable: true }, on: "create" },
+    entity_type_name: { write: { type: "string", min: 1, max: 255, trim: true }, on: "create" },
+    entity_type_icon: { write: text(100), on: "create" },
+    status: { write: { ...status, optional: true }, read: status },
+    attributes: { write: attributesRule, read: { type: "object" } },
+    confidence_score: { write: { type: "number", min: 0, max: 1, optional: true, nullable: true }, on: "create" },
+    display_name: { write: text(255) },
+    contact_email: { write: text(320) },
+    contact_phone: { write: text(50) },
+    display_summary: { write: text(2000) },
+    session_channel: { write: text(50), on: "create" },
+    session_id: { write: { type: "string", min: 1, max: 255, optional: true, nullable: true }, on: "create" },
+    provenance: {
+      write: provenanceRule,
+      on: "create",
+      read: { type: "record", nullable: true, value: { type: "object", props: { message_id: nullableInt, quote: { type: "string" } } } },
+    },
+    session_excerpt: {
+      read: {
+        type: "array",
+        nullable: true,
+        items: { type: "object", props: { id: { type: "number", integer: true }, role: { type: "enum", values: ["user", "assistant"] }, text: { type: "string" }, created_at: { type: "date" } } },
+      },
+    },
+  },
+  list: { limits: { max: 200, def: 50 }, sort: { created_at: -1, _id: -1 } },
+});
 
 /** Internal callers (imports, the agent runtime) may also date the record. */
 export const internalRecordFields = {
-  ...recordFields,
+  ...entities.createParams,
   created_at: { type: "date", convert: true, optional: true },
 } as const;
-
-/** What a reviewer may change: the status and the curated values; extraction facts stay as recorded. */
-export const updateFields = {
-  ...entityIdParam,
-  status: { ...status, optional: true },
-  attributes: attributesRule,
-  display_name: text(255),
-  contact_email: text(320),
-  contact_phone: text(50),
-  display_summary: text(2000),
-} as const;
-export const UPDATE_KEYS = ["status", "attributes", "display_name", "contact_email", "contact_phone", "display_summary"] as const;
 
 export const sessionMessagesParams = {
   session_id: { type: "string", min: 1, max: 255 },

@@ -166,10 +166,3 @@ export function deletionPreview(count: number) {
     confirm_instruction: "Repeat the call with the same entity_ids and confirmed=true to delete them.",
   };
 }
-
-/** The params a client may set, and nothing else, so unknown body keys never reach the database. */
-export function pickFields<K extends string>(params: Record<string, unknown>, keys: readonly K[]): Partial<Record<K, unknown>> {
-  const out: Partial<Record<K, unknown>> = {};
-  for (const key of keys) if (params[key] !== undefined) out[key] = params[key];
-  return out;
-}

@@ -4,6 +4,9 @@
  * are the same schemas that validate requests. Nothing is listed by hand, so it cannot drift from the routes.
  */
 
+import { isOptional, objectSchema, ruleToSchema, type JsonSchema } from "../../lib/json-schema";
+import { schemaRef, type ResponseDecl } from "../../lib/resource";
+
 /** Document version of the interface (the spec's "version 1.0.0 of the OpenAPI 3.1.0 format"). */
 export const API_DOCUMENT_VERSION = "1.0.0";
 
@@ -16,99 +19,12 @@ export interface RoutedAction {
   params?: Record<string, unknown>;
   auth?: string;
   description?: string;
+  /** How the action answers, declared beside it (lib/resource.ts). */
+  response?: ResponseDecl;
 }
 
-type JsonSchema = Record<string, unknown>;
-
-/** fastest-validator shorthand ("number|optional") or a rule object, as an object. */
-function ruleObject(rule: unknown): Record<string, unknown> {
-  if (typeof rule === "string") {
-    const [type, ...flags] = rule.split("|");
-    return Object.fromEntries([["type", type], ...flags.map((f) => [f.trim(), true])]);
-  }
-  if (Array.isArray(rule)) return { type: "multi", rules: rule };
-  return (rule ?? { type: "any" }) as Record<string, unknown>;
-}
-
-/** JSON Schema (2020-12, as OpenAPI 3.1 uses) for one fastest-validator rule. */
-export function ruleToSchema(rule: unknown): JsonSchema {
-  const r = ruleObject(rule);
-  let schema: JsonSchema;
-  switch (r.type) {
-    case "number":
-      schema = { type: r.integer ? "integer" : "number" };
-      if (typeof r.min === "number") schema.minimum = r.min;
-      if (typeof r.max === "number") schema.maximum = r.max;
-      if (r.positive) schema.exclusiveMinimum = 0;
-      break;
-    case "string":
-      schema = { type: "string" };
-      if (typeof r.min === "number") schema.minLength = r.min;
-      if (typeof r.max === "number") schema.maxLength = r.max;
-      if (typeof r.length === "number") schema.minLength = schema.maxLength = r.length;
-      if (r.pattern instanceof RegExp) schema.pattern = r.pattern.source;
-      else if (typeof r.pattern === "string") schema.pattern = r.pattern;
-      if (Array.isArray(r.enum)) schema.enum = r.enum;
-      break;
-    case "email":
-      schema = { type: "string", format: "email" };
-      break;
-    case "url":
-      schema = { type: "string", format: "uri" };
-      break;
-    case "uuid":
-      schema = { type: "string", format: "uuid" };
-      break;
-    case "date":
-      schema = { type: "string", format: "date-time" };
-      break;
-    case "boolean":
-      schema = { type: "boolean" };
-      break;
-    case "enum":
-      schema = { enum: r.values };
-      break;
-    case "equal":
-      schema = { const: r.value };
-      break;
-    case "array":
-      schema = { type: "array", ...(r.items ? { items: ruleToSchema(r.items) } : {}) };
-      if (typeof r.min === "number") schema.minItems = r.min;
-      if (typeof r.max === "number") schema.maxItems = r.max;
-      break;
-    case "object":
-      schema = r.props || r.properties ? objectSchema((r.props ?? r.properties) as Record<string, unknown>) : { type: "object" };
-      break;
-    case "multi":
-      schema = { anyOf: (r.rules as unknown[]).map(ruleToSchema) };
-      break;
-    default:
-      schema = {};
-  }
-  if (r.default !== undefined && typeof r.default !== "function") schema.default = r.default;
-  if (r.nullable) schema = typeof schema.type === "string" ? { ...schema, type: [schema.type, "null"] } : { anyOf: [schema, { type: "null" }] };
-  return schema;
-}
-
-function isOptional(rule: unknown): boolean {
-  const r = ruleObject(rule);
-  return Boolean(r.optional) || r.default !== undefined;
-}
-
-/** An object schema from a params map: properties, and required for every rule neither optional nor defaulted. */
-export function objectSchema(params: Record<string, unknown>): JsonSchema {
-  const entries = Object.entries(params).filter(([key]) => !key.startsWith("$"));
-  const required = entries.filter(([, rule]) => !isOptional(rule)).map(([key]) => key);
-  return {
-    type: "object",
-    properties: Object.fromEntries(entries.map(([key, rule]) => [key, ruleToSchema(rule)])),
-    ...(required.length ? { required } : {}),
-  };
-}
-
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const json = (schema: JsonSchema) => ({ "application/json": { schema } });
-const errorResponse = (description: string, schema = ref("ErrorDetail")) => ({ description, content: json(schema) });
+const errorResponse = (description: string, schema = schemaRef("ErrorDetail")) => ({ description, content: json(schema) });
 
 /** Refusals any operation can answer (the gateway's error mapper renders them all). */
 const ERROR_RESPONSES = {
@@ -116,7 +32,7 @@ const ERROR_RESPONSES = {
   "401": errorResponse("Authentication required or invalid"),
   "403": errorResponse("Another account's record, or not permitted"),
   "404": errorResponse("Not found"),
-  "422": errorResponse("Validation error", ref("HTTPValidationError")),
+  "422": errorResponse("Validation error", schemaRef("HTTPValidationError")),
   // Answered by Node's HTTP parser itself, before the gateway: no body.
   "431": { description: "Request headers too large" },
   "429": { ...errorResponse("Too many failed attempts"), headers: { "Retry-After": { description: "Seconds to wait", schema: { type: "integer" } } } },
@@ -128,147 +44,18 @@ const BODY_ERROR_RESPONSES = {
   "415": errorResponse("Unsupported Content-Encoding"),
 };
 
-const RECORD_FIELDS = {
-  id: { type: ["integer", "string"] },
-  created_at: { type: "string", format: "date-time" },
-  updated_at: { type: "string", format: "date-time" },
-};
-const nullable = (type: string, extra: JsonSchema = {}) => ({ type: [type, "null"], ...extra });
-const pageOf = (items: JsonSchema) => ({
-  type: "object",
-  required: ["data", "pagination"],
-  properties: { data: { type: "array", items }, pagination: ref("Pagination") },
-});
-
-/** Response bodies the services render, as JSON Schema. Records list what every record has; resources add their fields. */
-const RESPONSE_SCHEMAS: Record<string, JsonSchema> = {
-  Record: { type: "object", required: ["id"], properties: RECORD_FIELDS },
-  Pagination: {
-    type: "object",
-    required: ["total", "skip", "limit", "has_more"],
-    properties: { total: { type: "integer" }, skip: { type: "integer" }, limit: { type: "integer" }, has_more: { type: "boolean" } },
-  },
-  Page: pageOf(ref("Record")),
-  Message: { type: "object", required: ["message"], properties: { message: { type: "string" } } },
-  Token: {
-    type: "object",
-    required: ["access_token", "token_type", "expires_in"],
-    properties: { access_token: { type: "string" }, token_type: { const: "bearer" }, expires_in: { type: "integer" } },
-  },
-  UserPublic: {
-    type: "object",
-    required: ["id", "account_id", "email", "role", "is_active", "email_verified"],
-    properties: {
-      ...RECORD_FIELDS,
-      id: { type: "integer" },
-      account_id: { type: "integer" },
-      email: { type: "string" },
-      full_name: nullable("string"),
-      locale: nullable("string"),
-      role: { enum: ["owner", "admin", "member"] },
-      is_active: { type: "boolean" },
-      email_verified: { type: "boolean" },
-    },
-  },
-  UserCreateResponse: { allOf: [ref("UserPublic"), ref("Token")] },
-  UserAuditEntry: {
-    type: "object",
-    required: ["id", "account_id", "action", "target_user_id", "actor_type", "fields", "at"],
-    properties: {
-      id: { type: "string" },
-      account_id: { type: "integer" },
-      action: { enum: ["user.created", "user.updated", "user.deleted", "user.password_changed"] },
-      target_user_id: { type: "integer" },
-      actor_type: { enum: ["user", "api_key", "master"] },
-      actor_user_id: nullable("integer"),
-      actor_api_key_id: nullable("integer"),
-      fields: { type: "array", items: { type: "string" } },
-      client_ip: nullable("string"),
-      at: { type: "string", format: "date-time" },
-    },
-  },
-  AccountApiKey: {
-    type: "object",
-    required: ["id", "account_id", "name", "status", "prefix", "permissions"],
-    properties: {
-      ...RECORD_FIELDS,
-      id: { type: "integer" },
-      account_id: { type: "integer" },
-      name: { type: "string" },
-      status: { enum: ["active", "inactive"] },
-      prefix: { type: "string" },
-      permissions: { type: "array", items: { enum: ["users:manage"] } },
-      expires_at: nullable("string", { format: "date-time" }),
-      last_used_at: nullable("string", { format: "date-time" }),
-      created_by_user_id: nullable("integer"),
-    },
-  },
-  AccountApiKeyCreateResponse: {
-    allOf: [ref("AccountApiKey"), { type: "object", required: ["key"], properties: { key: { type: "string" } } }],
-  },
-  Health: {
-    type: "object",
-    required: ["status"],
-    properties: { status: { type: "string" }, server: { type: "string" }, version: { type: "string" }, api_url: { type: "string" } },
-  },
-};
-
-/** How an operation succeeds: its status and body (a schema, "none" for 204, "csv" for text/csv). */
-interface Success {
-  status: number;
-  body: JsonSchema | "none" | "csv";
-}
-
-const ANY_JSON: JsonSchema = {};
 const OBJECT: JsonSchema = { type: "object" };
-/** Successes that the method-and-name convention below does not describe, by action. */
-const SUCCESS_BY_ACTION: Record<string, Success> = {
-  "gateway.health": { status: 200, body: ref("Health") },
-  "users.create": { status: 201, body: ref("UserCreateResponse") },
-  "users.login": { status: 200, body: ref("Token") },
-  "users.changePassword": { status: 200, body: ref("Token") },
-  "users.verifyEmail": { status: 200, body: ref("Message") },
-  "users.list": { status: 200, body: { type: "array", items: ref("UserPublic") } },
-  "users.me": { status: 200, body: ref("UserPublic") },
-  "users.updateMe": { status: 200, body: ref("UserPublic") },
-  "users.get": { status: 200, body: ref("UserPublic") },
-  "users.update": { status: 200, body: ref("UserPublic") },
-  "users.auditLog": { status: 200, body: pageOf(ref("UserAuditEntry")) },
-  "api-keys.list": { status: 200, body: { type: "array", items: ref("AccountApiKey") } },
-  "api-keys.create": { status: 201, body: ref("AccountApiKeyCreateResponse") },
-  "api-keys.get": { status: 200, body: ref("AccountApiKey") },
-  "api-keys.update": { status: 200, body: ref("AccountApiKey") },
-  "agents.traits": { status: 200, body: { type: "array", items: ref("Record") } },
-  "agents.tools": { status: 200, body: { type: "array", items: OBJECT } },
-  "agents.attachKnowledgeRetrieval": { status: 200, body: OBJECT },
-  "traits.categories": { status: 200, body: ANY_JSON },
-  "teams.push": { status: 200, body: ref("Record") },
-  "teams.pull": { status: 200, body: OBJECT },
-  "tasks.list": { status: 200, body: { type: "array", items: ref("Record") } },
-  "tasks.subtasks": { status: 200, body: { type: "array", items: ref("Record") } },
-  "tasks.addDependency": { status: 200, body: ref("Message") },
-  "knowledge.remove": { status: 200, body: OBJECT },
-  "search.deleteDocument": { status: 200, body: OBJECT },
-  "entities.export": { status: 200, body: "csv" },
-};
 
 /**
- * The success of a routed action: from the table above, else by convention (create actions answer 201 with
- * the record and its Location, deletes 204, lists a page, reads and updates the record, anything else a JSON object).
+ * The success of a routed action: as it declares it (lib/resource.ts), else a JSON object (DELETE: 204). Every
+ * routed action of the platform declares one (test/integration/openapi.spec.ts checks it).
  */
-export function successOf(route: Pick<RoutedAction, "action" | "method">): Success {
-  const known = SUCCESS_BY_ACTION[route.action];
-  if (known) return known;
-  const name = route.action.split(".").pop() ?? "";
-  const method = route.method.toUpperCase();
-  if (method === "DELETE") return { status: 204, body: "none" };
-  if (method === "POST" && /^(scheduled)?create$/i.test(name)) return { status: 201, body: ref("Record") };
-  if (method === "GET" && /(^list|List$|^find$|^deliveries$|^directory$|^listDocuments$)/.test(name)) return { status: 200, body: pageOf(OBJECT) };
-  if (/^(get|update|scheduledGet|scheduledUpdate|setTraits)$/.test(name)) return { status: 200, body: ref("Record") };
-  return { status: 200, body: OBJECT };
+export function successOf(route: Pick<RoutedAction, "method" | "response">): ResponseDecl {
+  if (route.response) return route.response;
+  return route.method.toUpperCase() === "DELETE" ? { status: 204, body: "none" } : { status: 200, body: OBJECT };
 }
 
-function successResponse(success: Success) {
+function successResponse(success: ResponseDecl) {
   const description = success.status === 201 ? "Created" : success.status === 204 ? "No Content" : "OK";
   if (success.body === "none") return { [success.status]: { description } };
   if (success.body === "csv") return { [success.status]: { description, content: { "text/csv": { schema: { type: "string" } } } } };
@@ -298,9 +85,8 @@ const COMPONENTS = {
         type: { type: "string" },
       },
     },
-    HTTPValidationError: { type: "object", required: ["detail"], properties: { detail: { type: "array", items: ref("ValidationError") } } },
+    HTTPValidationError: { type: "object", required: ["detail"], properties: { detail: { type: "array", items: schemaRef("ValidationError") } } },
     ErrorDetail: { type: "object", required: ["detail"], properties: { detail: { type: "string" } } },
-    ...RESPONSE_SCHEMAS,
   },
 };
 
@@ -320,6 +106,9 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; s
     operationIds.set(action, seen + 1);
     return seen ? `${action}_${seen + 1}` : action;
   };
+  // Named response schemas the actions declare (lib/resource.ts), gathered once each.
+  const declaredSchemas: Record<string, JsonSchema> = {};
+  for (const route of routes) Object.assign(declaredSchemas, route.response?.schemas);
   for (const route of [...routes].sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method))) {
     const method = route.method.toLowerCase();
     const path = route.path.replace(/:(\w+)/g, "{$1}");
@@ -353,6 +142,6 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; s
     servers: [{ url: info.serverUrl }],
     security: [{ HTTPBearer: [] }, { APIKeyHeader: [] }],
     paths,
-    components: COMPONENTS,
+    components: { ...COMPONENTS, schemas: { ...COMPONENTS.schemas, ...declaredSchemas } },
   };
 }

@@ -19,15 +19,6 @@ export function preferredLocale(header: string | undefined): string | undefined 
   return ranked[0]?.tag;
 }
 
-/** Headers every response carries: no sniffing, no framing, no referrer leaks, no caching of API data. */
-export const SECURITY_HEADERS: Record<string, string> = {
-  "X-Content-Type-Options": "nosniff",
-  "X-Frame-Options": "DENY",
-  "Referrer-Policy": "no-referrer",
-  "Cross-Origin-Resource-Policy": "same-origin",
-  "Cache-Control": "no-store",
-};
-
 /**
  * The client's address for throttling: the socket's peer, or, behind `trustedProxies` proxies of our own, the
  * X-Forwarded-For entry the outermost of them appended (entries further left are whatever the client sent).

@@ -115,7 +115,7 @@ export async function recordPages(
   const duplicates = await insertNew(pages, fresh);
   const writes = [...edited.map((e) => upsert(e.url, e.fields)), ...duplicates.map((i) => upsert(fresh[i]!.url, { ...fresh[i]! }))];
   await Promise.all([
-    marked.length ? pages.updateMany({ _id: { $in: marked.map((url) => pageId(source, url)) } }, { $set: stamp }) : null,
+    marked.length ? pages.updateMany({ account_id: source.account_id, _id: { $in: marked.map((url) => pageId(source, url)) } }, { $set: stamp }) : null,
     writes.length ? pages.collection.bulkWrite(writes as never, { ordered: false }) : null,
   ]);
   for (const page of fresh) known.set(page.url, page);
@@ -151,7 +151,7 @@ export function settleLoad(
 export async function forgetPages(pages: Model<PageRecord>, source: SourceKey, urls: string[]): Promise<void> {
   // One delete per page by key, a few at a time: a key lookup each.
   for (let i = 0; i < urls.length; i += FORGET_CONCURRENCY) {
-    await Promise.all(urls.slice(i, i + FORGET_CONCURRENCY).map((url) => pages.deleteOne({ _id: pageId(source, url) })));
+    await Promise.all(urls.slice(i, i + FORGET_CONCURRENCY).map((url) => pages.deleteOne({ _id: pageId(source, url), account_id: source.account_id })));
   }
 }
 

@@ -1,7 +1,8 @@
 import type { Model } from "mongoose";
 import type { KnowledgeSourceRecord, LoadJobRecord } from "../knowledge/model";
-import { continueJob, finishJob, saveProgress } from "../knowledge/jobs";
-import { loadOutcome, loadReport, loadStarted, type SourceChanges } from "../knowledge/states";
+import { cancelPendingLoads, continueJob, finishJob, saveProgress } from "../knowledge/jobs";
+import { jobSource, removeSourceRecord, setLoadingState } from "../knowledge/sources";
+import { loadOutcome, loadReport, loadStarted } from "../knowledge/states";
 
 /** One document ready for the index: a page, file or wiki page of the source. */
 export interface PageDoc {
@@ -95,10 +96,6 @@ function describeFailures(progress: FailureTally): string | null {
   return `${progress.failed} page(s) could not be read; last: ${progress.last_failure ?? "unknown error"}`;
 }
 
-async function updateSource(deps: RunnerDeps, job: LoadJobRecord, changes: SourceChanges) {
-  await deps.sources.updateOne({ _id: job.knowledge_source_id, account_id: job.account_id }, { $set: changes });
-}
-
 /**
  * Pages a refresh (a reload that is not forced) reads per step: it mostly finds nothing to index, so bigger steps
  * spread the per-step costs (index call, registry write, progress save) over more unchanged pages.
@@ -157,7 +154,7 @@ async function readAndIndex(
     if (!(await saveProgress(deps.jobs, job, deps.owner, batch.after))) throw new LeaseLost();
     saved = batch.after;
     const { done, total } = deps.reader.counts(saved);
-    await updateSource(deps, job, { loading_urls_done: done, loading_urls_total: total, ...(batch.docs.length ? { last_indexed_at: new Date() } : {}) });
+    await setLoadingState(deps.sources, job, { loading_urls_done: done, loading_urls_total: total, ...(batch.docs.length ? { last_indexed_at: new Date() } : {}) });
   }
   return saved;
 }
@@ -168,7 +165,7 @@ async function readAndIndex(
  * failed) or re-queues the job as its own continuation. document_count is re-read from the index.
  */
 export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promise<LoadResult> {
-  const source = await deps.sources.findOne({ _id: job.knowledge_source_id, account_id: job.account_id }).lean<KnowledgeSourceRecord>();
+  const source = await jobSource(deps.sources, job);
   if (!source || source.deleting) {
     await finishJob(deps.jobs, job, deps.owner, { status: "done", error: "source deleted" });
     return "finished";
@@ -176,7 +173,7 @@ export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promi
   const started = Date.now();
   const deadline = started + deps.windowMs;
   const fresh = !job.progress;
-  await updateSource(deps, job, loadStarted(fresh && job.window === 1));
+  await setLoadingState(deps.sources, job, loadStarted(fresh && job.window === 1));
 
   let progress: LoadProgress & FailureTally;
   try {
@@ -210,7 +207,7 @@ export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promi
     });
   }
   const documentCount = await deps.count(source.account_id, source._id);
-  await updateSource(deps, job, { document_count: documentCount });
+  await setLoadingState(deps.sources, job, { document_count: documentCount });
   return (await continueJob(deps.jobs, job, deps.owner, progress)) ? "continued" : "lost";
 }
 
@@ -244,14 +241,14 @@ async function finish(
   progress: (LoadProgress & FailureTally) | null,
   result: { complete: boolean; error: string | null; emptyIsFailure?: boolean },
 ): Promise<LoadResult> {
-  const source = await deps.sources.findOne({ _id: job.knowledge_source_id, account_id: job.account_id }).lean<KnowledgeSourceRecord>();
+  const source = await jobSource(deps.sources, job);
   let removed = 0;
   if (source && progress && result.complete && (source.refresh?.prune ?? true)) removed = await prune(deps, source, progress);
   const documentCount = await deps.count(job.account_id, job.knowledge_source_id);
   const error = result.complete && result.emptyIsFailure && documentCount === 0 ? "The crawl indexed no documents" : result.error;
   const outcome = loadOutcome({ complete: result.complete, documentCount, error });
   const last_refresh = loadReport(job, progress, { status: outcome.loading_status, removed });
-  await deps.recordSourceChange(job, `knowledge_source.${outcome.loading_status}`, () => updateSource(deps, job, { ...outcome, document_count: documentCount, last_refresh }));
+  await deps.recordSourceChange(job, `knowledge_source.${outcome.loading_status}`, () => setLoadingState(deps.sources, job, { ...outcome, document_count: documentCount, last_refresh }));
   await finishJob(deps.jobs, job, deps.owner, { status: outcome.loading_status === "failed" ? "failed" : "done", error: outcome.loading_error ?? null });
   if (progress) await deps.reader.release(progress);
   const reload = progress?.reload ?? (source !== null && (source.loaded_at !== null || source.last_refresh !== null));
@@ -262,12 +259,11 @@ async function finish(
 
 /** Deletes a source: cancels its loads, removes its documents from the index, then the record. */
 export async function runDeleteSource(deps: RunnerDeps, job: LoadJobRecord): Promise<void> {
-  const scope = { account_id: job.account_id, knowledge_source_id: job.knowledge_source_id };
-  await deps.jobs.updateMany({ ...scope, kind: "load", status: "pending" }, { $set: { status: "failed", error: "source deleted" } });
+  await cancelPendingLoads(deps.jobs, job);
   await deps.deleteSourceDocuments(job.account_id, job.knowledge_source_id);
   await deps.reader.forget({ account_id: job.account_id, _id: job.knowledge_source_id });
   await deps.recordSourceChange(job, "knowledge_source.deleted", async () => {
-    await deps.sources.deleteOne({ _id: job.knowledge_source_id, account_id: job.account_id });
+    await removeSourceRecord(deps.sources, job);
   });
   await finishJob(deps.jobs, job, deps.owner, { status: "done" });
 }

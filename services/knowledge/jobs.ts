@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Model } from "mongoose";
 import type { JobKind, LoadJobRecord } from "./model";
+import { crossAccount } from "../../lib/tenancy-guard";
 
 /** Job ids double as the interface's event_id / job_id. */
 export function newJobId(kind: JobKind): string {
@@ -28,42 +29,41 @@ export async function enqueueJob(
  */
 export async function claimJob(jobs: Model<LoadJobRecord>, owner: string, leaseMs: number, kinds: JobKind[]): Promise<LoadJobRecord | null> {
   const now = new Date();
-  return jobs
-    .findOneAndUpdate(
-      {
-        kind: { $in: kinds },
-        $or: [{ status: "pending" }, { status: "running", lease_expires_at: { $lt: now } }],
-      },
-      { $set: { status: "running", lease_owner: owner, lease_expires_at: new Date(now.getTime() + leaseMs) }, $inc: { attempts: 1 } },
-      { sort: { queued_at: 1 }, returnDocument: "after" },
-    )
-    .lean<LoadJobRecord>();
+  const claim = jobs.findOneAndUpdate(
+    {
+      kind: { $in: kinds },
+      $or: [{ status: "pending" }, { status: "running", lease_expires_at: { $lt: now } }],
+    },
+    { $set: { status: "running", lease_owner: owner, lease_expires_at: new Date(now.getTime() + leaseMs) }, $inc: { attempts: 1 } },
+    { sort: { queued_at: 1 }, returnDocument: "after" },
+  );
+  return crossAccount("loaders claim the oldest job of any account", claim).lean<LoadJobRecord>();
 }
 
 /** Extends the lease while the owner still holds it; false means another loader took the job over. */
-export async function renewLease(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id">, owner: string, leaseMs: number): Promise<boolean> {
+export async function renewLease(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id" | "account_id">, owner: string, leaseMs: number): Promise<boolean> {
   const res = await jobs.updateOne(
-    { _id: job._id, lease_owner: owner, status: "running" },
+    { _id: job._id, account_id: job.account_id, lease_owner: owner, status: "running" },
     { $set: { lease_expires_at: new Date(Date.now() + leaseMs) } },
   );
   return res.matchedCount === 1;
 }
 
 /** Records progress (only while the owner still holds the lease). */
-export async function saveProgress(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id">, owner: string, progress: object): Promise<boolean> {
-  const res = await jobs.updateOne({ _id: job._id, lease_owner: owner, status: "running" }, { $set: { progress } });
+export async function saveProgress(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id" | "account_id">, owner: string, progress: object): Promise<boolean> {
+  const res = await jobs.updateOne({ _id: job._id, account_id: job.account_id, lease_owner: owner, status: "running" }, { $set: { progress } });
   return res.matchedCount === 1;
 }
 
 /** Ends a job as done or failed (only while the owner still holds the lease). */
 export async function finishJob(
   jobs: Model<LoadJobRecord>,
-  job: Pick<LoadJobRecord, "_id">,
+  job: Pick<LoadJobRecord, "_id" | "account_id">,
   owner: string,
   outcome: { status: "done" | "failed"; error?: string | null },
 ): Promise<boolean> {
   const res = await jobs.updateOne(
-    { _id: job._id, lease_owner: owner, status: "running" },
+    { _id: job._id, account_id: job.account_id, lease_owner: owner, status: "running" },
     { $set: { status: outcome.status, error: outcome.error ?? null, lease_owner: null, lease_expires_at: null } },
   );
   return res.matchedCount === 1;
@@ -73,20 +73,28 @@ export async function finishJob(
  * Re-queues a load job as its own continuation (next window, saved progress) in one atomic write, so a
  * crash can neither lose the continuation nor leave two jobs for one source. It goes to the back of the queue.
  */
-export async function continueJob(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id" | "window">, owner: string, progress: object): Promise<boolean> {
+export async function continueJob(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id" | "account_id" | "window">, owner: string, progress: object): Promise<boolean> {
   const res = await jobs.updateOne(
-    { _id: job._id, lease_owner: owner, status: "running" },
+    { _id: job._id, account_id: job.account_id, lease_owner: owner, status: "running" },
     { $set: { status: "pending", window: job.window + 1, progress, lease_owner: null, lease_expires_at: null, queued_at: new Date() } },
   );
   return res.matchedCount === 1;
 }
 
 /** Gives a job back to the queue at once (graceful shutdown), keeping its progress. */
-export async function releaseJob(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id">, owner: string): Promise<void> {
-  await jobs.updateOne({ _id: job._id, lease_owner: owner, status: "running" }, { $set: { status: "pending", lease_owner: null, lease_expires_at: null } });
+export async function releaseJob(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id" | "account_id">, owner: string): Promise<void> {
+  await jobs.updateOne({ _id: job._id, account_id: job.account_id, lease_owner: owner, status: "running" }, { $set: { status: "pending", lease_owner: null, lease_expires_at: null } });
+}
+
+/** Fails a source's queued loads (its deletion started). */
+export async function cancelPendingLoads(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "account_id" | "knowledge_source_id">): Promise<void> {
+  await jobs.updateMany(
+    { account_id: job.account_id, knowledge_source_id: job.knowledge_source_id, kind: "load", status: "pending" },
+    { $set: { status: "failed", error: "source deleted" } },
+  );
 }
 
 /** Pending jobs: the depth an autoscaler reads. */
 export function pendingJobs(jobs: Model<LoadJobRecord>): Promise<number> {
-  return jobs.countDocuments({ status: "pending" });
+  return crossAccount("queue depth over every account", jobs.countDocuments({ status: "pending" }));
 }

@@ -1,6 +1,5 @@
 import type { FieldProblem } from "../../lib/errors";
-import { DEFAULT_TIMEZONE, nextOccurrence } from "../scheduler/cron";
-import { timingFields } from "../scheduler/params";
+import { DEFAULT_TIMEZONE, nextOccurrence, timingFields } from "../../lib/cron";
 import type { RefreshPolicy } from "./model";
 
 /** Shortest refresh interval: a site re-read more often than this is being polled, not kept fresh. */

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { SECURITY_HEADERS } from "../gateway/request";
+import { SECURITY_HEADERS } from "../../lib/security-headers";
 import { MAX_BODY_BYTES, mcpRequestHeaders, type McpExchangeAnswer, type McpExchangeRequest } from "./exchange";
 
 /** JSON-RPC error codes the HTTP layer answers with itself (the SDK's own choices for the same cases). */

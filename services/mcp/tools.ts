@@ -1,7 +1,7 @@
 import * as z from "zod/v4";
 import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
 import { ERRORS } from "../../lib/errors";
-import { renderError } from "../gateway/errors";
+import { renderError } from "../../lib/http-errors";
 
 /** Tool names, exactly as the interface lists them. */
 export const TOOL_NAMES = {

@@ -1,5 +1,6 @@
 import { Schema, type Connection, type Model } from "mongoose";
 import { recordSchemaOptions } from "../../lib/db";
+import { crossAccount } from "../../lib/tenancy-guard";
 
 /** One page or file of a knowledge source, as the loader delivered it. Its id is stable per (account, source, url). */
 export interface DocumentRecord {
@@ -155,6 +156,13 @@ const deletionSchema = new Schema<DeletionRecord>(
   },
   { versionKey: false },
 );
+
+// The index's own bookkeeping, keyed by ids derived from an account (chunk ids from document ids) or global
+// (queues, markers): read by id by the embedding stage, snapshots and start-up, never addressed by clients.
+// search_documents, which clients address, stays guarded.
+for (const schema of [chunkSchema, pendingSchema, stateSchema, deletionSchema]) {
+  crossAccount("search index bookkeeping keyed by account-derived ids", schema);
+}
 
 export interface SearchModels {
   documents: Model<DocumentRecord>;

@@ -8,6 +8,7 @@ import type { EmbedJob, EmbedStage } from "./embed-stage";
 import type { IndexGenerations } from "./generations";
 import type { ChunkRecord, DocumentRecord, SearchModels } from "./model";
 import { contentHash, documentIdFor, embedText, indexKey, planChunks, type PlannedChunk } from "./rules";
+import { crossAccount } from "../../lib/tenancy-guard";
 
 /** Writes per round trip when removing chunks by id (by _id each: the one query every backend serves fast). */
 const DELETE_CONCURRENCY = 50;
@@ -113,8 +114,9 @@ async function planDocument(deps: StoreDeps, accountId: number, sourceId: number
   const title = (input.title ?? "").trim() || input.url;
   const hash = contentHash(input.content);
   const key = indexKey({ title, url: input.url, contentHash: hash, chunkSize, overlap });
-  const existing = await deps.models.documents
-    .findById(id, { account_id: 1, index_key: 1, index_state: 1, deletion_job_id: 1, chunk_ids: 1 })
+  // By id alone, so a (never seen) id collision across accounts is detected rather than overwritten.
+  const existing = await crossAccount("a document id derived from its account; collisions are checked next", deps.models.documents
+    .findById(id, { account_id: 1, index_key: 1, index_state: 1, deletion_job_id: 1, chunk_ids: 1 }))
     .lean<DocumentRecord>();
   if (existing && existing.account_id !== accountId) throw new Error(`document id collision for ${id}`);
   if (existing && existing.index_key === key && existing.index_state === "indexed" && !existing.deletion_job_id) return { id, plan: null };

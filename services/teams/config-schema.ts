@@ -1,7 +1,7 @@
 import Validator from "fastest-validator";
 import type { FieldProblem } from "../../lib/errors";
 import { freeJsonRule } from "../../lib/free-json";
-import { chatUiRule } from "../agents/params";
+import { chatUiRule } from "../agents/resource";
 
 /** Tool types a team configuration may declare. */
 export const CONFIG_TOOL_TYPES = ["mcp", "external", "function"] as const;
@@ -15,7 +15,7 @@ const str = (max: number, optional = true) => ({ type: "string", max, optional }
 const obj = () => freeJsonRule({ type: "object", optional: true } as const);
 
 /** The team configuration document (push body, pull result), as the interface defines it. */
-const documentSchema = {
+export const documentSchema = {
   $$root: true,
   type: "object",
   props: {

@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from "node:util";
 import type { FieldProblem } from "../../lib/errors";
 import { slugify } from "../../lib/ids";
 import type { AgentRecord, Publication } from "../agents/model";
@@ -171,20 +170,6 @@ export function mergedAgentFields(
     delegations: config.delegations ?? keep("delegations", []),
     trait_ids: resolved.traitIds ?? keep("trait_ids", []),
   };
-}
-
-/** The subset of `next` that differs from `current`, so a push that changes nothing writes nothing. */
-export function changedFields<T extends object>(current: T | null, next: Partial<T>): Partial<T> {
-  if (!current) return next;
-  const out: Partial<T> = {};
-  for (const [key, value] of Object.entries(next) as [keyof T, T[keyof T]][]) {
-    if (!isDeepStrictEqual(normalize(current[key]), normalize(value))) out[key] = value;
-  }
-  return out;
-}
-
-function normalize(value: unknown): unknown {
-  return value === undefined ? null : JSON.parse(JSON.stringify(value ?? null));
 }
 
 /** Drops undefined and null members so pulled documents carry only what is set. */

@@ -1,16 +1,16 @@
-import type { Connection, Model } from "mongoose";
+import type { Connection } from "mongoose";
 import { ERRORS, isDuplicateKeyError, type FieldProblem } from "../../lib/errors";
-import { nextId, slugify } from "../../lib/ids";
+import { slugify } from "../../lib/ids";
 import { UnitOfWork } from "../../lib/unit-of-work";
 import { hashPassword, verifyPassword } from "../../lib/auth/passwords";
-import { agentModel, type AgentRecord } from "../agents/model";
-import { toolModel, type ToolRecord } from "../tools/model";
-import { traitModel, type TraitRecord } from "../traits/model";
-import { normalizeTags } from "../traits/rules";
+import type { AgentRecord } from "../agents/model";
+import type { TraitRecord } from "../traits/model";
+import { accountAgents, putAgent } from "../agents/store";
+import { accountTools, putTool } from "../tools/store";
+import { accountTraits, putTrait } from "../traits/store";
 import { documentProblems } from "./config-schema";
 import {
   agentToConfig,
-  changedFields,
   compact,
   effectiveDocument,
   mergedAgentFields,
@@ -30,9 +30,9 @@ type Identified = { _id: number; account_id: number; identifier: string; name: s
 async function loadState(db: Connection, accountId: number, teamName: string) {
   const scope = { account_id: accountId };
   const [traits, tools, agents, domains, team] = await Promise.all([
-    traitModel(db).find(scope).lean<TraitRecord[]>(),
-    toolModel(db).find(scope).lean<ToolRecord[]>(),
-    agentModel(db).find(scope).lean<AgentRecord[]>(),
+    accountTraits(db, accountId),
+    accountTools(db, accountId),
+    accountAgents(db, accountId),
     domainModel(db).find(scope).lean<DomainRecord[]>(),
     teamModel(db)
       .findOne({ ...scope, $or: [{ identifier: slugify(teamName) }, { name: teamName }] })
@@ -51,15 +51,6 @@ function matchByName<T extends Identified>(records: T[], name: string, preferred
     records.find((r) => r.identifier === slugify(name)) ??
     null
   );
-}
-
-/**
- * Id and identifier for a record push creates. The identifier is exactly the name's slug (a record that
- * already had it would have been matched and updated), so two concurrent pushes creating the same
- * component collide on the unique index, and the loser re-plans and updates instead of duplicating.
- */
-async function newIdentity(db: Connection, model: Model<any>, accountId: number, name: string) {
-  return { _id: await nextId(db, model.collection.collectionName), account_id: accountId, identifier: slugify(name) };
 }
 
 /** The hash to store for a pushed publication password: the current one when it already matches (a salted
@@ -100,32 +91,22 @@ function validate(raw: unknown, state: Awaited<ReturnType<typeof loadState>>): T
   return doc;
 }
 
-/** Writes the planned changes, each with its change event prepared; every write is undone if a later one fails. */
+/**
+ * Writes the planned changes, each with its change event prepared; every write is undone if a later one fails.
+ * Agents, tools and traits are written by their owners' functions (services/<owner>/store.ts); a created
+ * record's identifier is its name's slug, so concurrent pushes creating it collide and the loser re-plans.
+ */
 async function apply(db: Connection, accountId: number, doc: TeamDocument, state: Awaited<ReturnType<typeof loadState>>) {
   const uow = new UnitOfWork();
-  const [traits, tools, agents, teams] = [traitModel(db), toolModel(db), agentModel(db), teamModel(db)];
   try {
     const traitRecords: TraitRecord[] = [];
-    for (const def of doc.traits ?? []) {
-      const fields = { name: def.name, category: def.category ?? "general", description: def.description ?? null, tags: normalizeTags(def.tags ?? []) };
-      const existing = matchByName(state.traits, def.name);
-      traitRecords.push(
-        existing
-          ? await uow.update(traits, existing, changedFields(existing, fields), "trait.updated")
-          : await uow.insert(traits, { ...(await newIdentity(db, traits, accountId, def.name)), ...fields } as TraitRecord, "trait.created"),
-      );
-    }
+    for (const def of doc.traits ?? []) traitRecords.push(await putTrait(uow, db, accountId, matchByName(state.traits, def.name), def));
     const traitId = (ref: string) =>
       (traitRecords.find((t) => traitMatches(ref, t)) ?? state.traits.find((t) => traitMatches(ref, t)))!._id;
 
     const toolIds: number[] = [];
     for (const def of doc.tools ?? []) {
-      const fields = { name: def.name, description: def.description ?? null, tool_type: def.type, configuration: def.config ?? {} };
-      const existing = matchByName(state.tools, def.name, state.team?.tool_ids);
-      const record = existing
-        ? await uow.update(tools, existing, changedFields(existing, fields), "tool.updated")
-        : await uow.insert(tools, { ...(await newIdentity(db, tools, accountId, def.name)), ...fields } as ToolRecord, "tool.created");
-      toolIds.push(record._id);
+      toolIds.push((await putTool(uow, db, accountId, matchByName(state.tools, def.name, state.team?.tool_ids), def))._id);
     }
 
     const agentIds: number[] = [];
@@ -136,10 +117,7 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
         passwordHash: await publicationPasswordHash(existing, config.publication?.password),
       });
       fields.tool_ids = [...new Set([...(existing?.tool_ids ?? []), ...toolIds])];
-      const record = existing
-        ? await uow.update(agents, existing, changedFields(existing, fields), "agent.updated")
-        : await uow.insert(agents, { ...(await newIdentity(db, agents, accountId, config.name)), ...fields } as AgentRecord, "agent.created");
-      agentIds.push(record._id);
+      agentIds.push((await putAgent(uow, db, accountId, existing, { ...fields, name: config.name }))._id);
     }
 
     const teamFields = {
@@ -149,9 +127,7 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
       tool_ids: toolIds,
       knowledge: doc.knowledge ?? state.team?.knowledge ?? [],
     };
-    const team = state.team
-      ? await uow.update(teams, state.team, changedFields(state.team, teamFields), "team.updated")
-      : await uow.insert(teams, { ...(await newIdentity(db, teams, accountId, doc.name)), ...teamFields } as TeamRecord, "team.created");
+    const team = await uow.put(teamModel(db), accountId, state.team, teamFields, "team");
     return { team, changes: uow.changes };
   } catch (err) {
     await uow.rollback();
@@ -181,14 +157,10 @@ export async function pushDocument(db: Connection, accountId: number, raw: unkno
 
 /** Pull: the team as a configuration document that push accepts (push(pull(team)) changes nothing). */
 export async function pullDocument(db: Connection, team: TeamRecord): Promise<TeamDocument> {
-  const scope = { account_id: team.account_id };
-  const agents = await agentModel(db).find({ ...scope, _id: { $in: team.agent_ids } }).lean<AgentRecord[]>();
+  const agents = await accountAgents(db, team.account_id, team.agent_ids);
   const ordered = team.agent_ids.flatMap((id) => agents.filter((a) => a._id === id));
   const traitIds = [...new Set(ordered.flatMap((a) => a.trait_ids))];
-  const [traits, tools] = await Promise.all([
-    traitModel(db).find({ ...scope, _id: { $in: traitIds } }).sort({ _id: 1 }).lean<TraitRecord[]>(),
-    toolModel(db).find({ ...scope, _id: { $in: team.tool_ids } }).lean<ToolRecord[]>(),
-  ]);
+  const [traits, tools] = await Promise.all([accountTraits(db, team.account_id, traitIds), accountTools(db, team.account_id, team.tool_ids)]);
   const identifierOf = new Map(traits.map((t) => [t._id, t.identifier]));
   const doc: TeamDocument = compact({
     name: team.name,

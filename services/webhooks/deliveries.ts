@@ -3,6 +3,7 @@ import type { WebhookDeliveryRecord, WebhookSubscriptionRecord } from "./model";
 import { isDuplicateKeyError } from "../../lib/errors";
 import type { ChangeEvent } from "../../lib/events";
 import { deliveryBody, messageIdFor, receives, type AttemptResult } from "./rules";
+import { crossAccount } from "../../lib/tenancy-guard";
 
 type Deliveries = Model<WebhookDeliveryRecord>;
 
@@ -39,17 +40,16 @@ export async function enqueueDeliveries(subscriptions: Model<WebhookSubscription
  * One atomic update per claim, so two dispatchers never send the same attempt.
  */
 export function claimDelivery(deliveries: Deliveries, owner: string, leaseMs: number, now = new Date()): Promise<WebhookDeliveryRecord | null> {
-  return deliveries
-    .findOneAndUpdate(
-      { status: "pending", next_attempt_at: { $lte: now }, lease_expires_at: { $lt: now } },
-      { $set: { lease_owner: owner, lease_expires_at: new Date(now.getTime() + leaseMs) }, $inc: { attempts: 1 } },
-      { sort: { next_attempt_at: 1 }, returnDocument: "after" },
-    )
-    .lean<WebhookDeliveryRecord>();
+  const claim = deliveries.findOneAndUpdate(
+    { status: "pending", next_attempt_at: { $lte: now }, lease_expires_at: { $lt: now } },
+    { $set: { lease_owner: owner, lease_expires_at: new Date(now.getTime() + leaseMs) }, $inc: { attempts: 1 } },
+    { sort: { next_attempt_at: 1 }, returnDocument: "after" },
+  );
+  return crossAccount("dispatchers claim the most overdue delivery of any account", claim).lean<WebhookDeliveryRecord>();
 }
 
 /** Records an attempt's result and frees the lease; false when the lease was lost (another dispatcher took over). */
-export async function finishAttempt(deliveries: Deliveries, delivery: Pick<WebhookDeliveryRecord, "_id">, owner: string, result: AttemptResult): Promise<boolean> {
+export async function finishAttempt(deliveries: Deliveries, delivery: Pick<WebhookDeliveryRecord, "_id" | "account_id">, owner: string, result: AttemptResult): Promise<boolean> {
   const now = new Date();
   const fields =
     result.status === "delivered"
@@ -58,7 +58,7 @@ export async function finishAttempt(deliveries: Deliveries, delivery: Pick<Webho
         ? { next_attempt_at: result.nextAttemptAt, last_status: result.httpStatus, last_error: result.error }
         : { status: "failed", last_status: result.httpStatus, last_error: result.error };
   const res = await deliveries.updateOne(
-    { _id: delivery._id, lease_owner: owner, status: "pending" },
+    { _id: delivery._id, account_id: delivery.account_id, lease_owner: owner, status: "pending" },
     { $set: { ...fields, lease_owner: null, lease_expires_at: new Date(0) } },
   );
   return res.matchedCount === 1;
@@ -66,6 +66,6 @@ export async function finishAttempt(deliveries: Deliveries, delivery: Pick<Webho
 
 /** Deletes finished deliveries older than the retention period (no TTL indexes on this database). */
 export async function pruneDeliveries(deliveries: Deliveries, olderThan: Date): Promise<number> {
-  const res = await deliveries.deleteMany({ status: { $in: ["delivered", "failed"] }, updated_at: { $lt: olderThan } });
+  const res = await crossAccount("retention sweep over every account", deliveries.deleteMany({ status: { $in: ["delivered", "failed"] }, updated_at: { $lt: olderThan } }));
   return res.deletedCount;
 }

@@ -50,4 +50,20 @@ describe("OpenAPI description over NATS", () => {
     expect(new Set(ids).size).toBe(ids.length);
     expect(paths["/api/v1/scheduled-tasks/{scheduled_task_id}"].delete).toBeDefined();
   });
+
+  it("declares every success body with a typed schema (lib/resource.ts), pages as {data, pagination}", async () => {
+    const doc = (await api("GET", "/openapi.json")).body;
+    const untyped: string[] = [];
+    for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: Record<string, unknown> }> }> }>>)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const [status, success] = Object.entries(operation.responses).find(([code]) => code.startsWith("2"))!;
+        const schema = success.content?.["application/json"]?.schema;
+        if (status !== "204" && !success.content?.["text/csv"] && (!schema || JSON.stringify(schema) === '{"type":"object"}')) untyped.push(`${method} ${path}`);
+      }
+    }
+    expect(untyped).toEqual([]);
+    const agentList = doc.paths["/api/v1/agents"].get.responses["200"].content["application/json"].schema;
+    expect(agentList).toMatchObject({ required: ["data", "pagination"], properties: { data: { items: { $ref: "#/components/schemas/Agent" } } } });
+    expect(doc.components.schemas.Agent).toMatchObject({ additionalProperties: false, properties: { max_tokens: { type: ["integer", "null"] } } });
+  });
 });

@@ -20,7 +20,7 @@ describe("outbox: events saved with the record are published at least once", () 
     const db = await connectDatabase(url.toString());
     const users = userModel(db);
     await users.init();
-    await users.deleteMany({});
+    await users.deleteMany({ account_id: 1 });
     const old = new Date(Date.now() - 60_000);
     await users.create({ _id: 1, account_id: 1, email: "a@b.co", password_hash: "x", outbox: [{ event: "user.registered", payload: { user_id: 1 }, created_at: old }] });
     await users.create({ _id: 2, account_id: 1, email: "c@d.co", password_hash: "x", outbox: [{ event: "user.registered", payload: { user_id: 2 }, created_at: new Date() }] });
@@ -29,9 +29,9 @@ describe("outbox: events saved with the record are published at least once", () 
     expect(await sweepOutbox(users, emit, 30_000)).toBe(1);
     await new Promise((r) => setTimeout(r, 50));
     expect(heard).toEqual([{ user_id: 1 }]);
-    expect((await users.findById(1).lean())!.outbox).toEqual([]);
+    expect((await users.findOne({ _id: 1, account_id: 1 }).lean())!.outbox).toEqual([]);
     // Fresh entries belong to a live request and are left to it.
-    expect((await users.findById(2).lean())!.outbox).toHaveLength(1);
+    expect((await users.findOne({ _id: 2, account_id: 1 }).lean())!.outbox).toHaveLength(1);
     expect(await publishOutbox(users, 2, emit)).toBe(1);
     expect(await publishOutbox(users, 2, emit)).toBe(0);
   });

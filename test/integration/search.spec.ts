@@ -62,7 +62,7 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
     delete process.env.EMBEDDING_PROVIDER;
     delete process.env.SEARCH_ENGINE;
     Object.assign(process.env, env);
-    cluster = await startCluster({ database: engine === "embedded" ? "search" : `search-${engine}`, extraServices: [SearchService], nodes: [["gateway"], ["users", "api-keys"]] });
+    cluster = await startCluster({ database: engine === "embedded" ? "search" : `search-${engine}`, extraServices: [SearchService], nodes: [["gateway"], ["users", "api-keys", "knowledge"]] });
     api = apiClient(cluster.baseUrl);
     broker = cluster.brokers[0]!;
     await broker.waitForServices(["search"], 20_000);
@@ -392,7 +392,7 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
       try {
         const models = searchModels(conn);
         await models.deletions.create({ _id: id, account_id: other.accountId, job_id: "job-before-restart" });
-        await models.documents.updateOne({ _id: id }, { $set: { deletion_job_id: "job-before-restart" } });
+        await models.documents.updateOne({ _id: id, account_id: other.accountId }, { $set: { deletion_job_id: "job-before-restart" } });
       } finally {
         await conn.close();
       }
@@ -465,7 +465,7 @@ describe("search without an embedding model (EMBEDDING_PROVIDER=none)", () => {
 
   beforeAll(async () => {
     process.env.EMBEDDING_PROVIDER = "none";
-    cluster = await startCluster({ database: "search-none", extraServices: [SearchService], nodes: [["gateway"], ["users", "api-keys"]] });
+    cluster = await startCluster({ database: "search-none", extraServices: [SearchService], nodes: [["gateway"], ["users", "api-keys", "knowledge"]] });
     api = apiClient(cluster.baseUrl);
     const a = await signup(api, "search-none");
     token = a.token;

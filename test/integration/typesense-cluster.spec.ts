@@ -86,7 +86,7 @@ describe("cluster on Typesense: two search replicas, two loaders", () => {
   /** One search answered by one named replica. */
   const searchOn = (nodeID: string, query: string, mode: string) =>
     broker.call<{ results: { url: string; score: number }[]; mode_used: string; total: number }, object>(
-      "search.searchDocuments", { query, mode, limit: 20 }, { nodeID, meta: { accountId: owner.accountId } },
+      "search.searchDocuments", { accountId: owner.accountId, query, mode, limit: 20 }, { nodeID },
     );
 
   beforeAll(async () => {

@@ -445,7 +445,7 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
       expect(hit!.headers["webhook-id"]).toBe("msg_orphanedByDeadDispatcher1");
       expect(hit!.rawBody).toBe(body);
       const stored = await waitFor(async () => {
-        const doc = await deliveryModel(db).findById("msg_orphanedByDeadDispatcher1").lean();
+        const doc = await deliveryModel(db).findOne({ _id: "msg_orphanedByDeadDispatcher1", account_id: user.account_id }).lean();
         return doc?.status === "delivered" && doc;
       }, "delivered after takeover");
       expect(stored).toMatchObject({ attempts: 2, lease_owner: null });

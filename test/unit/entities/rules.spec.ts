@@ -3,7 +3,6 @@ import {
   buildEntityFilter,
   deletionPreview,
   facetsRead,
-  pickFields,
   searchText,
   statsByAgentRead,
   statsRead,
@@ -174,9 +173,5 @@ describe("helpers", () => {
   it("previews a bulk delete without deleting", () => {
     expect(deletionPreview(1)).toEqual({ count: 1, warning: expect.stringContaining("1 collected data record;"), confirm_instruction: expect.stringContaining("confirmed=true") });
     expect(deletionPreview(3).warning).toContain("3 collected data records");
-  });
-
-  it("picks only allowed, defined fields", () => {
-    expect(pickFields({ status: "new", account_id: 9, attributes: undefined }, ["status", "attributes"])).toEqual({ status: "new" });
   });
 });

@@ -1,6 +1,6 @@
 import { Errors } from "moleculer";
 import { ERRORS } from "../../../lib/errors";
-import { locateField, renderError } from "../../../services/gateway/errors";
+import { locateField, renderError } from "../../../lib/http-errors";
 import { preferredLocale } from "../../../services/gateway/request";
 
 describe("renderError: the one error-to-HTTP mapping", () => {

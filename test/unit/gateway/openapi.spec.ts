@@ -1,4 +1,18 @@
-import { objectSchema, openApiDocument, ruleToSchema } from "../../../services/gateway/openapi";
+import { objectSchema, ruleToSchema } from "../../../lib/json-schema";
+import { defineResource, defineView, NO_CONTENT } from "../../../lib/resource";
+import { openApiDocument } from "../../../services/gateway/openapi";
+
+const Token = defineView("Token", { access_token: { read: { type: "string" } } });
+const UserCreated = defineView("UserCreateResponse", { id: { read: { type: "number" } } });
+const tools = defineResource({
+  name: "Tool",
+  collection: "tools",
+  model: () => null as never,
+  path: "/tools",
+  idParam: "tool_id",
+  fields: { name: { write: { type: "string" } } },
+  list: { limits: { def: 50 }, sort: { _id: 1 } },
+});
 
 describe("ruleToSchema", () => {
   it("maps numbers, strings, enums, arrays, objects and dates to JSON Schema", () => {
@@ -34,13 +48,13 @@ describe("ruleToSchema", () => {
 describe("openApiDocument", () => {
   const doc = openApiDocument(
     [
-      { method: "GET", path: "/api/v1/tools/:tool_id", action: "tools.get", params: { tool_id: { type: "number", integer: true } } },
+      { method: "GET", path: "/api/v1/tools/:tool_id", action: "tools.get", params: { tool_id: { type: "number", integer: true } }, response: tools.view.one() },
       { method: "PUT", path: "/api/v1/tools/:tool_id", action: "tools.update", params: { tool_id: "number", name: { type: "string", optional: true } } },
       { method: "PATCH", path: "/api/v1/tools/:tool_id", action: "tools.update", params: { tool_id: "number" } },
-      { method: "GET", path: "/api/v1/tools", action: "tools.list", params: { limit: { type: "number", default: 50 } } },
-      { method: "POST", path: "/api/v1/login/access-token", action: "users.login", params: { email: "email", password: "string" }, auth: "none" },
-      { method: "POST", path: "/api/v1/users", action: "users.create", params: { email: "email" }, auth: "optional" },
-      { method: "DELETE", path: "/api/v1/tools/:tool_id", action: "tools.remove", params: { tool_id: "number" } },
+      { method: "GET", path: "/api/v1/tools", action: "tools.list", params: { limit: { type: "number", default: 50 } }, response: tools.view.page() },
+      { method: "POST", path: "/api/v1/login/access-token", action: "users.login", params: { email: "email", password: "string" }, auth: "none", response: Token.one() },
+      { method: "POST", path: "/api/v1/users", action: "users.create", params: { email: "email" }, auth: "optional", response: UserCreated.one(201) },
+      { method: "DELETE", path: "/api/v1/tools/:tool_id", action: "tools.remove", params: { tool_id: "number" }, response: NO_CONTENT },
     ],
     { title: "agent-platform", serverUrl: "http://localhost:3000" },
   );

@@ -1,5 +1,5 @@
 import { ERRORS } from "../../../lib/errors";
-import { renderError } from "../../../services/gateway/errors";
+import { renderError } from "../../../lib/http-errors";
 import { MAX_BODY_DEPTH } from "../../../lib/free-json";
 import { allowedMethods, bodyProblem } from "../../../services/gateway/request";
 

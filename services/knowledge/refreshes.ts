@@ -1,15 +1,16 @@
 import type { Model } from "mongoose";
-import { enqueueJob } from "../knowledge/jobs";
-import type { KnowledgeSourceRecord, LoadJobRecord } from "../knowledge/model";
-import { nextRefreshAt } from "../knowledge/refresh";
+import { enqueueJob } from "./jobs";
+import type { KnowledgeSourceRecord, LoadJobRecord } from "./model";
+import { nextRefreshAt } from "./refresh";
+import { crossAccount } from "../../lib/tenancy-guard";
 
 /** What the scheduler needs of a knowledge source whose refresh is due. */
 export type DueRefresh = Pick<KnowledgeSourceRecord, "_id" | "account_id" | "refresh" | "next_refresh_at">;
 
 /** Sources whose refresh is due, most overdue first (the same cross-account look as due schedules). */
 export function dueRefreshes(sources: Model<KnowledgeSourceRecord>, now: Date, limit: number): Promise<DueRefresh[]> {
-  return sources
-    .find({ next_refresh_at: { $lte: now }, deleting: false }, { account_id: 1, refresh: 1, next_refresh_at: 1 })
+  return crossAccount("the scheduler's due refreshes of every account", sources
+    .find({ next_refresh_at: { $lte: now }, deleting: false }, { account_id: 1, refresh: 1, next_refresh_at: 1 }))
     .sort({ next_refresh_at: 1, _id: 1 })
     .limit(limit)
     .lean<DueRefresh[]>();
@@ -23,7 +24,7 @@ export function dueRefreshes(sources: Model<KnowledgeSourceRecord>, now: Date, l
 export function claimRefresh(sources: Model<KnowledgeSourceRecord>, due: DueRefresh, now: Date): Promise<KnowledgeSourceRecord | null> {
   return sources
     .findOneAndUpdate(
-      { _id: due._id, deleting: false, next_refresh_at: due.next_refresh_at },
+      { _id: due._id, account_id: due.account_id, deleting: false, next_refresh_at: due.next_refresh_at },
       { $set: { next_refresh_at: nextRefreshAt(due.refresh, now) } },
       { returnDocument: "after", timestamps: false },
     )

@@ -1,6 +1,5 @@
-import { canonicalTimezone, cronProblem, nextOccurrence, nextRunAt } from "../../../services/scheduler/cron";
-import { timingFields } from "../../../services/scheduler/params";
-import { describeRunError } from "../../../services/scheduler/runs";
+import { canonicalTimezone, cronProblem, nextOccurrence, nextRunAt, timingFields } from "../../../lib/cron";
+import { describeRunError } from "../../../services/tasks/scheduled-runs";
 
 /** Wall-clock parts of an instant in a zone, computed with Intl rather than the code under test. */
 function wallClock(at: Date, timeZone: string) {

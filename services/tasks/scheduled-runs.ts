@@ -1,6 +1,7 @@
 import type { Model } from "mongoose";
-import { nextOccurrence } from "./cron";
-import type { ScheduledTaskRecord } from "./model";
+import { nextOccurrence } from "../../lib/cron";
+import type { ScheduledTaskRecord } from "./scheduled-model";
+import { crossAccount } from "../../lib/tenancy-guard";
 
 /** What a run needs of a due schedule. */
 export type DueSchedule = Pick<ScheduledTaskRecord, "_id" | "account_id" | "schedule" | "timezone" | "next_run_at" | "task_template">;
@@ -10,8 +11,8 @@ export type DueSchedule = Pick<ScheduledTaskRecord, "_id" | "account_id" | "sche
  * is a worker acting for every account, and each run then acts as the schedule's own account.
  */
 export function dueSchedules(model: Model<ScheduledTaskRecord>, now: Date, limit: number): Promise<DueSchedule[]> {
-  return model
-    .find({ enabled: true, next_run_at: { $lte: now } }, { account_id: 1, schedule: 1, timezone: 1, next_run_at: 1, task_template: 1 })
+  return crossAccount("the scheduler's due schedules of every account", model
+    .find({ enabled: true, next_run_at: { $lte: now } }, { account_id: 1, schedule: 1, timezone: 1, next_run_at: 1, task_template: 1 }))
     .sort({ next_run_at: 1, _id: 1 })
     .limit(limit)
     .lean<DueSchedule[]>();
@@ -26,7 +27,7 @@ export function dueSchedules(model: Model<ScheduledTaskRecord>, now: Date, limit
 export function claimOccurrence(model: Model<ScheduledTaskRecord>, due: DueSchedule, now: Date): Promise<ScheduledTaskRecord | null> {
   return model
     .findOneAndUpdate(
-      { _id: due._id, enabled: true, next_run_at: due.next_run_at, schedule: due.schedule, timezone: due.timezone },
+      { _id: due._id, account_id: due.account_id, enabled: true, next_run_at: due.next_run_at, schedule: due.schedule, timezone: due.timezone },
       { $set: { next_run_at: nextOccurrence(due.schedule, due.timezone, now), last_run_at: now }, $inc: { run_count: 1 } },
       { returnDocument: "after", timestamps: false },
     )
@@ -36,11 +37,11 @@ export function claimOccurrence(model: Model<ScheduledTaskRecord>, due: DueSched
 /** Records what a claimed run produced: the task it created, or why it created none. */
 export async function recordRunOutcome(
   model: Model<ScheduledTaskRecord>,
-  id: number,
+  due: Pick<DueSchedule, "_id" | "account_id">,
   outcome: { taskId: number } | { error: string },
 ): Promise<void> {
   const fields = "taskId" in outcome ? { last_task_id: outcome.taskId, last_error: null } : { last_error: outcome.error };
-  await model.updateOne({ _id: id }, { $set: fields }, { timestamps: false });
+  await model.updateOne({ _id: due._id, account_id: due.account_id }, { $set: fields }, { timestamps: false });
 }
 
 /** A run failure as one readable line: validation problems (e.g. the template's team was deleted) are listed. */

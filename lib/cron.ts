@@ -1,4 +1,5 @@
 import { CronExpressionParser } from "cron-parser";
+import type { FieldProblem } from "./errors";
 
 /** The zone a schedule created without one is read in. */
 export const DEFAULT_TIMEZONE = "UTC";
@@ -47,4 +48,27 @@ export function nextOccurrence(expression: string, timezone: string, after: Date
  */
 export function nextRunAt(schedule: { schedule: string; timezone: string; enabled: boolean }, now: Date): Date | null {
   return schedule.enabled ? nextOccurrence(schedule.schedule, schedule.timezone, now) : null;
+}
+
+/**
+ * Checks the timing fields given in a create or update: the cron expression must parse and the time zone must be
+ * an IANA name (stored in its canonical case). Returns the fields to store and one problem per bad field.
+ */
+export function timingFields(params: { schedule?: string; timezone?: string }): {
+  fields: { schedule?: string; timezone?: string };
+  problems: FieldProblem[];
+} {
+  const fields: { schedule?: string; timezone?: string } = {};
+  const problems: FieldProblem[] = [];
+  if (params.schedule !== undefined) {
+    const problem = cronProblem(params.schedule);
+    if (problem) problems.push({ field: "schedule", message: problem, type: "cron" });
+    else fields.schedule = params.schedule.trim().split(/\s+/).join(" ");
+  }
+  if (params.timezone !== undefined) {
+    const zone = canonicalTimezone(params.timezone);
+    if (!zone) problems.push({ field: "timezone", message: `Unknown time zone "${params.timezone}": use an IANA name such as "UTC" or "Europe/Berlin"`, type: "timezone" });
+    else fields.timezone = zone;
+  }
+  return { fields, problems };
 }

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { ErrorType, validationItems, type FieldProblem, type ValidationItem } from "../../lib/errors";
+import { ErrorType, validationItems, type FieldProblem, type ValidationItem } from "./errors";
 
 export interface RenderedError {
   status: number;

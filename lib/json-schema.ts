@@ -1,0 +1,118 @@
+/**
+ * JSON Schema (2020-12, as OpenAPI 3.1 uses) from fastest-validator rules: the request schemas of the OpenAPI
+ * document and the response schemas of resource declarations (lib/resource.ts) both come from here.
+ */
+
+export type JsonSchema = Record<string, unknown>;
+
+/** fastest-validator shorthand ("number|optional") or a rule object, as an object. */
+function ruleObject(rule: unknown): Record<string, unknown> {
+  if (typeof rule === "string") {
+    const [type, ...flags] = rule.split("|");
+    return Object.fromEntries([["type", type], ...flags.map((f) => [f.trim(), true])]);
+  }
+  if (Array.isArray(rule)) return { type: "multi", rules: rule };
+  return (rule ?? { type: "any" }) as Record<string, unknown>;
+}
+
+/** JSON Schema (2020-12, as OpenAPI 3.1 uses) for one fastest-validator rule. */
+export function ruleToSchema(rule: unknown): JsonSchema {
+  const r = ruleObject(rule);
+  let schema: JsonSchema;
+  switch (r.type) {
+    case "number":
+      schema = { type: r.integer ? "integer" : "number" };
+      if (typeof r.min === "number") schema.minimum = r.min;
+      if (typeof r.max === "number") schema.maximum = r.max;
+      if (r.positive) schema.exclusiveMinimum = 0;
+      break;
+    case "string":
+      schema = { type: "string" };
+      if (typeof r.min === "number") schema.minLength = r.min;
+      if (typeof r.max === "number") schema.maxLength = r.max;
+      if (typeof r.length === "number") schema.minLength = schema.maxLength = r.length;
+      if (r.pattern instanceof RegExp) schema.pattern = r.pattern.source;
+      else if (typeof r.pattern === "string") schema.pattern = r.pattern;
+      if (Array.isArray(r.enum)) schema.enum = r.enum;
+      break;
+    case "email":
+      schema = { type: "string", format: "email" };
+      break;
+    case "url":
+      schema = { type: "string", format: "uri" };
+      break;
+    case "uuid":
+      schema = { type: "string", format: "uuid" };
+      break;
+    case "date":
+      schema = { type: "string", format: "date-time" };
+      break;
+    case "boolean":
+      schema = { type: "boolean" };
+      break;
+    case "enum":
+      schema = { enum: r.values };
+      break;
+    case "equal":
+      schema = { const: r.value };
+      break;
+    case "array":
+      schema = { type: "array", ...(r.items ? { items: ruleToSchema(r.items) } : {}) };
+      if (typeof r.min === "number") schema.minItems = r.min;
+      if (typeof r.max === "number") schema.maxItems = r.max;
+      break;
+    case "object":
+      schema = r.props || r.properties ? objectSchema((r.props ?? r.properties) as Record<string, unknown>) : { type: "object" };
+      break;
+    case "record":
+      schema = { type: "object", ...(r.key ? { propertyNames: ruleToSchema(r.key) } : {}), ...(r.value ? { additionalProperties: ruleToSchema(r.value) } : {}) };
+      break;
+    case "multi":
+      schema = { anyOf: (r.rules as unknown[]).map(ruleToSchema) };
+      break;
+    default:
+      schema = {};
+  }
+  if (r.default !== undefined && typeof r.default !== "function") schema.default = r.default;
+  if (r.nullable) schema = typeof schema.type === "string" ? { ...schema, type: [schema.type, "null"] } : { anyOf: [schema, { type: "null" }] };
+  return schema;
+}
+
+export function isOptional(rule: unknown): boolean {
+  const r = ruleObject(rule);
+  return Boolean(r.optional) || r.default !== undefined;
+}
+
+/** An object schema from a params map: properties, and required for every rule neither optional nor defaulted. */
+export function objectSchema(params: Record<string, unknown>): JsonSchema {
+  const entries = Object.entries(params).filter(([key]) => !key.startsWith("$"));
+  const required = entries.filter(([, rule]) => !isOptional(rule)).map(([key]) => key);
+  return {
+    type: "object",
+    properties: Object.fromEntries(entries.map(([key, rule]) => [key, ruleToSchema(rule)])),
+    ...(required.length ? { required } : {}),
+  };
+}
+
+
+/** Keywords that constrain what a client may send, not what a stored record holds. */
+const REQUEST_ONLY = new Set(["minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "pattern", "default", "minItems", "maxItems", "required"]);
+
+/**
+ * The schema of a value as responses carry it, from the rule that validates (or describes) it: its types, enums,
+ * nullability and nested properties, without the limits a request must respect (records written before a limit
+ * changed still read back). Nested objects keep their listed properties and allow more.
+ */
+export function valueSchema(rule: unknown): JsonSchema {
+  const strip = (schema: unknown): unknown => {
+    if (Array.isArray(schema)) return schema.map(strip);
+    if (!schema || typeof schema !== "object") return schema;
+    const out: JsonSchema = {};
+    for (const [key, value] of Object.entries(schema as JsonSchema)) {
+      if (REQUEST_ONLY.has(key)) continue;
+      out[key] = key === "properties" ? Object.fromEntries(Object.entries(value as JsonSchema).map(([k, v]) => [k, strip(v)])) : strip(value);
+    }
+    return out;
+  };
+  return strip(ruleToSchema(rule)) as JsonSchema;
+}

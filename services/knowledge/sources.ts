@@ -1,0 +1,25 @@
+import type { Model } from "mongoose";
+import type { KnowledgeSourceRecord, LoadJobRecord } from "./model";
+import type { SourceChanges } from "./states";
+
+/*
+ * The knowledge loader's reads and writes of knowledge_sources (the knowledge service owns the collection;
+ * docs/decisions.md "One writer per collection"): the source a job works on, its loading state, its removal.
+ */
+
+const sourceOf = (job: LoadJobRecord) => ({ _id: job.knowledge_source_id, account_id: job.account_id });
+
+/** The source a job works on, or null once it is deleted. */
+export function jobSource(sources: Model<KnowledgeSourceRecord>, job: LoadJobRecord): Promise<KnowledgeSourceRecord | null> {
+  return sources.findOne(sourceOf(job)).lean<KnowledgeSourceRecord>();
+}
+
+/** Sets loading fields (progress, outcome, counts) of a job's source. */
+export async function setLoadingState(sources: Model<KnowledgeSourceRecord>, job: LoadJobRecord, changes: SourceChanges): Promise<void> {
+  await sources.updateOne(sourceOf(job), { $set: changes });
+}
+
+/** Removes a job's source record: the last step of its deletion. */
+export async function removeSourceRecord(sources: Model<KnowledgeSourceRecord>, job: LoadJobRecord): Promise<void> {
+  await sources.deleteOne(sourceOf(job));
+}

@@ -1,0 +1,110 @@
+import { defineView, viewRule } from "../../lib/resource";
+
+/*
+ * Response shapes of the /knowledge routes that are not a knowledge source: jobs queued, index statistics,
+ * documents and search results (rendered by services/knowledge/rules.ts and services/search/rules.ts).
+ */
+
+const int = { type: "number", integer: true } as const;
+const str = { type: "string" } as const;
+const nullable = <T extends string>(type: T) => ({ type, nullable: true }) as const;
+
+/** A source or document deletion queued (DeletionResponse). */
+export const Queued = defineView("DeletionResponse", { success: { read: { type: "boolean" } }, message: { read: str }, job_id: { read: str }, status: { read: str } });
+
+export const Preload = defineView("PreloadResponse", {
+  success: { read: { type: "boolean" } },
+  message: { read: str },
+  event_id: { read: nullable("string") },
+  status: { read: { type: "enum", values: ["queued", "skipped"] } },
+  note: { read: str },
+});
+
+const loadReport = { type: "object", nullable: true } as const;
+export const SourceStats = defineView("KnowledgeSourceStats", {
+  knowledge_source_id: { read: int },
+  index_name: { read: str },
+  document_count: { read: int },
+  index_size_bytes: { read: int },
+  last_indexed_at: { read: nullable("date") },
+  last_refresh: { read: loadReport },
+  next_refresh_at: { read: nullable("date") },
+});
+
+/** What a document's listing item and its detail both show. */
+const documentFields = {
+  id: { read: str },
+  title: { read: str },
+  url: { read: str },
+  source_id: { read: int },
+  chunk_count: { read: int },
+  indexed_at: { read: { type: "date" } },
+} as const;
+
+export const DocumentSummary = defineView("DocumentSummary", { ...documentFields, content_preview: { read: str } });
+
+export const SourceDocuments = defineView("KnowledgeSourceDocuments", {
+  documents: { read: { type: "array", items: viewRule(DocumentSummary) } },
+  total: { read: int },
+  limit: { read: int },
+  offset: { read: int },
+});
+
+export const DocumentDetail = defineView("DocumentDetail", {
+  ...documentFields,
+  content: { read: str },
+  content_hash: { read: str },
+  metadata: { read: { type: "object" } },
+  chunk_size: { read: int },
+  created_at: { read: { type: "date" } },
+  updated_at: { read: { type: "date" } },
+  deletion_job_id: { read: nullable("string") },
+});
+
+export const DocumentStats = defineView("DocumentStats", {
+  total_documents: { read: int },
+  total_chunks: { read: int },
+  embedded_chunks: { read: int },
+  index_status: { read: { type: "enum", values: ["empty", "indexing", "ready"] } },
+  index_size_bytes: { read: int },
+  last_indexed_at: { read: nullable("date") },
+  engine: { read: str },
+  embedding_model: { read: nullable("string") },
+  pending_chunks: { read: int },
+  embedding_rate: { read: { type: "number" } },
+  embedding_workers: { read: int },
+});
+
+const documentResult = {
+  type: "object",
+  props: {
+    id: str,
+    document_id: str,
+    title: str,
+    url: str,
+    source_id: int,
+    content: str,
+    chunk_index: int,
+    score: { type: "number" },
+    normalized_score: { type: "number" },
+  },
+} as const;
+export const DocumentSearch = defineView("DocumentSearchResults", {
+  results: { read: { type: "array", items: documentResult } },
+  total: { read: int },
+  mode_used: { read: str },
+});
+
+const sourceResult = {
+  type: "object",
+  props: {
+    content: str,
+    metadata: { type: "object", props: { title: str, url: str, knowledge_source_id: int, document_id: str, chunk_index: int } },
+    score: { type: "number" },
+  },
+} as const;
+export const SourceSearch = defineView("KnowledgeSearchResults", {
+  results: { read: { type: "array", items: sourceResult } },
+  total_results: { read: int },
+  query: { read: str },
+});

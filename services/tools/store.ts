@@ -1,0 +1,32 @@
+import type { Connection } from "mongoose";
+import type { UnitOfWork } from "../../lib/unit-of-work";
+import { toolModel, type ToolRecord } from "./model";
+
+/*
+ * The tools collection as other services use it (the tools service owns it; docs/decisions.md "One writer per
+ * collection"): their reads, their writes within a unit of work, and a tool's change-event data.
+ */
+
+/** An account's tools, all of them or those with these ids. */
+export function accountTools(db: Connection, accountId: number, ids?: number[]): Promise<ToolRecord[]> {
+  const model = toolModel(db);
+  // By id, in id order (an index range); all of them, in natural order (the account index, no sort).
+  return (ids ? model.find({ account_id: accountId, _id: { $in: ids } }).sort({ _id: 1 }) : model.find({ account_id: accountId })).lean<ToolRecord[]>();
+}
+
+/** A tool as a team document defines it: created, or updated where it differs; the change is in `uow`. */
+export function putTool(
+  uow: UnitOfWork,
+  db: Connection,
+  accountId: number,
+  existing: ToolRecord | null,
+  def: { name: string; description?: string; type: string; config?: Record<string, unknown> },
+): Promise<ToolRecord> {
+  const fields = { name: def.name, description: def.description ?? null, tool_type: def.type, configuration: def.config ?? {} };
+  return uow.put(toolModel(db), accountId, existing, fields, "tool");
+}
+
+/** A tool's change-event data: the record as the API shows it. */
+export function toolEventData(db: Connection, tool: object): object {
+  return toolModel(db).hydrate(tool).toJSON();
+}

@@ -1,0 +1,33 @@
+import type { Connection } from "mongoose";
+import type { UnitOfWork } from "../../lib/unit-of-work";
+import { traitModel, type TraitRecord } from "./model";
+import { normalizeTags } from "./rules";
+
+/*
+ * The traits collection as other services use it (the traits service owns it; docs/decisions.md "One writer per
+ * collection"): their reads, their writes within a unit of work, and a trait's change-event data.
+ */
+
+/** An account's traits, all of them or those with these ids. */
+export function accountTraits(db: Connection, accountId: number, ids?: number[]): Promise<TraitRecord[]> {
+  const model = traitModel(db);
+  // By id, in id order (an index range); all of them, in natural order (the account index, no sort).
+  return (ids ? model.find({ account_id: accountId, _id: { $in: ids } }).sort({ _id: 1 }) : model.find({ account_id: accountId })).lean<TraitRecord[]>();
+}
+
+/** A trait as a team document defines it: created, or updated where it differs; the change is in `uow`. */
+export function putTrait(
+  uow: UnitOfWork,
+  db: Connection,
+  accountId: number,
+  existing: TraitRecord | null,
+  def: { name: string; category?: string; description?: string; tags?: string[] },
+): Promise<TraitRecord> {
+  const fields = { name: def.name, category: def.category ?? "general", description: def.description ?? null, tags: normalizeTags(def.tags ?? []) };
+  return uow.put(traitModel(db), accountId, existing, fields, "trait");
+}
+
+/** A trait's change-event data: the record as the API shows it. */
+export function traitEventData(db: Connection, trait: object): object {
+  return traitModel(db).hydrate(trait).toJSON();
+}
