@@ -3,8 +3,10 @@ import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import type { Readable, Transform } from "node:stream";
-import zlib from "node:zlib";
 import { setTimeout as sleep } from "node:timers/promises";
+import zlib from "node:zlib";
+import { classifyAddress, isAddressAllowed } from "./address-policy";
+import type { HostLimiter } from "./host-limiter";
 
 /** Our robots.txt product token and User-Agent: site owners can address and identify the loader. */
 export const BOT_TOKEN = "AgentPlatformBot";
@@ -23,7 +25,6 @@ const RETRY_AFTER_CAP_MS = 30_000;
 /** 500 is included: busy CMSs answer 500 under load and succeed on the next try. */
 const RETRYABLE_STATUSES = new Set([408, 429, 500, 502, 503, 504]);
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
-const DEFAULT_MAX_PER_HOST = 4;
 const KEEP_ALIVE_AGENTS = {
   "http:": new http.Agent({ keepAlive: true, maxSockets: 64 }),
   "https:": new https.Agent({ keepAlive: true, maxSockets: 64 }),
@@ -83,125 +84,6 @@ export interface SafeFetchOptions {
   resolver?: Resolver;
 }
 
-// ---------------------------------------------------------------- address policy
-
-type AddressClass = "public" | "loopback" | "private" | "forbidden";
-
-function blockList(ipv4: string[], ipv6: string[]): net.BlockList {
-  const list = new net.BlockList();
-  for (const cidr of ipv4) list.addSubnet(cidr.split("/")[0], Number(cidr.split("/")[1]), "ipv4");
-  for (const cidr of ipv6) list.addSubnet(cidr.split("/")[0], Number(cidr.split("/")[1]), "ipv6");
-  return list;
-}
-
-/** Never reachable, whatever the allow-list says: "this host", cloud metadata, multicast and reserved space. */
-const FORBIDDEN = blockList(
-  ["0.0.0.0/8", "169.254.169.254/32", "100.100.100.200/32", "224.0.0.0/4", "240.0.0.0/4"],
-  ["::/128", "fd00:ec2::254/128", "ff00::/8", "2001::/32"],
-);
-const LOOPBACK = blockList(["127.0.0.0/8"], ["::1/128"]);
-/** Not globally routable: private, shared (CGNAT), link-local, documentation and benchmark ranges, ULA. */
-const PRIVATE = blockList(
-  [
-    "10.0.0.0/8",
-    "100.64.0.0/10",
-    "169.254.0.0/16",
-    "172.16.0.0/12",
-    "192.0.0.0/24",
-    "192.0.2.0/24",
-    "192.168.0.0/16",
-    "198.18.0.0/15",
-    "198.51.100.0/24",
-    "203.0.113.0/24",
-  ],
-  ["fc00::/7", "fe80::/10", "fec0::/10", "2001:db8::/32", "100::/64"],
-);
-
-/** Eight 16-bit groups of a valid IPv6 address (a dotted IPv4 tail included). */
-function ipv6Groups(ip: string): number[] {
-  let text = ip;
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    const [a, b, c, d] = dotted[1].split(".").map(Number);
-    text = text.slice(0, -dotted[1].length) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.includes("::") ? text.split("::") : [text, undefined];
-  const parse = (s: string | undefined) => (s ? s.split(":").map((g) => parseInt(g, 16)) : []);
-  const left = parse(head);
-  const right = parse(tail);
-  return [...left, ...new Array(8 - left.length - right.length).fill(0), ...right];
-}
-
-/**
- * The IPv4 address an IPv6 form carries (IPv4-mapped, IPv4-compatible, NAT64, 6to4), so ::ffff:127.0.0.1
- * or 64:ff9b::a9fe:a9fe are judged as the IPv4 address they reach.
- */
-function embeddedIpv4(groups: number[]): string | undefined {
-  const quad = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  const zeros = (from: number, to: number) => groups.slice(from, to).every((g) => g === 0);
-  if (zeros(0, 5) && groups[5] === 0xffff) return quad(groups[6], groups[7]);
-  if (zeros(0, 6) && (groups[6] !== 0 || groups[7] > 1)) return quad(groups[6], groups[7]);
-  if (groups[0] === 0x64 && groups[1] === 0xff9b && zeros(2, 6)) return quad(groups[6], groups[7]);
-  if (groups[0] === 0x2002) return quad(groups[1], groups[2]);
-  return undefined;
-}
-
-/** The address as BlockList checks it: no brackets or zone, and the IPv4 address an IPv6 form carries. */
-function normaliseAddress(address: string): string {
-  const ip = address.replace(/^\[|\]$/g, "").replace(/%.*$/, "").toLowerCase();
-  return (net.isIPv6(ip) && embeddedIpv4(ipv6Groups(ip))) || ip;
-}
-
-function family(ip: string): "ipv4" | "ipv6" | undefined {
-  return net.isIPv4(ip) ? "ipv4" : net.isIPv6(ip) ? "ipv6" : undefined;
-}
-
-/** Where an address points: "public", "loopback", "private" (allow-listable) or "forbidden". */
-export function classifyAddress(address: string): AddressClass {
-  const ip = normaliseAddress(address);
-  const type = family(ip);
-  if (!type || FORBIDDEN.check(ip, type)) return "forbidden";
-  if (LOOPBACK.check(ip, type)) return "loopback";
-  if (PRIVATE.check(ip, type)) return "private";
-  return "public";
-}
-
-let allowListCache: { source: string; list: net.BlockList } | undefined;
-
-/** ALLOWED_PRIVATE_CIDRS parsed once per distinct value; a bad entry is a configuration error, not a silent no-op. */
-function allowedPrivate(source: string): net.BlockList {
-  if (allowListCache?.source === source) return allowListCache.list;
-  const list = new net.BlockList();
-  for (const entry of source.split(",").map((s) => s.trim()).filter(Boolean)) {
-    const [ip, bits] = entry.split("/");
-    const type = family(ip);
-    const width = type === "ipv4" ? 32 : 128;
-    const prefix = bits === undefined ? width : Number(bits);
-    if (!type || !Number.isInteger(prefix) || prefix < 0 || prefix > width) {
-      throw new Error(`ALLOWED_PRIVATE_CIDRS: "${entry}" is not a CIDR`);
-    }
-    list.addSubnet(ip, prefix, type);
-  }
-  allowListCache = { source, list };
-  return list;
-}
-
-/**
- * Whether the loader may connect to this address. Read from the environment at call time so tests and
- * operators can change it without a restart: ALLOW_LOOPBACK_TARGETS=true opens loopback, ALLOWED_PRIVATE_CIDRS
- * opens listed private ranges; forbidden addresses stay closed.
- */
-export function isAddressAllowed(address: string, env: NodeJS.ProcessEnv = process.env): boolean {
-  const kind = classifyAddress(address);
-  if (kind === "public") return true;
-  if (kind === "loopback") return env.ALLOW_LOOPBACK_TARGETS === "true";
-  if (kind === "private") {
-    const ip = normaliseAddress(address);
-    return allowedPrivate(env.ALLOWED_PRIVATE_CIDRS ?? "").check(ip, family(ip)!);
-  }
-  return false;
-}
-
 const defaultResolver: Resolver = (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true });
 
 /**
@@ -229,41 +111,6 @@ export function guardedLookup(url: string, resolver: Resolver = defaultResolver)
 function blockedError(url: string, address: string): FetchError {
   return new FetchError("blocked-address", `refused to connect to ${url}: ${address} is a ${classifyAddress(address)} address`, url);
 }
-
-// ---------------------------------------------------------------- per-host politeness
-
-/** Caps concurrent requests per host (host:port) so one source cannot hammer a site, whatever its batch size. */
-export class HostLimiter {
-  private readonly active = new Map<string, number>();
-  private readonly waiting = new Map<string, (() => void)[]>();
-
-  constructor(readonly maxPerHost = DEFAULT_MAX_PER_HOST) {}
-
-  /** Waits for a slot on `host`; call the returned function exactly once to free it. */
-  async acquire(host: string): Promise<() => void> {
-    if ((this.active.get(host) ?? 0) >= this.maxPerHost) {
-      await new Promise<void>((resolve) => {
-        const queue = this.waiting.get(host) ?? [];
-        queue.push(resolve);
-        this.waiting.set(host, queue);
-      });
-    } else {
-      this.active.set(host, (this.active.get(host) ?? 0) + 1);
-    }
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const next = this.waiting.get(host)?.shift();
-      if (next) return next(); // the slot passes straight to the next waiter
-      const count = (this.active.get(host) ?? 1) - 1;
-      if (count === 0) this.active.delete(host), this.waiting.delete(host);
-      else this.active.set(host, count);
-    };
-  }
-}
-
-// ---------------------------------------------------------------- fetching
 
 type HopResult = { redirect: string } | { response: FetchResponse };
 

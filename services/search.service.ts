@@ -1,21 +1,11 @@
-import { randomUUID } from "node:crypto";
-import path from "node:path";
-import { rm } from "node:fs/promises";
 import type { Connection } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { ERRORS, isDuplicateKeyError } from "../lib/errors";
+import { ERRORS } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { toPage } from "../lib/pagination";
 import { searchConfig, type SearchConfig } from "../lib/search/config";
-import { EmbeddedEngine } from "../lib/search/embedded-engine";
-import { LocalEmbeddingProvider, RemoteEmbeddingProvider, type EmbeddingProvider, type LocalModelName } from "../lib/search/embeddings";
 import type { SearchIndex, SearchMode } from "../lib/search/port";
-import { TypesenseEngine } from "../lib/search/typesense-engine";
-import { EmbedStage } from "./search/embed-stage";
-import { ModelSwitch } from "./search/model-switch";
-import { DELETION_QUEUE_MARKER, IndexGenerations } from "./search/generations";
-import { SnapshotKeeper, type RestoreReport } from "./search/snapshots";
 import { searchModels, type DocumentRecord, type SearchModels } from "./search/model";
 import {
   documentIdParam,
@@ -32,17 +22,15 @@ import {
   deletionResponse,
   documentDetail,
   documentResult,
-  documentSummary,
-  indexStatus,
+  documentStats,
   MAX_URLS_PER_CALL,
   parseSourceIds,
   sourceSearchResults,
 } from "./search/rules";
-import { indexDocuments, rebuildEmbedded, removeDocument, removeDocumentsAt, removeSource, type IncomingDocument, type StoreDeps } from "./search/store";
+import { startSearch, stopSearch, type SearchRuntime } from "./search/runtime";
+import { documentPage, indexDocuments, removeDocumentsAt, removeSource, type IncomingDocument } from "./search/store";
 import { crossAccount } from "../lib/tenancy-guard";
 
-/** Query embeddings kept in memory (repeated queries skip the model). */
-const QUERY_CACHE_SIZE = 500;
 /** Documents accepted by one indexDocuments call (one loader window is smaller). */
 const MAX_DOCUMENTS_PER_CALL = 500;
 /** Largest document content accepted (characters); bigger files are split by the loader. */
@@ -55,27 +43,14 @@ const sourceParam = { sourceId: { type: "number", integer: true, positive: true,
 interface Methods {
   explicitAccount(params: { accountId: number }): number;
   ownedDocument(accountId: number, id: string): Promise<DocumentRecord>;
-  queryVector(text: string): Promise<Float32Array | null>;
   rank(accountId: number, text: string, mode: SearchMode, sourceIds: number[] | undefined, depth: number): ReturnType<SearchIndex["search"]>;
-  runDeletion(doc: DocumentRecord): Promise<void>;
-  resumeDeletions(): Promise<void>;
   lastIndexedAt(accountId: number, sourceId?: number): Promise<Date | null>;
 }
-interface Vars {
+/** The runtime's parts are the service's own variables (tests and benches read index, snapshots, modelSwitch). */
+interface Vars extends SearchRuntime {
   db: Connection;
   models: SearchModels;
   config: SearchConfig;
-  index: SearchIndex;
-  provider?: EmbeddingProvider;
-  stage?: EmbedStage;
-  modelSwitch?: ModelSwitch;
-  deps: StoreDeps;
-  generations: IndexGenerations;
-  snapshots?: SnapshotKeeper;
-  /** How the embedded index came back at the last start (tests and logs). */
-  restoreReport?: RestoreReport;
-  queryCache: Map<string, Float32Array>;
-  deletions: Set<Promise<void>>;
 }
 
 /**
@@ -108,12 +83,8 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       async handler(ctx: Ctx<ListDocumentsParams & { accountId: number }>) {
         const filter: Record<string, unknown> = { account_id: this.explicitAccount(ctx.params) };
         if (ctx.params.source_id !== undefined) filter.source_id = parseSourceIds([ctx.params.source_id])![0] ?? -1;
-        const [rows, total] = await Promise.all([
-          this.models.documents.find(filter, { chunk_ids: 1, title: 1, url: 1, content: 1, source_id: 1, indexed_at: 1 })
-            .sort({ indexed_at: -1, _id: 1 }).skip(ctx.params.skip).limit(ctx.params.limit).lean<DocumentRecord[]>(),
-          this.models.documents.countDocuments(filter),
-        ]);
-        return toPage(rows.map(documentSummary), total, ctx.params.skip, ctx.params.limit);
+        const { documents, total } = await documentPage(this.models, filter, ctx.params.skip, ctx.params.limit);
+        return toPage(documents, total, ctx.params.skip, ctx.params.limit);
       },
     },
 
@@ -122,22 +93,8 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       params: accountParam,
       async handler(ctx: Ctx<{ accountId: number }>) {
         const accountId = this.explicitAccount(ctx.params);
-        const stats = await this.index.stats(accountId);
-        const pending = stats.chunks - stats.vectors;
-        return {
-          total_documents: stats.documents,
-          total_chunks: stats.chunks,
-          embedded_chunks: stats.vectors,
-          index_status: indexStatus(stats.chunks, this.provider ? pending : 0),
-          index_size_bytes: stats.sizeBytes,
-          last_indexed_at: await this.lastIndexedAt(accountId),
-          engine: this.index.engine,
-          embedding_model: this.provider?.model ?? null,
-          pending_chunks: this.provider ? pending : 0,
-          // The embedding stage of this search replica (all accounts): chunks/s over the last minute, batches at once.
-          embedding_rate: this.stage?.progress().ratePerSecond ?? 0,
-          embedding_workers: this.stage?.progress().concurrency ?? 0,
-        };
+        const [stats, lastIndexedAt] = await Promise.all([this.index.stats(accountId), this.lastIndexedAt(accountId)]);
+        return documentStats(stats, lastIndexedAt, this.index.engine, this.provider?.model ?? null, this.stage?.progress());
       },
     },
 
@@ -153,18 +110,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       visibility: "public",
       params: { ...accountParam, ...documentIdParam },
       async handler(ctx: Ctx<{ accountId: number; document_id: string }>) {
-        const doc = await this.ownedDocument(this.explicitAccount(ctx.params), ctx.params.document_id);
-        if (doc.deletion_job_id) return deletionResponse(doc.deletion_job_id);
-        const jobId = randomUUID();
-        // Queue first: a deletion is resumed at start from the queue, which is read by _id only.
-        await this.models.deletions.updateOne(
-          { _id: doc._id },
-          { $setOnInsert: { account_id: doc.account_id, job_id: jobId, created_at: new Date() } },
-          { upsert: true },
-        );
-        await this.models.documents.updateOne({ _id: doc._id, account_id: doc.account_id }, { $set: { deletion_job_id: jobId } });
-        void this.runDeletion(doc);
-        return deletionResponse(jobId);
+        return deletionResponse(await this.deletions.queue(await this.ownedDocument(this.explicitAccount(ctx.params), ctx.params.document_id)));
       },
     },
 
@@ -272,14 +218,9 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
         offset: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true },
       },
       async handler(ctx: Ctx<{ accountId: number; sourceId: number; limit: number; offset: number }>) {
-        const filter = { account_id: this.explicitAccount(ctx.params), source_id: ctx.params.sourceId };
         const { limit, offset } = ctx.params;
-        const [rows, total] = await Promise.all([
-          this.models.documents.find(filter, { chunk_ids: 1, title: 1, url: 1, content: 1, source_id: 1, indexed_at: 1 })
-            .sort({ indexed_at: -1, _id: 1 }).skip(offset).limit(limit).lean<DocumentRecord[]>(),
-          this.models.documents.countDocuments(filter),
-        ]);
-        return { documents: rows.map(documentSummary), total, limit, offset };
+        const filter = { account_id: this.explicitAccount(ctx.params), source_id: ctx.params.sourceId };
+        return { ...(await documentPage(this.models, filter, offset, limit)), limit, offset };
       },
     },
 
@@ -315,25 +256,8 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       return doc;
     },
 
-    /** The query's embedding, or null when there is no provider or it fails (the search then says keyword). */
-    async queryVector(text) {
-      // During a model switch the index holds vectors of two models: keyword until the switch is done.
-      if (!this.provider || this.modelSwitch?.switching) return null;
-      const hit = this.queryCache.get(text);
-      if (hit) return hit;
-      try {
-        const [vector] = await this.provider.embed([text], "query");
-        if (this.queryCache.size >= QUERY_CACHE_SIZE) this.queryCache.delete(this.queryCache.keys().next().value!);
-        this.queryCache.set(text, vector!);
-        return vector!;
-      } catch (err) {
-        this.logger.warn("Query embedding failed; answering with keyword search", (err as Error).message);
-        return null;
-      }
-    },
-
     async rank(accountId, text, mode, sourceIds, depth) {
-      const vector = mode === "keyword" ? null : await this.queryVector(text);
+      const vector = mode === "keyword" ? null : await this.queryVectors.of(text);
       return this.index.search({
         accountId,
         text,
@@ -346,39 +270,6 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       });
     },
 
-    runDeletion(doc) {
-      const job = removeDocument(this.deps, doc)
-        .then(() => this.models.deletions.deleteOne({ _id: doc._id }))
-        .then(() => undefined)
-        .catch((err) => this.logger.error(`Deleting document ${doc._id} failed; retried at next start`, err))
-        .finally(() => this.deletions.delete(job));
-      this.deletions.add(job);
-      return job;
-    },
-
-    /** Deletions queued before a restart are finished now (the queue replaced a scan of search_documents). */
-    async resumeDeletions() {
-      const { state, deletions, documents } = this.models;
-      if (!(await state.findById(DELETION_QUEUE_MARKER).lean())) {
-        // Deletions queued by a version without the queue: found once by the old scan.
-        const marked = await crossAccount("start-up: queued deletions of every account", documents.find({ deletion_job_id: { $ne: null } }, { account_id: 1, deletion_job_id: 1 })).lean<DocumentRecord[]>();
-        for (const d of marked) {
-          await deletions.updateOne({ _id: d._id }, { $setOnInsert: { account_id: d.account_id, job_id: d.deletion_job_id!, created_at: new Date() } }, { upsert: true });
-        }
-        try {
-          await state.create({ _id: DELETION_QUEUE_MARKER });
-        } catch (err) {
-          if (!isDuplicateKeyError(err)) throw err;
-        }
-      }
-      for (const queued of await deletions.find({}).lean()) {
-        const doc = await documents.findOne({ _id: queued._id, account_id: queued.account_id }).lean<DocumentRecord>();
-        // A document loaded again after its DELETE (deletion_job_id cleared) stays, as before the queue.
-        if (doc?.deletion_job_id) void this.runDeletion(doc);
-        else await deletions.deleteOne({ _id: queued._id });
-      }
-    },
-
     async lastIndexedAt(accountId, sourceId) {
       const filter = sourceId === undefined ? { account_id: accountId } : { account_id: accountId, source_id: sourceId };
       const last = await this.models.documents.findOne(filter, { indexed_at: 1 }).sort({ indexed_at: -1 }).lean<DocumentRecord>();
@@ -388,73 +279,11 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
 
   async started() {
     this.config = searchConfig();
-    this.queryCache = new Map();
-    this.deletions = new Set();
-    const { embedding, typesense } = this.config;
-    if (embedding.provider === "local") this.provider = new LocalEmbeddingProvider(embedding.model as LocalModelName, { workers: embedding.workers });
-    else if (embedding.provider === "openai") {
-      this.provider = new RemoteEmbeddingProvider(embedding.url, embedding.model, embedding.dimensions, embedding.apiKey || undefined);
-    }
-    const dimensions = this.provider?.dimensions ?? embedding.dimensions;
-    const embedded = this.config.engine === "embedded" ? new EmbeddedEngine({ dimensions }) : undefined;
-    this.modelSwitch = embedded && this.provider ? new ModelSwitch({ models: this.models, provider: this.provider, logger: this.logger }) : undefined;
-    const switching = (await this.modelSwitch?.needed()) ?? false;
-    this.index = embedded ?? new TypesenseEngine({ ...typesense, dimensions });
-    await this.index.start();
-    this.generations = new IndexGenerations(this.models.state);
-    this.deps = { models: this.models, index: this.index, provider: this.provider, generations: this.generations, logger: this.logger };
-    if (embedded && this.config.snapshots.enabled) {
-      const { dir, settleMs, maxDelayMs } = this.config.snapshots;
-      const databaseDir = path.join(dir, this.db.name.replace(/[^\w.-]/g, "_"));
-      // Snapshots hold the previous model's vectors: rebuilt from MongoDB, without them.
-      if (switching) await rm(databaseDir, { recursive: true, force: true });
-      this.snapshots = new SnapshotKeeper({
-        engine: embedded,
-        generations: this.generations,
-        dir: databaseDir,
-        settleMs,
-        maxDelayMs,
-        logger: this.logger,
-      });
-      const r = (this.restoreReport = await this.snapshots.restore(this.deps));
-      this.logger.info(
-        `Embedded search index in ${r.ms} ms: ${r.fromSnapshot.length} accounts (${r.chunksFromSnapshots} chunks) from snapshots, ` +
-          `${r.rebuilt.length} accounts (${r.chunksFromMongo} chunks) rebuilt from MongoDB${r.firstStart ? " (first start with snapshots)" : ""}`,
-      );
-      for (const [account, reason] of Object.entries(r.reasons)) this.logger.info(`Search index of account ${account} rebuilt: ${reason}`);
-    } else if (embedded) {
-      const started = Date.now();
-      const n = await rebuildEmbedded(this.deps, embedded);
-      this.logger.info(`Embedded search index rebuilt from MongoDB: ${n.chunks} chunks in ${Date.now() - started} ms`);
-    }
-    if (this.provider) {
-      this.stage = new EmbedStage({
-        provider: this.provider,
-        models: this.models,
-        index: this.index,
-        logger: this.logger,
-        batchSize: embedding.batchSize,
-        concurrency: embedding.workers,
-        generations: this.generations,
-      });
-      this.deps.stage = this.stage;
-      await this.stage.recover();
-      this.modelSwitch?.start(this.stage);
-      if (this.provider instanceof LocalEmbeddingProvider) {
-        this.provider.warmUp().catch((err) => this.logger.warn("Embedding model failed to load", err));
-      }
-    }
-    await this.resumeDeletions();
+    Object.assign(this, await startSearch(this.config, this.models, this.db.name, this.logger));
   },
 
   async stopped() {
-    await this.modelSwitch?.stop();
-    await this.stage?.stop();
-    await Promise.all([...(this.deletions ?? [])]);
-    // The last snapshots, so the next start loads instead of rebuilding.
-    await this.snapshots?.flush();
-    await this.provider?.close();
-    await this.index?.stop();
+    if (this.index) await stopSearch(this);
   },
 };
 

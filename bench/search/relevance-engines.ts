@@ -3,33 +3,34 @@
  * chunks documents, each of the 300 test queries ranks chunks, documents take their best chunk's rank,
  * and nDCG@10 and recall@100 are printed per engine and mode. Typesense is the test harness's
  * typesense-server (or TYPESENSE_URL's). Semantic and hybrid embed the corpus with the bundled model
- * (minutes on two cores): RELEVANCE_MODES=keyword measures keyword alone.
+ * (minutes on two cores; the vectors are kept in .cache/bench/ for the next run, keyed by model and texts):
+ * RELEVANCE_MODES=keyword measures keyword alone.
  *
  *   npm run bench:search:engines      (SCIFACT_DIR, default ../shared/eval/scifact)
  */
 import fs from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { chunkText } from "../../lib/search/chunking";
-import { MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
+import { HYBRID_ALPHA_BY_MODEL, MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
 import { EmbeddedEngine } from "../../lib/search/embedded-engine";
-import { DEFAULT_LOCAL_MODEL, LocalEmbeddingProvider } from "../../lib/search/embeddings";
+import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS, LocalEmbeddingProvider } from "../../lib/search/embeddings";
 import { DEFAULT_HYBRID_ALPHA } from "../../lib/search/fusion";
 import { SEARCH_MODES, type IndexedChunk, type SearchIndex, type SearchMode } from "../../lib/search/port";
 import { TypesenseEngine } from "../../lib/search/typesense-engine";
 import { repoRoot } from "../../lib/local-mongo";
 import { startTypesense } from "../../test/harness/servers";
 import { collapseByDocument, embedText } from "../../services/search/rules";
+import { sciFactDir } from "./scifact";
 
-/** ../shared/eval/scifact of the checkout (or of the repository above a worktree), unless SCIFACT_DIR says. */
-const DIR =
-  process.env.SCIFACT_DIR ??
-  [path.resolve(repoRoot(), "..", "shared"), path.resolve(repoRoot(), "..", "..", "shared")].map((d) => path.join(d, "eval", "scifact")).find((d) => fs.existsSync(d)) ??
-  path.resolve(repoRoot(), "..", "shared", "eval", "scifact");
+const DIR = sciFactDir();
 const MODES = (process.env.RELEVANCE_MODES ?? SEARCH_MODES.join(",")).split(",") as SearchMode[];
 const ACCOUNT = 1;
 const DEPTH = 250;
+/** The bundled model's vector size, and the hybrid weight the search service gives it. */
+const DIMENSIONS = LOCAL_MODELS[DEFAULT_LOCAL_MODEL].dimensions;
+const ALPHA = HYBRID_ALPHA_BY_MODEL[DEFAULT_LOCAL_MODEL] ?? DEFAULT_HYBRID_ALPHA;
 
 const jsonl = <T>(file: string): T[] =>
   fs.readFileSync(path.join(DIR, file), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as T);
@@ -57,6 +58,33 @@ function recallAt100(ranked: string[], relevant: Map<string, number>): number {
   return [...relevant.keys()].filter((d) => top.has(d)).length / relevant.size;
 }
 
+/**
+ * The vectors of `texts` (the first `documents` embedded as documents, the rest as queries), from
+ * .cache/bench/ when an earlier run embedded the same texts with the same model, else embedded and kept.
+ */
+async function cachedEmbeddings(provider: LocalEmbeddingProvider, texts: string[], documents: number): Promise<Float32Array[]> {
+  const key = createHash("sha256").update(provider.model).update(JSON.stringify(texts)).update(String(documents)).digest("hex").slice(0, 16);
+  const file = path.join(repoRoot(), ".cache", "bench", `scifact-${provider.model}-${key}.f32`);
+  const dims = provider.dimensions;
+  if (fs.existsSync(file)) {
+    const all = new Float32Array(new Uint8Array(fs.readFileSync(file)).buffer);
+    if (all.length === texts.length * dims) {
+      console.log(`vectors of ${texts.length} texts from ${path.relative(repoRoot(), file)}`);
+      return texts.map((_, i) => all.slice(i * dims, (i + 1) * dims));
+    }
+  }
+  const t0 = performance.now();
+  const out: Float32Array[] = [];
+  for (let i = 0; i < documents; i += 64) out.push(...(await provider.embed(texts.slice(i, Math.min(i + 64, documents)), "batch")));
+  out.push(...(await provider.embed(texts.slice(documents), "query")));
+  console.log(`embedded ${documents} chunks and ${texts.length - documents} queries in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  const all = new Float32Array(texts.length * dims);
+  out.forEach((v, i) => all.set(v, i * dims));
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, new Uint8Array(all.buffer));
+  return out;
+}
+
 async function main() {
   const corpus = jsonl<{ _id: string; title: string; text: string }>("corpus.jsonl");
   const judged = qrels();
@@ -72,21 +100,17 @@ async function main() {
   );
   const queryVectors: (Float32Array | null)[] = queries.map(() => null);
   if (provider) {
-    const t0 = performance.now();
-    for (let i = 0; i < chunks.length; i += 64) {
-      const batch = chunks.slice(i, i + 64);
-      const vectors = await provider.embed(batch.map((c) => embedText(c.title, c.content)), "batch");
-      batch.forEach((c, j) => (c.vector = vectors[j]!));
-    }
-    (await provider.embed(queries.map((q) => q.text), "query")).forEach((v, i) => (queryVectors[i] = v));
-    console.log(`embedded ${chunks.length} chunks and ${queries.length} queries in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    const texts = [...chunks.map((c) => embedText(c.title, c.content)), ...queries.map((q) => q.text)];
+    const vectors = await cachedEmbeddings(provider, texts, chunks.length);
+    chunks.forEach((c, i) => (c.vector = vectors[i]!));
+    queries.forEach((_, i) => (queryVectors[i] = vectors[chunks.length + i]!));
     await provider.close();
   }
 
   const typesense = await startTypesense();
   const engines: SearchIndex[] = [
-    new EmbeddedEngine({ dimensions: 512 }),
-    new TypesenseEngine({ url: typesense.url, apiKey: typesense.apiKey, collection: `scifact_${randomBytes(4).toString("hex")}`, dimensions: 512 }),
+    new EmbeddedEngine({ dimensions: DIMENSIONS }),
+    new TypesenseEngine({ url: typesense.url, apiKey: typesense.apiKey, collection: `scifact_${randomBytes(4).toString("hex")}`, dimensions: DIMENSIONS }),
   ];
   const rows: string[] = [];
   try {
@@ -99,8 +123,8 @@ async function main() {
         const t0 = performance.now();
         for (const [i, q] of queries.entries()) {
           const res = await engine.search({
-            accountId: ACCOUNT, text: q.text, mode, vector: queryVectors[i]!, depth: DEPTH, alpha: DEFAULT_HYBRID_ALPHA,
-            maxDistance: 1 - MIN_SIMILARITY_BY_MODEL[DEFAULT_LOCAL_MODEL]!,
+            accountId: ACCOUNT, text: q.text, mode, vector: queryVectors[i]!, depth: DEPTH, alpha: ALPHA,
+            maxDistance: 1 - (MIN_SIMILARITY_BY_MODEL[DEFAULT_LOCAL_MODEL] ?? -1),
           });
           const ranked = collapseByDocument(res.hits).map((h) => h.documentId);
           ndcg += ndcgAt10(ranked, judged.get(q._id)!);
@@ -115,7 +139,7 @@ async function main() {
   } finally {
     await typesense.stop();
   }
-  console.log(`\nBEIR SciFact (${corpus.length} documents, ${chunks.length} chunks, ${queries.length} test queries), depth ${DEPTH}`);
+  console.log(`\nBEIR SciFact (${corpus.length} documents, ${chunks.length} chunks, ${queries.length} test queries), depth ${DEPTH}, hybrid alpha ${ALPHA}`);
   console.log("\n| engine | mode | nDCG@10 | recall@100 | ms/query |\n|---|---|---|---|---|");
   for (const r of rows) console.log(r);
 }

@@ -14,7 +14,11 @@
  *
  *   npm run bench:relevance     (RELEVANCE_SETS=scifact,wordnet; RELEVANCE_DOCS, RELEVANCE_QUERIES size WordNet;
  *                                MONGO_URL to use a running database instead of the bundled server,
- *                                RELEVANCE_DATA_DIR to keep the bundled server's data and so the embedding cache)
+ *                                RELEVANCE_DATA_DIR to keep the bundled server's data and so the embedding cache,
+ *                                RELEVANCE_DUMP=<prefix> to write each query's candidate lists to <prefix>-<set>.json)
+ *
+ * After the modes, the hybrid weight is swept through the SearchIndex port and 2-fold cross-validated over the
+ * queries of all sets (tuned on one half, reported on the other, both ways round).
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -196,7 +200,7 @@ async function load(platform: Awaited<ReturnType<typeof startPlatform>>, api: Ap
 }
 
 async function evaluate(api: Api, token: string, c: Collection, mode: SearchMode) {
-  let ndcg = 0;
+  const perQuery: number[] = [];
   let recall = 0;
   let modeUsed = "";
   const latencies: number[] = [];
@@ -204,7 +208,8 @@ async function evaluate(api: Api, token: string, c: Collection, mode: SearchMode
   await Promise.all(
     Array.from({ length: SEARCH_CONCURRENCY }, async () => {
       while (next < c.queries.length) {
-        const q = c.queries[next++]!;
+        const index = next++;
+        const q = c.queries[index]!;
         const t0 = performance.now();
         const res = await api<{ results: { url: string }[]; mode_used: string }>("POST", "/api/v1/knowledge/documents/search", {
           token,
@@ -214,47 +219,97 @@ async function evaluate(api: Api, token: string, c: Collection, mode: SearchMode
         if (res.status !== 200) throw new Error(`search answered ${res.status}: ${JSON.stringify(res.body)}`);
         modeUsed = res.body.mode_used;
         const ranked = res.body.results.map((r) => r.url.slice(URL_PREFIX.length));
-        ndcg += ndcgAt(10, ranked, q.judgements);
+        perQuery[index] = ndcgAt(10, ranked, q.judgements);
         recall += recallAt(100, ranked, q.judgements);
       }
     }),
   );
   latencies.sort((a, b) => a - b);
-  return { ndcg: ndcg / c.queries.length, recall: recall / c.queries.length, modeUsed, p50: latencies[Math.floor(latencies.length / 2)]! };
+  return { ndcg: mean(perQuery), perQuery, recall: recall / c.queries.length, modeUsed, p50: latencies[Math.floor(latencies.length / 2)]! };
 }
 
 /** The search service of the bench's broker: its index (the SearchIndex port) and query embeddings. */
 interface SearchServiceInternals {
   index: SearchIndex;
-  queryVector(text: string): Promise<Float32Array | null>;
+  queryVectors: { of(text: string): Promise<Float32Array | null> };
   config: { maxDistance: number; hybridAlpha: number };
 }
 
 /**
- * Hybrid nDCG@10 for a range of vector weights, through the SearchIndex port of the running search service
- * (the REST API has no alpha parameter): what HYBRID_ALPHA_BY_MODEL is chosen from.
+ * Hybrid nDCG@10 per query for each vector weight, through the SearchIndex port of the running search service
+ * (the REST API has no alpha parameter): the sweep HYBRID_ALPHA_BY_MODEL is chosen from, and the input of the
+ * cross-validation below.
  */
-async function alphaSweep(platform: Awaited<ReturnType<typeof startPlatform>>, accountId: number, c: Collection) {
+async function alphaSweep(platform: Awaited<ReturnType<typeof startPlatform>>, accountId: number, c: Collection): Promise<number[][]> {
   const search = platform.broker.getLocalService("search") as unknown as SearchServiceInternals;
-  const vectors = await Promise.all(c.queries.map((q) => search.queryVector(q.text)));
-  const row: string[] = [];
+  const vectors = await Promise.all(c.queries.map((q) => search.queryVectors.of(q.text)));
+  const perAlpha: number[][] = [];
   for (const alpha of ALPHAS) {
-    let ndcg = 0;
+    const perQuery: number[] = [];
     for (const [i, q] of c.queries.entries()) {
       const res = await search.index.search({
         accountId, text: q.text, mode: "hybrid", vector: vectors[i]!, depth: candidateDepth(0, 100), alpha, maxDistance: search.config.maxDistance,
       });
-      ndcg += ndcgAt(10, collapseByDocument(res.hits).map((h) => h.url.slice(URL_PREFIX.length)), q.judgements);
+      perQuery.push(ndcgAt(10, collapseByDocument(res.hits).map((h) => h.url.slice(URL_PREFIX.length)), q.judgements));
     }
-    row.push((ndcg / c.queries.length).toFixed(3));
+    perAlpha.push(perQuery);
   }
   console.log(`\nhybrid nDCG@10 by HYBRID_ALPHA (vector weight; 0 = keyword ranking, 1 = vector ranking), configured ${search.config.hybridAlpha}:`);
-  console.log(`| alpha | ${ALPHAS.join(" | ")} |\n|---|${ALPHAS.map(() => "---").join("|")}|\n| nDCG@10 | ${row.join(" | ")} |`);
+  console.log(`| alpha | ${ALPHAS.join(" | ")} |\n|---|${ALPHAS.map(() => "---").join("|")}|\n| nDCG@10 | ${perAlpha.map((q) => mean(q).toFixed(3)).join(" | ")} |`);
+  return perAlpha;
+}
+
+const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+
+/**
+ * Two-fold cross-validation of the vector weight: queries split by position (even / odd), the weight chosen on
+ * one half of every data set together (the sum of their mean nDCG@10: one weight per model, as shipped) and
+ * reported on the other half, then the other way round. No figure comes from queries its weight was tuned on.
+ */
+function crossValidate(sweeps: Map<string, number[][]>, parts: Map<string, Record<"keyword" | "semantic", number[]>>) {
+  const half = (xs: number[], fold: number) => xs.filter((_, i) => i % 2 === fold);
+  const halves = (xs: number[]) => `${mean(half(xs, 1)).toFixed(3)} / ${mean(half(xs, 0)).toFixed(3)}`;
+  console.log("\nhybrid nDCG@10, 2-fold cross-validated weight (tuned on one half of the queries of every set, reported on the other):");
+  console.log(
+    `| set | tuned on even → odd | tuned on odd → even | mean of the held-out halves | keyword odd / even | semantic odd / even |\n|---|---|---|---|---|---|`,
+  );
+  const chosen = [0, 1].map((fold) => {
+    const objective = (a: number) => [...sweeps.values()].reduce((s, perAlpha) => s + mean(half(perAlpha[a]!, fold)), 0);
+    return ALPHAS.reduce((best, _, a) => (objective(a) > objective(best) ? a : best), 0);
+  });
+  for (const [set, perAlpha] of sweeps) {
+    const held = [0, 1].map((fold) => mean(half(perAlpha[chosen[fold]!]!, 1 - fold)));
+    const cell = (fold: number) => `α ${ALPHAS[chosen[fold]!]} → ${held[fold]!.toFixed(3)}`;
+    const { keyword, semantic } = parts.get(set)!;
+    console.log(`| ${set} | ${cell(0)} | ${cell(1)} | ${mean(held).toFixed(3)} | ${halves(keyword)} | ${halves(semantic)} |`);
+  }
+}
+
+/** Keyword and vector candidate lists per query, as hybrid fuses them (for studying fusions offline). */
+async function dumpLists(platform: Awaited<ReturnType<typeof startPlatform>>, accountId: number, c: Collection, file: string) {
+  const search = platform.broker.getLocalService("search") as unknown as SearchServiceInternals;
+  const out = [];
+  for (const q of c.queries) {
+    const vector = await search.queryVectors.of(q.text);
+    const base = { accountId, text: q.text, vector, depth: candidateDepth(0, 100), alpha: 0, maxDistance: search.config.maxDistance };
+    const k = await search.index.search({ ...base, mode: "keyword" });
+    const v = await search.index.search({ ...base, mode: "semantic" });
+    const doc = (h: { url: string }) => h.url.slice(URL_PREFIX.length);
+    out.push({
+      judgements: Object.fromEntries(q.judgements),
+      keyword: k.hits.map((h) => [h.id, doc(h), h.score]),
+      vector: v.hits.map((h) => [h.id, doc(h), h.vectorDistance]),
+    });
+  }
+  fs.writeFileSync(file, JSON.stringify(out));
+  console.error(`candidate lists of ${out.length} queries written to ${file}`);
 }
 
 async function main() {
   const config = searchConfig();
   const platform = await startPlatform();
+  const sweeps = new Map<string, number[][]>();
+  const parts = new Map<string, Record<"keyword" | "semantic", number[]>>();
   try {
     for (const set of SETS) {
       const collection = set === "scifact" ? sciFact() : set === "wordnet" ? wordNet() : undefined;
@@ -277,15 +332,22 @@ async function main() {
       );
       const isSciFact = set === "scifact";
       console.log(`\n| mode | nDCG@10 | recall@100 | p50 ms | mode_used |${isSciFact ? " published anchor |" : ""}\n|---|---|---|---|---|${isSciFact ? "---|" : ""}`);
+      const byMode: Partial<Record<SearchMode, number[]>> = {};
       for (const mode of MODES) {
         const r = await evaluate(platform.api, owner.token, collection, mode);
+        byMode[mode] = r.perQuery;
         console.log(
           `| ${mode}${mode === "hybrid" ? " (default)" : ""} | ${r.ndcg.toFixed(3)} | ${r.recall.toFixed(3)} | ${r.p50.toFixed(1)} | ${r.modeUsed} |` +
             (isSciFact ? ` ${SCIFACT_ANCHORS[mode]} |` : ""),
         );
       }
-      if (ALPHAS.length && stats.embedding_model) await alphaSweep(platform, accountId, collection);
+      if (ALPHAS.length && stats.embedding_model) {
+        sweeps.set(set, await alphaSweep(platform, accountId, collection));
+        parts.set(set, { keyword: byMode.keyword!, semantic: byMode.semantic! });
+      }
+      if (process.env.RELEVANCE_DUMP && stats.embedding_model) await dumpLists(platform, accountId, collection, `${process.env.RELEVANCE_DUMP}-${set}.json`);
     }
+    if (sweeps.size) crossValidate(sweeps, parts);
   } finally {
     await platform.stop();
   }

@@ -18,6 +18,9 @@ import { randomBytes } from "node:crypto";
 import { EmbeddedEngine } from "../../lib/search/embedded-engine";
 import type { IndexedChunk, IndexQuery, SearchIndex, SearchMode } from "../../lib/search/port";
 import { TypesenseEngine } from "../../lib/search/typesense-engine";
+import { collectionNames } from "../../lib/search/typesense-schema";
+import { terms } from "../../lib/search/tokenizer";
+import { Client } from "typesense";
 import { startTypesense } from "../../test/harness/servers";
 import { startLocalMongo } from "../../lib/local-mongo";
 import { normalize, vectorToBuffer } from "../../lib/search/vectors";
@@ -213,12 +216,38 @@ interface TypesenseReport {
   indexSeconds: number;
   rssMb?: number;
   latencies: Latencies;
+  /** Typesense ranking by itself (its own text match, no BM25), for scale: keyword alone and with vectors. */
+  raw: Record<"keyword" | "hybrid", { p50: number; p99: number; qps: number }>;
+}
+
+/**
+ * Typesense's own query time on the same collections, 1 client: the query's terms by its text match
+ * (depth hits with their text), alone and with the k nearest vectors in the same multi_search.
+ */
+async function rawTypesense(server: { url: string; apiKey: string }, collection: string): Promise<TypesenseReport["raw"]> {
+  const client = new Client({ nodes: [{ url: server.url }] as never, apiKey: server.apiKey, connectionTimeoutSeconds: 30 });
+  const names = collectionNames(collection);
+  const run = (withVectors: boolean): SearchIndex => ({
+    search: async (q: IndexQuery) => {
+      const searches: Record<string, unknown>[] = [
+        { collection: names.chunks, q: terms(q.text).join(" "), query_by: "title_terms,content_terms", filter_by: `account_id:=${q.accountId}`, prefix: "false", num_typos: 0, per_page: q.depth },
+      ];
+      if (withVectors) {
+        searches.push({ collection: names.vectors, q: "*", filter_by: `account_id:=${q.accountId}`, vector_query: `embedding:([${Array.from(q.vector!).join(",")}], k:${q.depth})`, per_page: q.depth, include_fields: "id" });
+      }
+      await client.multiSearch.perform({ searches } as never);
+      return { hits: [], modeUsed: "keyword" };
+    },
+  }) as unknown as SearchIndex;
+  await latency(run(true), queriesOf("hybrid").slice(0, 30), 1);
+  return { keyword: await latency(run(false), queriesOf("keyword"), 1), hybrid: await latency(run(true), queriesOf("hybrid"), 1) };
 }
 
 /** The same corpus and queries through the Typesense engine (one collection of its own, dropped afterwards). */
 async function typesenseColumn(corpus: ReturnType<typeof syntheticCorpus>): Promise<TypesenseReport> {
   const server = await startTypesense();
-  const engine = new TypesenseEngine({ url: server.url, apiKey: server.apiKey, collection: `bench_${randomBytes(4).toString("hex")}`, dimensions: DIMENSIONS });
+  const collection = `bench_${randomBytes(4).toString("hex")}`;
+  const engine = new TypesenseEngine({ url: server.url, apiKey: server.apiKey, collection, dimensions: DIMENSIONS });
   try {
     await engine.start();
     const t0 = performance.now();
@@ -230,7 +259,7 @@ async function typesenseColumn(corpus: ReturnType<typeof syntheticCorpus>): Prom
     }
     const indexSeconds = (performance.now() - t0) / 1000;
     const rssMb = rssOf(server.pid);
-    return { version: server.kind, indexSeconds, rssMb, latencies: await latencies(engine) };
+    return { version: server.kind, indexSeconds, rssMb, latencies: await latencies(engine), raw: await rawTypesense(server, collection) };
   } finally {
     await engine.dropCollection();
     await server.stop();
@@ -279,6 +308,8 @@ async function main() {
     console.log(`\n| measure | embedded | ${typesense.version} |\n|---|---|---|`);
     console.log(`| index (${CHUNKS} chunks with vectors) | ${indexSeconds.toFixed(1)} s | ${typesense.indexSeconds.toFixed(1)} s (import in batches of 1000) |`);
     console.log(`| memory after indexing | ${memIndexed.rss} MB RSS (whole bench process) | ${typesense.rssMb ?? "?"} MB RSS (typesense-server) |`);
+    const raw = typesense.raw;
+    console.log(`\nTypesense's own query time, 1 client (its text match, depth hits with text; no BM25): keyword p50 / p99 ${raw.keyword.p50.toFixed(2)} / ${raw.keyword.p99.toFixed(2)} ms, keyword + vectors in one multi_search ${raw.hybrid.p50.toFixed(2)} / ${raw.hybrid.p99.toFixed(2)} ms`);
   }
   console.log(`\n| measure | value |\n|---|---|`);
   console.log(`| chunks | ${CHUNKS} |`);

@@ -4,6 +4,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { repoRoot } from "../../lib/local-mongo";
 
 export interface SciFactDocument {
   _id: string;
@@ -18,8 +19,11 @@ export interface SciFact {
   qrels: Map<string, Set<string>>;
 }
 
+/** SCIFACT_DIR, else shared/eval/scifact next to the checkout, or next to the repository above a worktree. */
 export function sciFactDir(): string {
-  return path.resolve(process.env.SCIFACT_DIR || path.join(__dirname, "..", "..", "..", "..", "shared", "eval", "scifact"));
+  if (process.env.SCIFACT_DIR) return path.resolve(process.env.SCIFACT_DIR);
+  const candidates = [path.resolve(repoRoot(), "..", "shared"), path.resolve(repoRoot(), "..", "..", "shared")].map((d) => path.join(d, "eval", "scifact"));
+  return candidates.find((d) => fs.existsSync(d)) ?? candidates[0]!;
 }
 
 const jsonLines = <T>(file: string): T[] =>

@@ -11,11 +11,12 @@ import { DEFAULT_HYBRID_ALPHA } from "./fusion";
 export const MIN_SIMILARITY_BY_MODEL: Record<string, number> = { "use-lite-512": 0.15 };
 
 /**
- * Vector weight of hybrid rank fusion per bundled model, chosen from the SciFact sweep of
- * `npm run bench:relevance` (docs/search.md, decision 21): a weak model gets a small weight, so hybrid never
- * ranks below its keyword part. Other models get Typesense's default unless HYBRID_ALPHA is set.
+ * Prior weight of the vector list in hybrid fusion per bundled model (fuseLists; each query's confidences
+ * then shift it), cross-validated on SciFact and WordNet by `npm run bench:relevance` (docs/search.md,
+ * decision 38). USE lite, a third as good as keyword on SciFact, gets 0: its hybrid ranking is the keyword
+ * ranking. Other models get an even prior unless HYBRID_ALPHA is set.
  */
-export const HYBRID_ALPHA_BY_MODEL: Record<string, number> = { "all-minilm-l6-v2": 0.4, "use-lite-512": 0 };
+export const HYBRID_ALPHA_BY_MODEL: Record<string, number> = { "all-minilm-l6-v2": 0.6, "use-lite-512": 0 };
 
 function numberEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];

@@ -83,6 +83,13 @@ export interface SearchIndex {
   /** Documents searchable in the account (or one source of it). */
   countDocuments(accountId: number, sourceId?: number): Promise<number>;
   stats(accountId: number, sourceId?: number): Promise<IndexStats>;
+  /**
+   * Engines whose index holds vectors of one size (Typesense) switch embedding models with a second index:
+   * the model switch copies every chunk into it while the current one answers, then finishes the switch at
+   * once. The embedded engine has no need: it is rebuilt at start with the new model's dimensions.
+   */
+  copyForModelSwitch?(chunks: IndexedChunk[]): Promise<void>;
+  finishModelSwitch?(): Promise<void>;
 }
 
 /** Largest candidate list per ranking (Typesense's per_page ceiling). */

@@ -1,114 +1,79 @@
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { Client, Errors } from "typesense";
-import { bm25Idf, bm25Term, TITLE_WEIGHT } from "./bm25";
-import { fuseRanks } from "./fusion";
-import type { ChunkHit, IndexQuery, IndexResult, IndexStats, IndexedChunk, SearchIndex } from "./port";
+import { fuseLists } from "./fusion";
+import { MAX_DEPTH, type ChunkHit, type IndexQuery, type IndexResult, type IndexStats, type IndexedChunk, type SearchIndex } from "./port";
 import { terms } from "./tokenizer";
+import { Batch, type Search, type SearchResult } from "./typesense-batch";
+import { HIT_FIELDS, keywordSearches, TotalsCache, type KeywordHit } from "./typesense-keyword";
+import {
+  checkCollection,
+  chunkDocument,
+  collectionNames,
+  createCollection,
+  isSupportedTypesenseVersion,
+  MIN_TYPESENSE_VERSION,
+  quoteList,
+  schemas,
+  vectorCollectionName,
+  vectorDocument,
+  vectorSchema,
+  type ChunkDocument,
+  type CollectionNames,
+  type ReplacementDocument,
+  type VectorDocument,
+} from "./typesense-schema";
 
-/**
- * Typesense versions this engine runs on: 0.24.1 (tested in CI) and later. It uses only what 0.24 already
- * has (documents import, multi_search, filter_by, group_by, facet stats, `vector_query` with `k` on a
- * float[] field) and none of the later additions (stop-word sets, stemming, native hybrid search, distance
- * thresholds), which the platform does itself, so results are the same on every version.
- */
-export const MIN_TYPESENSE_VERSION = "0.24.1";
-/** Ids per delete-by-filter request, to keep filter strings short. */
-const DELETE_BATCH = 100;
-/**
- * Keyword candidates fetched per query term: all `depth` for queries of up to three terms (exact BM25 top
- * list whenever a term's matches fit in it), fewer for long queries, never under this floor. Typesense
- * reads every returned chunk from its store, so returned hits, not matching, are what a query costs.
- */
-const MIN_CANDIDATES_PER_TERM = 50;
-const FULL_CANDIDATE_TERMS = 3;
+export { isSupportedTypesenseVersion, MIN_TYPESENSE_VERSION } from "./typesense-schema";
 
+/** Ids per delete-by-filter or read-by-id request, to keep filter strings short. */
+const ID_BATCH = 100;
 /** Typesense's default cap on searches in one multi_search request (limit_multi_searches). */
 const MULTI_SEARCH_LIMIT = 50;
+/**
+ * replaceChunks waits this long between changing what is hidden and writing or deleting chunks, so a search
+ * that read the hidden list before the change has read its candidates too (see replaceChunks).
+ */
+const REPLACE_GRACE_MS = 500;
+/** A replacement whose writer died half-way stops hiding anything after this long. */
+const REPLACEMENT_TTL_MS = 10 * 60_000;
 
 export interface TypesenseEngineOptions {
   url: string;
   apiKey: string;
+  /** The alias searches read vectors through (TYPESENSE_COLLECTION); the other collections are named after it. */
   collection: string;
   dimensions: number;
+  /** The embedding model: its vectors collection is named after it and its dimensions. */
+  model?: string;
+  /** The stored vectors are of another model: fill this model's vectors collection while the current one answers. */
+  switchingModel?: boolean;
 }
 
-/** The fields a chunk has in the shared collection. */
-interface ChunkDocument {
-  id: string;
-  account_id: number;
-  source_id: number;
-  document_id: string;
-  position: number;
-  title: string;
-  url: string;
-  content: string;
-  /** The platform's index terms (tokenizer.terms) of title and content, space-separated: what Typesense matches. */
-  title_terms: string;
-  content_terms: string;
-  /** BM25 length of the chunk: title terms count TITLE_WEIGHT times (as in the embedded engine). */
-  term_count: number;
-  content_bytes: number;
-  embedding?: number[];
-  has_vector: boolean;
-  indexed_at: number;
-}
 
-interface Hit {
-  document: ChunkDocument;
-  text_match?: number;
-  vector_distance?: number;
-}
 
-interface SearchResult {
-  found: number;
-  hits?: Hit[];
-  facet_counts?: { field_name: string; stats?: { sum?: number } }[];
-  error?: string;
-  code?: number;
-}
 
-/** What a hit shows; keyword candidates also bring their terms and length for BM25. */
-const HIT_FIELDS = "id,source_id,document_id,position,title,url,content";
-const CANDIDATE_FIELDS = `${HIT_FIELDS},title_terms,content_terms,term_count`;
 
-/** Typesense filter value for a list of strings (backticks quote ids safely). */
-function quoteList(values: string[]): string {
-  return `[${values.map((v) => `\`${v.replace(/`/g, "")}\``).join(",")}]`;
-}
 
-/** "0.24.1" -> [0, 24, 1]; a build without a numeric version (nightly) sorts last. */
-function versionParts(version: string): number[] {
-  const parts = version.replace(/^v/, "").split(/[.-]/).slice(0, 3).map(Number);
-  return parts.every(Number.isFinite) ? parts : [Number.MAX_SAFE_INTEGER];
-}
-
-export function isSupportedTypesenseVersion(version: string): boolean {
-  const have = versionParts(version);
-  const want = versionParts(MIN_TYPESENSE_VERSION);
-  for (let i = 0; i < want.length; i++) {
-    if ((have[i] ?? 0) !== want[i]) return (have[i] ?? 0) > want[i]!;
-  }
-  return true;
-}
-
-/** The BM25 length and term frequencies of a chunk, from its stored terms, as the embedded index counts them. */
-function termFrequencies(d: Pick<ChunkDocument, "title_terms" | "content_terms">): Map<string, number> {
-  const tf = new Map<string, number>();
-  for (const t of d.title_terms.split(" ")) if (t) tf.set(t, (tf.get(t) ?? 0) + TITLE_WEIGHT);
-  for (const t of d.content_terms.split(" ")) if (t) tf.set(t, (tf.get(t) ?? 0) + 1);
-  return tf;
-}
 
 /**
- * Production engine: one shared Typesense collection for all accounts, every request filtered by
- * account_id in one place (scope()). The platform analyses text (tokenizer.terms: folding, stop words,
- * Porter2 stems) and Typesense stores and matches those terms; Typesense finds the keyword candidates and
- * the nearest vectors (both lists in one multi_search), and the platform ranks keyword candidates by BM25
- * with the account's statistics and fuses the lists with fuseRanks, exactly as the embedded engine does.
- * Vectors are precomputed by the embedding stage and added by partial update.
+ * Production engine: shared Typesense collections for all accounts, every request filtered by account_id
+ * in one place (scope()). The platform analyses text (tokenizer.terms: folding, stop words, Porter2 stems);
+ * Typesense stores and matches those terms in the chunks collection and holds vectors in a collection of
+ * their own (one per embedding model, behind the TYPESENSE_COLLECTION alias). A query is one multi_search:
+ * the keyword candidates per query term with their terms and the nearest vectors, each with what its hit
+ * shows; the platform ranks the candidates by BM25 with the account's statistics (cached briefly) and fuses
+ * the lists with fuseLists, exactly as the embedded engine does. Vectors come later from the embedding stage.
  */
 export class TypesenseEngine implements SearchIndex {
   readonly engine = "typesense" as const;
   private readonly client: Client;
+  private readonly names: CollectionNames;
+  private readonly totals = new TotalsCache();
+  /** The vectors collection every vector write goes to: the configured model's (searches read the alias). */
+  private target: string;
+  /** During a model switch, the vectors collection the alias still names: it takes deletes, no new vectors. */
+  private previous?: string;
 
   constructor(private readonly options: TypesenseEngineOptions) {
     this.client = new Client({
@@ -118,29 +83,8 @@ export class TypesenseEngine implements SearchIndex {
       numRetries: 2,
       logLevel: "warn",
     });
-  }
-
-  /** The collection schema: analysed terms for matching, stored text for hits, an optional cosine vector, tenant ids. */
-  schema() {
-    return {
-      name: this.options.collection,
-      fields: [
-        { name: "account_id", type: "int64" },
-        { name: "source_id", type: "int64" },
-        { name: "document_id", type: "string", facet: true },
-        { name: "position", type: "int32" },
-        { name: "title", type: "string", index: false, optional: true },
-        { name: "url", type: "string", index: false, optional: true },
-        { name: "content", type: "string", index: false, optional: true },
-        { name: "title_terms", type: "string" },
-        { name: "content_terms", type: "string" },
-        { name: "term_count", type: "int32", facet: true },
-        { name: "content_bytes", type: "int32", facet: true },
-        { name: "embedding", type: "float[]", num_dim: this.options.dimensions, optional: true, vec_dist: "cosine" },
-        { name: "has_vector", type: "bool" },
-        { name: "indexed_at", type: "int64" },
-      ],
-    };
+    this.names = collectionNames(options.collection);
+    this.target = vectorCollectionName(options.collection, options.model, options.dimensions);
   }
 
   async start() {
@@ -148,28 +92,53 @@ export class TypesenseEngine implements SearchIndex {
     if (version && !isSupportedTypesenseVersion(version)) {
       throw new Error(`Typesense ${version} at ${this.options.url} is not supported: needs ${MIN_TYPESENSE_VERSION} or later`);
     }
-    try {
-      await this.client.collections().create(this.schema() as never);
-    } catch (err) {
-      // Another replica (or an earlier start) created it: it must have this schema's fields and dimensions.
-      if (!(err instanceof Errors.ObjectAlreadyExists)) throw err;
-      await this.checkCollection();
+    for (const schema of Object.values(schemas(this.names))) await createCollection(this.client, schema);
+    const current = await this.servingVectors();
+    const own = this.target;
+    if (current === undefined) {
+      await createCollection(this.client, vectorSchema(own, this.options.dimensions));
+      await this.client.aliases().upsert(this.options.collection, { collection_name: own });
+    } else if (!this.options.switchingModel || current === own) {
+      // No switch (or one whose alias already moved before a crash): the collection searched is written.
+      this.target = current;
+      await checkCollection(this.client, vectorSchema(current, this.options.dimensions));
+    } else {
+      this.previous = current;
+      await createCollection(this.client, vectorSchema(own, this.options.dimensions));
     }
   }
 
-  private async checkCollection() {
-    const existing = (await this.client.collections(this.options.collection).retrieve()) as unknown as {
-      fields: { name: string; num_dim?: number }[];
-    };
-    const names = new Set(existing.fields.map((f) => f.name));
-    const missing = this.schema().fields.filter((f) => !names.has(f.name)).map((f) => f.name);
-    if (missing.length) {
-      throw new Error(`Typesense collection ${this.options.collection} lacks fields ${missing.join(", ")}: drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
+  /** The vectors collection the alias names, or undefined before the first start. */
+  private async servingVectors(): Promise<string | undefined> {
+    try {
+      return ((await this.client.aliases(this.options.collection).retrieve()) as { collection_name: string }).collection_name;
+    } catch (err) {
+      if (!(err instanceof Errors.ObjectNotFound)) throw err;
     }
-    const dims = existing.fields.find((f) => f.name === "embedding")?.num_dim;
-    if (dims !== this.options.dimensions) {
-      throw new Error(`Typesense collection ${this.options.collection} has ${dims}-d vectors, the embedding model gives ${this.options.dimensions}`);
+    try {
+      await this.client.collections(this.options.collection).retrieve();
+    } catch (err) {
+      if (!(err instanceof Errors.ObjectNotFound)) throw err;
+      return undefined;
     }
+    throw new Error(`Typesense collection ${this.options.collection} is of the one-collection layout (before 2026-11-24): drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
+  }
+
+  /** Copies chunks' vectors of the new model into its collection during a model switch (text is shared). */
+  async copyForModelSwitch(chunks: IndexedChunk[]) {
+    await this.importVectors(chunks);
+  }
+
+  /**
+   * Ends a model switch: the alias names the new model's vectors collection (one request: every replica's
+   * next search reads it), and the previous one is dropped.
+   */
+  async finishModelSwitch() {
+    const previous = this.previous;
+    if (!previous) return;
+    await this.client.aliases().upsert(this.options.collection, { collection_name: this.target });
+    this.previous = undefined;
+    await this.client.collections(previous).delete();
   }
 
   async stop() {}
@@ -182,136 +151,141 @@ export class TypesenseEngine implements SearchIndex {
     return parts.join(" && ");
   }
 
-  private documents() {
-    return this.client.collections<ChunkDocument>(this.options.collection).documents();
+  private documents<D extends { id: string }>(collection: string) {
+    return this.client.collections<D>(collection).documents();
   }
 
   /** Runs searches in as few multi_search requests as Typesense accepts (one, unless a query has many terms). */
-  private async multi(searches: Record<string, unknown>[]): Promise<SearchResult[]> {
-    const batches: Record<string, unknown>[][] = [];
+  private async multi<D = unknown>(searches: Search[]): Promise<SearchResult<D>[]> {
+    const batches: Search[][] = [];
     for (let i = 0; i < searches.length; i += MULTI_SEARCH_LIMIT) batches.push(searches.slice(i, i + MULTI_SEARCH_LIMIT));
     const answers = await Promise.all(
-      batches.map(
-        (batch) =>
-          this.client.multiSearch.perform({ searches: batch.map((s) => ({ collection: this.options.collection, ...s })) } as never) as unknown as Promise<{
-            results: SearchResult[];
-          }>,
-      ),
+      batches.map((searches) => this.client.multiSearch.perform({ searches } as never) as unknown as Promise<{ results: SearchResult<D>[] }>),
     );
     const results = answers.flatMap((a) => a.results);
     for (const r of results) if (r.error) throw new Error(`Typesense search failed: ${r.error}`);
     return results;
   }
 
-  async upsertChunks(chunks: IndexedChunk[]) {
-    if (!chunks.length) return;
-    const docs: ChunkDocument[] = chunks.map((c) => {
-      const titleTerms = terms(c.title);
-      const contentTerms = terms(c.content);
-      return {
-        id: c.id,
-        account_id: c.accountId,
-        source_id: c.sourceId,
-        document_id: c.documentId,
-        position: c.position,
-        title: c.title,
-        url: c.url,
-        content: c.content,
-        title_terms: titleTerms.join(" "),
-        content_terms: contentTerms.join(" "),
-        term_count: TITLE_WEIGHT * titleTerms.length + contentTerms.length,
-        content_bytes: Buffer.byteLength(c.content),
-        has_vector: c.vector !== null,
-        indexed_at: c.indexedAt,
-        ...(c.vector ? { embedding: Array.from(c.vector) } : {}),
-      };
-    });
-    await this.documents().import(docs, { action: "upsert" });
+  private async run(batch: Batch) {
+    batch.results = batch.searches.length ? await this.multi(batch.searches) : [];
   }
 
-  /** Typesense has no multi-document transaction: the new chunks go in first, so a document is never absent. */
+  /** The chunks (of those given) that are in the index, with what a hit shows. */
+  private async existing(accountId: number, ids: string[]): Promise<Map<string, ChunkDocument>> {
+    const searches: Search[] = [];
+    for (let i = 0; i < ids.length; i += ID_BATCH) {
+      const part = ids.slice(i, i + ID_BATCH);
+      searches.push({ collection: this.names.chunks, q: "*", filter_by: `${this.scope(accountId)} && id:${quoteList(part)}`, include_fields: HIT_FIELDS, per_page: part.length });
+    }
+    const found = new Map<string, ChunkDocument>();
+    for (const r of searches.length ? await this.multi<ChunkDocument>(searches) : []) {
+      for (const h of r.hits ?? []) found.set(h.document.id, h.document);
+    }
+    return found;
+  }
+
+  private async deleteByIds(collection: string, accountId: number, ids: string[]) {
+    for (let i = 0; i < ids.length; i += ID_BATCH) {
+      await this.documents(collection).delete({ filter_by: `${this.scope(accountId)} && id:${quoteList(ids.slice(i, i + ID_BATCH))}` });
+    }
+  }
+
+  async upsertChunks(chunks: IndexedChunk[]) {
+    if (!chunks.length) return;
+    await this.documents<ChunkDocument>(this.names.chunks).import(chunks.map(chunkDocument), { action: "upsert" });
+    await this.importVectors(chunks);
+    // A chunk is upserted whole: one without a vector has none of this model, whatever it had before.
+    const withoutVector = new Map<number, string[]>();
+    for (const c of chunks) if (!c.vector) withoutVector.set(c.accountId, [...(withoutVector.get(c.accountId) ?? []), c.id]);
+    for (const [accountId, ids] of withoutVector) await this.deleteByIds(this.target, accountId, ids);
+    for (const c of chunks) this.totals.forget(c.accountId);
+  }
+
+  private async importVectors(chunks: IndexedChunk[]) {
+    const vectors: VectorDocument[] = chunks.flatMap((c) => (c.vector ? [vectorDocument(chunkDocument(c), c.vector)] : []));
+    if (vectors.length) await this.documents<VectorDocument>(this.target).import(vectors, { action: "upsert" });
+  }
+
+  /**
+   * Swaps versions so that a searcher sees the old chunks or the new ones, never neither nor both. Typesense
+   * 0.24 changes one document atomically, not several, so a replacement document names the chunks searches
+   * must skip: first the new ones, then (one write, the switch) the stale ones, which are then deleted. A
+   * search reads the replacements first in its multi_search; the waits keep any search that read the list
+   * before a change from seeing chunks written or deleted after it. Chunks kept unchanged (same id) are
+   * never hidden.
+   */
   async replaceChunks(accountId: number, chunks: IndexedChunk[], staleIds: string[]) {
+    if (chunks.some((c) => c.accountId !== accountId)) throw new Error(`replaceChunks: a chunk of another account than ${accountId}`);
+    if (!staleIds.length) return this.upsertChunks(chunks);
+    const existing = await this.existing(accountId, chunks.map((c) => c.id));
+    const replacement: ReplacementDocument = {
+      id: randomUUID(),
+      account_id: accountId,
+      hidden: chunks.map((c) => c.id).filter((id) => !existing.has(id)),
+      expires_at: Date.now() + REPLACEMENT_TTL_MS,
+    };
+    const replacements = this.documents<ReplacementDocument>(this.names.replacements);
+    await replacements.upsert(replacement);
+    await sleep(REPLACE_GRACE_MS);
     await this.upsertChunks(chunks);
-    if (staleIds.length) await this.deleteChunks(accountId, staleIds);
+    await replacements.upsert({ ...replacement, hidden: staleIds });
+    await sleep(REPLACE_GRACE_MS);
+    await this.deleteChunks(accountId, staleIds);
+    await this.client.collections(this.names.replacements).documents(replacement.id).delete();
   }
 
   async setVectors(accountId: number, vectors: { id: string; vector: Float32Array }[]) {
     if (!vectors.length) return;
-    // Chunk ids are derived from the account (see documentIdFor), so an update reaches only that account's chunks.
-    void accountId;
-    try {
-      await this.documents().import(
-        vectors.map((v) => ({ id: v.id, embedding: Array.from(v.vector), has_vector: true })) as never,
-        { action: "update" },
-      );
-    } catch (err) {
-      // A chunk deleted while its vector was being computed is simply gone; anything else is an error.
-      if (!(err instanceof Errors.ImportError)) throw err;
-      const failures = (err as unknown as { importResults?: { success: boolean; code?: number }[] }).importResults ?? [];
-      if (failures.some((r) => !r.success && r.code !== 404)) throw err;
-    }
+    // Only chunks of this account that still exist get a vector (a chunk deleted meanwhile is simply gone).
+    const chunks = await this.existing(accountId, vectors.map((v) => v.id));
+    const present = vectors.filter((v) => chunks.has(v.id));
+    if (!present.length) return;
+    await this.documents<VectorDocument>(this.target).import(
+      present.map((v) => vectorDocument({ ...chunks.get(v.id)!, account_id: accountId }, v.vector)),
+      { action: "upsert" },
+    );
+  }
+
+  /** The vectors collections a delete goes to: the model's, and during a switch the one still searched. */
+  private vectorCollections(): string[] {
+    return this.previous ? [this.target, this.previous] : [this.target];
   }
 
   async deleteChunks(accountId: number, ids: string[]) {
-    for (let i = 0; i < ids.length; i += DELETE_BATCH) {
-      await this.documents().delete({ filter_by: `${this.scope(accountId)} && id:${quoteList(ids.slice(i, i + DELETE_BATCH))}` });
-    }
+    await this.deleteByIds(this.names.chunks, accountId, ids);
+    for (const collection of this.vectorCollections()) await this.deleteByIds(collection, accountId, ids);
+    this.totals.forget(accountId);
   }
 
   async deleteSource(accountId: number, sourceId: number) {
-    await this.documents().delete({ filter_by: this.scope(accountId, [sourceId]) });
+    await this.documents(this.names.chunks).delete({ filter_by: this.scope(accountId, [sourceId]) });
+    for (const collection of this.vectorCollections()) await this.documents(collection).delete({ filter_by: this.scope(accountId, [sourceId]) });
+    this.totals.forget(accountId);
   }
 
-  /**
-   * The keyword searches of a query: the account's chunk count and total length, then per query term its
-   * document frequency in the account and the chunks of the scope that contain it, as many as the
-   * per-term share allows (Typesense has no OR of terms: a multi-term query drops terms from its ends
-   * only). BM25's statistics are the account's, the population of the embedded engine's per-account index.
-   */
-  private keywordSearches(q: IndexQuery, queryTerms: string[], perPage: number): Record<string, unknown>[] {
-    const account = this.scope(q.accountId);
-    const scoped = q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account;
-    const match = { query_by: "title_terms,content_terms", prefix: "false", num_typos: 0, typo_tokens_threshold: 0, drop_tokens_threshold: 0 };
-    const perTerm = Math.min(perPage, Math.max(MIN_CANDIDATES_PER_TERM, Math.ceil((FULL_CANDIDATE_TERMS * perPage) / queryTerms.length)));
-    const candidates = (t: string, filter_by: string) => ({ ...match, q: t, filter_by, include_fields: CANDIDATE_FIELDS, highlight_fields: "none", per_page: perTerm });
-    return [
-      { q: "*", filter_by: account, facet_by: "term_count", max_facet_values: 1, per_page: 0 },
-      ...queryTerms.flatMap((t) =>
-        q.sourceIds ? [{ ...match, q: t, filter_by: account, per_page: 0, highlight_fields: "none" }, candidates(t, scoped)] : [candidates(t, account)],
-      ),
-    ];
-  }
-
-  /** BM25 of the candidates with the account's statistics, best first (ties by id, as fusion breaks them). */
-  private rankKeyword(q: IndexQuery, queryTerms: string[], [totals, ...perTerm]: SearchResult[], perPage: number): { document: ChunkDocument; score: number }[] {
-    const n = totals!.found;
-    const totalLength = totals!.facet_counts?.find((f) => f.field_name === "term_count")?.stats?.sum ?? 0;
-    if (!n || !totalLength) return [];
-    const avgLength = totalLength / n;
-    const step = q.sourceIds ? 2 : 1;
-    const idf = new Map<string, number>();
-    const documents = new Map<string, ChunkDocument>();
-    queryTerms.forEach((t, i) => {
-      const df = perTerm[i * step]!.found;
-      if (df) idf.set(t, bm25Idf(n, df));
-      for (const h of perTerm[i * step + step - 1]!.hits ?? []) documents.set(h.document.id, h.document);
-    });
-    const ranked: { document: ChunkDocument; score: number }[] = [];
-    for (const document of documents.values()) {
-      const tf = termFrequencies(document);
-      let score = 0;
-      for (const [term, weight] of idf) {
-        const f = tf.get(term);
-        if (f) score += bm25Term(f, weight, document.term_count, avgLength);
-      }
-      if (score > 0) ranked.push({ document, score });
-    }
-    ranked.sort((a, b) => b.score - a.score || (a.document.id < b.document.id ? -1 : 1));
-    return ranked.slice(0, perPage);
-  }
-
-  private vectorSearch(q: IndexQuery, perPage: number): Record<string, unknown> {
+  /** Chunks hidden by replacements in progress in the account. */
+  private replacementSearch(accountId: number): Search {
     return {
+      collection: this.names.replacements,
+      q: "*",
+      filter_by: `${this.scope(accountId)} && expires_at:>${Date.now()}`,
+      include_fields: "hidden",
+      per_page: MAX_DEPTH,
+    };
+  }
+
+  /** The keyword searches of a query (see keywordSearches), for the account and the query's sources. */
+  private keywordSearches(batch: Batch, q: IndexQuery, queryTerms: string[], perPage: number): (hidden: Set<string>) => KeywordHit[] {
+    const account = this.scope(q.accountId);
+    const where = { accountId: q.accountId, collection: this.names.chunks, account, scoped: q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account };
+    return keywordSearches(batch, this.totals, where, queryTerms, perPage);
+  }
+
+
+  private vectorSearch(q: IndexQuery, perPage: number): Search {
+    return {
+      collection: this.names.vectors,
       q: "*",
       filter_by: this.scope(q.accountId, q.sourceIds),
       vector_query: `embedding:([${Array.from(q.vector!).join(",")}], k:${perPage})`,
@@ -321,33 +295,36 @@ export class TypesenseEngine implements SearchIndex {
   }
 
   async search(q: IndexQuery): Promise<IndexResult> {
-    const perPage = Math.min(q.depth, 250);
+    const perPage = Math.min(q.depth, MAX_DEPTH);
     const queryTerms = [...new Set(terms(q.text))];
     const wantsVectors = q.mode !== "keyword" && q.vector !== null;
     const keywordNeeded = q.mode !== "semantic" || !wantsVectors;
-    const searches: Record<string, unknown>[] = [];
-    if (wantsVectors) searches.push(this.vectorSearch(q, perPage));
-    if (keywordNeeded && queryTerms.length) searches.push(...this.keywordSearches(q, queryTerms, perPage));
-    let results = searches.length ? await this.multi(searches) : [];
-    const nearest = wantsVectors ? results.shift()! : undefined;
+    const batch = new Batch();
+    // First: a replacement switching after this read cannot have written or deleted chunks before the reads below.
+    const replacements = batch.add<Pick<ReplacementDocument, "hidden">>(this.replacementSearch(q.accountId));
+    const nearest = wantsVectors ? batch.add<VectorDocument>(this.vectorSearch(q, perPage)) : undefined;
+    let keyword = keywordNeeded && queryTerms.length ? this.keywordSearches(batch, q, queryTerms, perPage) : undefined;
+    await this.run(batch);
+    const hidden = new Set((replacements().hits ?? []).flatMap((h) => h.document.hidden ?? []));
+    const vectorHits = (nearest?.().hits ?? []).filter((h) => !hidden.has(h.document.id));
     // Typesense returns the k nearest whatever their distance: none at all means no vector in scope.
-    const modeUsed = nearest?.hits?.length ? q.mode : "keyword";
-    if (modeUsed === "keyword" && !keywordNeeded && queryTerms.length) results = await this.multi(this.keywordSearches(q, queryTerms, perPage));
-    const keyword = modeUsed !== "semantic" && results.length ? this.rankKeyword(q, queryTerms, results, perPage) : [];
-    const vector = modeUsed !== "keyword" ? (nearest!.hits ?? []).filter((h) => h.vector_distance! <= q.maxDistance) : [];
+    const modeUsed = vectorHits.length ? q.mode : "keyword";
+    if (modeUsed === "keyword" && !keyword && queryTerms.length) {
+      const more = new Batch();
+      keyword = this.keywordSearches(more, q, queryTerms, perPage);
+      await this.run(more);
+    }
+    const ranked = modeUsed !== "semantic" && keyword ? keyword(hidden) : [];
+    const vector = modeUsed !== "keyword" ? vectorHits.filter((h) => h.vector_distance! <= q.maxDistance) : [];
 
-    if (modeUsed === "keyword") return { modeUsed, hits: keyword.map(({ document, score }) => toChunkHit(document, score, { textScore: score })) };
+    if (modeUsed === "keyword") return { modeUsed, hits: ranked.map((k) => toChunkHit(k.document, k.score, { textScore: k.score })) };
     if (modeUsed === "semantic") {
       return { modeUsed, hits: vector.map((h) => toChunkHit(h.document, 1 - h.vector_distance!, { vectorDistance: h.vector_distance! })) };
     }
-    const documents = new Map<string, ChunkDocument>();
-    for (const { document } of keyword) documents.set(document.id, document);
+    const documents = new Map<string, HitDocument>();
+    for (const k of ranked) documents.set(k.id, k.document);
     for (const h of vector) documents.set(h.document.id, h.document);
-    const fused = fuseRanks(
-      keyword.map(({ document, score }) => ({ id: document.id, score })),
-      vector.map((h) => ({ id: h.document.id, distance: h.vector_distance! })),
-      q.alpha,
-    );
+    const fused = fuseLists(ranked, vector.map((h) => ({ id: h.document.id, distance: h.vector_distance! })), q.alpha);
     return {
       modeUsed,
       hits: fused.slice(0, q.depth).map((f) => toChunkHit(documents.get(f.id)!, f.score, { textScore: f.textScore, vectorDistance: f.distance })),
@@ -356,17 +333,19 @@ export class TypesenseEngine implements SearchIndex {
 
   async countDocuments(accountId: number, sourceId?: number) {
     const [r] = await this.multi([
-      { q: "*", filter_by: this.scope(accountId, sourceId === undefined ? undefined : [sourceId]), group_by: "document_id", group_limit: 1, per_page: 1 },
+      { collection: this.names.chunks, q: "*", filter_by: this.scope(accountId, sourceId === undefined ? undefined : [sourceId]), group_by: "document_id", group_limit: 1, per_page: 1 },
     ]);
     return r!.found;
   }
 
   async stats(accountId: number, sourceId?: number): Promise<IndexStats> {
     const filter_by = this.scope(accountId, sourceId === undefined ? undefined : [sourceId]);
+    const collection = this.names.chunks;
     const [chunks, vectors, documents] = await this.multi([
-      { q: "*", filter_by, per_page: 0, facet_by: "content_bytes", max_facet_values: 1 },
-      { q: "*", filter_by: `${filter_by} && has_vector:true`, per_page: 0 },
-      { q: "*", filter_by, group_by: "document_id", group_limit: 1, per_page: 1 },
+      { collection, q: "*", filter_by, per_page: 0, facet_by: "content_bytes", max_facet_values: 1 },
+      // Vectors of the configured model: during a model switch the alias names the previous model's.
+      { collection: this.target, q: "*", filter_by, per_page: 0 },
+      { collection, q: "*", filter_by, group_by: "document_id", group_limit: 1, per_page: 1 },
     ]);
     const contentBytes = chunks!.facet_counts?.find((f) => f.field_name === "content_bytes")?.stats?.sum ?? 0;
     return {
@@ -377,17 +356,25 @@ export class TypesenseEngine implements SearchIndex {
     };
   }
 
-  /** Drops the collection (contract tests use a collection of their own). */
+  /** Drops the alias and every collection named after it that this engine knows (tests use collections of their own). */
   async dropCollection() {
-    try {
-      await this.client.collections(this.options.collection).delete();
-    } catch (err) {
-      if (!(err instanceof Errors.ObjectNotFound)) throw err;
+    const serving = await this.servingVectors().catch(() => this.options.collection);
+    const collections = new Set([this.names.chunks, this.names.replacements, this.target, ...this.vectorCollections(), ...(serving ? [serving] : [])]);
+    const drops = [() => this.client.aliases(this.options.collection).delete(), ...[...collections].map((c) => () => this.client.collections(c).delete())];
+    for (const drop of drops) {
+      try {
+        await drop();
+      } catch (err) {
+        if (!(err instanceof Errors.ObjectNotFound)) throw err;
+      }
     }
   }
 }
 
-function toChunkHit(d: ChunkDocument, score: number, extra: { textScore?: number; vectorDistance?: number }): ChunkHit {
+/** What a keyword candidate and a vector hit both carry. */
+type HitDocument = Pick<ChunkDocument, "id" | "source_id" | "document_id" | "position" | "title" | "url" | "content">;
+
+function toChunkHit(d: HitDocument, score: number, extra: { textScore?: number; vectorDistance?: number }): ChunkHit {
   return {
     id: d.id,
     sourceId: d.source_id,

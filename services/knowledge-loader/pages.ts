@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { Schema, type Connection, type Model } from "mongoose";
-import { HostLimiter } from "../../lib/safe-fetch";
+import { HostLimiter } from "../../lib/host-limiter";
 import { openSecret } from "../../lib/secrets";
 import type { KnowledgeSourceRecord } from "../knowledge/model";
 import { FetchError } from "../../lib/safe-fetch";
-import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext } from "./readers";
+import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext, type UrlListState } from "./readers";
 import { classifyPage, forgetPages, forgetSource, MISSING_LOADS_TO_PRUNE, pageHash, recordPages, settleLoad, sourcePages, type PageRecord, type PageUpdate } from "./registry";
 import type { LoadCounts, LoadProgress, PageReader } from "./runner";
 
@@ -42,6 +42,10 @@ interface ReaderProgress extends LoadProgress {
   list_id: string | null;
   total: number | null;
   read: number;
+  /** Steps read so far. */
+  steps?: number;
+  /** The in-memory copy of the page registry that this progress's registry writes went through. */
+  registry_copy?: string;
   finished: boolean;
   ceiling: { listed: number; skipped: number } | null;
   /** The load these pages are marked with in the page registry (the job id, the same across windows). */
@@ -71,6 +75,16 @@ function readerContext(source: KnowledgeSourceRecord, extra: Partial<ReaderConte
     wikiToken: source.credentials ? openSecret(source.credentials) : undefined,
     ...extra,
   };
+}
+
+/**
+ * The pages a complete page list does not name are gone (the sitemap says so): their documents can go from the
+ * first step on, while the rest is read, rather than at the end.
+ */
+function unlisted(p: ReaderProgress, source: KnowledgeSourceRecord, urls: string[], known: Map<string, PageRecord>) {
+  if (!p.list_id || p.complete !== true || !(source.refresh?.prune ?? true)) return null;
+  const { gone, forget } = settleLoad(known.values(), { loadId: p.load_id, listed: new Set(urls), complete: true });
+  return { gone: [...new Set(gone)], forget };
 }
 
 /** A crawl's listing is complete when it ran out of links, not when a limit or robots.txt stopped it. */
@@ -103,20 +117,27 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
     }
     return list;
   };
-  // The source's page registry, read once per job a loader runs (the loader that holds the lease is its only writer).
-  const registries = new Map<string, Map<string, PageRecord>>();
-  const registryOf = async (p: ReaderProgress, source: KnowledgeSourceRecord) => {
-    let pages = registries.get(p.load_id);
-    if (!pages) {
-      pages = await sourcePages(registry, source);
+  // The source's page registry, read once per job a loader runs and kept in step by recordPages (the loader that
+  // holds the lease is its only writer). The progress names the copy its writes went through: another loader
+  // that took the job over (and saved progress) names its own, and this one reads the registry again.
+  const registries = new Map<string, { pages: Promise<Map<string, PageRecord>>; copy: string }>();
+  const registryOf = (p: ReaderProgress, source: KnowledgeSourceRecord, pages?: Promise<Map<string, PageRecord>>) => {
+    let entry = registries.get(p.load_id);
+    if (!entry || entry.copy !== p.registry_copy) {
+      const current = { pages: pages ?? sourcePages(registry, source), copy: randomUUID() };
+      current.pages.catch(() => registries.get(p.load_id) === current && registries.delete(p.load_id));
       if (registries.size >= CACHED_LISTS) registries.delete(registries.keys().next().value!);
-      registries.set(p.load_id, pages);
+      registries.set(p.load_id, current);
+      p.registry_copy = current.copy;
+      entry = current;
     }
-    return pages;
+    return entry.pages;
   };
 
   return {
     async plan(source, load) {
+      // The registry is read while the source is listed: the first step needs both.
+      const known = sourcePages(registry, source);
       const plan = await READERS[source.data_type].start(source.paths, readerContext(source));
       const { urls, lastmods, ...state } = plan.state as { urls?: string[]; lastmods?: (string | null)[] };
       let listId: string | null = null;
@@ -133,12 +154,14 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
         list_id: listId,
         total: plan.total,
         read: 0,
+        steps: 0,
         finished: plan.total === 0,
         ceiling: plan.ceiling ?? null,
         load_id: load.loadId,
         conditional: load.conditional,
         complete: plan.complete ?? (kind === "crawl" ? null : true),
       };
+      registryOf(progress, source, known);
       return progress;
     },
 
@@ -157,6 +180,7 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
         p.state = rest;
       }
       p.read += batch.documents.length + batch.failures.length;
+      p.steps = (p.steps ?? 0) + 1;
       p.finished = batch.done;
 
       const keyOf = (d: (typeof batch.documents)[number]) => d.page?.url ?? d.url;
@@ -167,8 +191,8 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
         const hash = pageHash(d);
         const change = classifyPage(known.get(keyOf(d)), d, hash);
         counts[change]! += 1;
-        const { etag = null, last_modified = null, lastmod = null } = d.page ?? {};
-        updates.set(keyOf(d), { url: keyOf(d), doc_url: d.url, content_hash: hash, etag, last_modified, lastmod, missing: 0 });
+        const { etag = null, last_modified = null, lastmod = null, links } = d.page ?? {};
+        updates.set(keyOf(d), { url: keyOf(d), doc_url: d.url, content_hash: hash, etag, last_modified, lastmod, ...(links ? { links } : {}), missing: 0 });
         if (change !== "unchanged" || !p.conditional) docs.push({ url: d.url, title: d.title, content: d.content });
       }
       for (const url of batch.unchanged ?? []) updates.set(url, { url, missing: 0 });
@@ -185,20 +209,24 @@ export function createSourceReader(lists: Model<UrlListRecord>, registry: Model<
       for (const url of batch.listed ?? []) if (!updates.has(url)) updates.set(url, { url, doc_url: null, content_hash: null, missing: 0 });
 
       if (p.finished && p.complete === null) p.complete = crawlComplete(p.state);
+      const early = p.steps === 1 ? unlisted(p, source, (state as Partial<UrlListState>).urls ?? [], known) : null;
+      if (early) counts.removed = early.gone.length;
       return {
         docs,
         failures: failures.map((f) => `${f.url}: ${f.error}`),
         counts,
         // A page list is the listing; crawls and wikis mark the pages they listed.
         settle: () => recordPages(registry, source, { loadId: p.load_id, mark: !p.list_id }, [...updates.values()], known),
+        gone: early && { urls: early.gone, forget: () => forgetPages(registry, source, early.forget, known) },
       };
     },
 
     async survivors(progress, source) {
       const p = progress as ReaderProgress;
       const listed = p.list_id ? new Set((await listOf(p.list_id)).urls) : null;
-      const { keep, gone, forget } = settleLoad((await sourcePages(registry, source)).values(), { loadId: p.load_id, listed, complete: p.complete === true });
-      return { keep, gone, forget: () => forgetPages(registry, source, forget) };
+      const known = await registryOf(p, source);
+      const { keep, gone, forget } = settleLoad(known.values(), { loadId: p.load_id, listed, complete: p.complete === true });
+      return { keep, gone, forget: () => forgetPages(registry, source, forget, known) };
     },
 
     forget(source) {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { Schema, type Connection, type Model } from "mongoose";
 import { insertNew } from "../../lib/db";
-import type { PageValidators, ReaderDocument } from "./readers";
+import type { KnownPage, ReaderDocument } from "./readers";
 
 /** Consecutive 404/410 answers after which a page is taken as gone (one may be a deploy or a CDN hiccup). */
 export const MISSING_LOADS_TO_PRUNE = 2;
@@ -11,14 +11,13 @@ export const MISSING_LOADS_TO_PRUNE = 2;
  * the validators to ask for it conditionally, how many loads in a row found it missing, and the last load
  * that listed it (a complete load prunes the pages it did not list).
  */
-export interface PageRecord extends PageValidators {
+export interface PageRecord extends KnownPage {
   /** pageId(source, url): every read and write of one page is a key lookup (the local server scans on other fields). */
   _id: string;
   account_id: number;
   source_id: number;
   /** The page as listed or crawled (the key); the document URL may differ after a redirect or rel=canonical. */
   url: string;
-  doc_url: string | null;
   content_hash: string | null;
   missing: number;
   load_id: string;
@@ -36,6 +35,8 @@ const pageSchema = new Schema<PageRecord>(
     etag: { type: String, default: null },
     last_modified: { type: String, default: null },
     lastmod: { type: String, default: null },
+    // Crawls only: absent for list readers' pages.
+    links: { type: [String], default: undefined },
     missing: { type: Number, default: 0 },
     load_id: { type: String, required: true },
     updated_at: { type: Date, default: () => new Date() },
@@ -76,7 +77,7 @@ export async function sourcePages(pages: Model<PageRecord>, source: SourceKey): 
 }
 
 /** A page's new registry fields after a load read it (only the fields given change). */
-export type PageUpdate = { url: string } & Partial<Pick<PageRecord, "doc_url" | "content_hash" | "etag" | "last_modified" | "lastmod" | "missing">>;
+export type PageUpdate = { url: string } & Partial<Pick<PageRecord, "doc_url" | "content_hash" | "etag" | "last_modified" | "lastmod" | "links" | "missing">>;
 
 const NEW_PAGE = { doc_url: null, content_hash: null, etag: null, last_modified: null, lastmod: null, missing: 0 };
 
@@ -103,7 +104,7 @@ export async function recordPages(
     const page = known.get(url);
     if (!page) fresh.push({ _id: pageId(source, url), ...scope, ...NEW_PAGE, ...fields, url, ...stamp });
     else {
-      const changed = Object.fromEntries(Object.entries(fields).filter(([key, value]) => page[key as keyof PageRecord] !== value));
+      const changed = Object.fromEntries(Object.entries(fields).filter(([key, value]) => !sameField(page[key as keyof PageRecord], value)));
       if (Object.keys(changed).length) edited.push({ url, fields: changed });
       else if (load.mark && page.load_id !== load.loadId) marked.push(url);
     }
@@ -121,6 +122,10 @@ export async function recordPages(
   for (const page of fresh) known.set(page.url, page);
   for (const { url, fields } of edited) known.set(url, { ...known.get(url)!, ...fields, ...stamp });
   for (const url of marked) known.set(url, { ...known.get(url)!, ...stamp });
+}
+
+function sameField(a: unknown, b: unknown): boolean {
+  return Array.isArray(a) && Array.isArray(b) ? a.length === b.length && a.every((x, i) => x === b[i]) : a === b;
 }
 
 /**
@@ -147,15 +152,16 @@ export function settleLoad(
   return { keep: load.complete ? keep : null, gone: gone.filter((url) => !keep.has(url)), forget };
 }
 
-/** Drops the entries of pages a load pruned (after their documents left the index, so a crash redoes it). */
-export async function forgetPages(pages: Model<PageRecord>, source: SourceKey, urls: string[]): Promise<void> {
-  // One delete per page by key, a few at a time: a key lookup each.
-  for (let i = 0; i < urls.length; i += FORGET_CONCURRENCY) {
-    await Promise.all(urls.slice(i, i + FORGET_CONCURRENCY).map((url) => pages.deleteOne({ _id: pageId(source, url), account_id: source.account_id })));
+/** Drops the entries of pages a load pruned (after their documents left the index, so a crash redoes it), and from `known`. */
+export async function forgetPages(pages: Model<PageRecord>, source: SourceKey, urls: string[], known: Map<string, PageRecord>): Promise<void> {
+  // By key: an $in on _id is one indexed command on every backend.
+  for (let i = 0; i < urls.length; i += FORGET_PER_COMMAND) {
+    await pages.deleteMany({ account_id: source.account_id, _id: { $in: urls.slice(i, i + FORGET_PER_COMMAND).map((url) => pageId(source, url)) } });
   }
+  for (const url of urls) known.delete(url);
 }
 
-const FORGET_CONCURRENCY = 16;
+const FORGET_PER_COMMAND = 1000;
 
 /** Every entry of a deleted source. */
 export async function forgetSource(pages: Model<PageRecord>, source: SourceKey): Promise<void> {

@@ -34,12 +34,14 @@ export interface PageReader {
   /**
    * Reads up to `max` further pages, advancing `progress` in place; failed pages are reported, not thrown.
    * `settle` records what the batch learnt of its pages; call it once the documents are indexed.
+   * `gone`: documents known to be pruned already (of pages a complete listing does not name), and how to forget
+   * their pages once the documents are out of the index; until then the end of the load would prune them again.
    */
   next(
     progress: LoadProgress,
     source: KnowledgeSourceRecord,
     max: number,
-  ): Promise<{ docs: PageDoc[]; failures: string[]; counts: Partial<LoadCounts>; settle(): Promise<void> }>;
+  ): Promise<{ docs: PageDoc[]; failures: string[]; counts: Partial<LoadCounts>; settle(): Promise<void>; gone: { urls: string[]; forget(): Promise<void> } | null }>;
   /**
    * At the end of a load: the document URLs that stay (null: keep all but `gone`), those that must go, and how to
    * forget the pruned pages once their documents are out of the index.
@@ -98,9 +100,10 @@ function describeFailures(progress: FailureTally): string | null {
 
 /**
  * Pages a refresh (a reload that is not forced) reads per step: it mostly finds nothing to index, so bigger steps
- * spread the per-step costs (index call, registry write, progress save) over more unchanged pages.
+ * spread the per-step costs (index call, registry write, progress save) over more unchanged pages. At most one
+ * index call's worth (search.indexDocuments takes 500 documents), for a refresh that finds everything changed.
  */
-const REFRESH_STEP_PAGES = 200;
+const REFRESH_STEP_PAGES = 500;
 
 function pagesPerStep(deps: RunnerDeps, job: LoadJobRecord, progress: FailureTally): number {
   return progress.reload && !job.force ? Math.max(deps.batchSize, REFRESH_STEP_PAGES) : deps.batchSize;
@@ -112,6 +115,7 @@ class LeaseLost extends Error {}
 interface ReadBatch {
   docs: PageDoc[];
   failures: string[];
+  gone: { urls: string[]; forget(): Promise<void> } | null;
   settle(): Promise<void>;
   /** Progress as it stood right after this batch was read (later reads advance the live object). */
   after: LoadProgress & FailureTally;
@@ -133,22 +137,33 @@ async function readAndIndex(
   const live = progress;
   const more = () => Date.now() < deadline && !deps.reader.counts(live).finished && deps.holdsLease();
   const read = async (): Promise<ReadBatch> => {
-    const { docs, failures, counts, settle } = await deps.reader.next(live, source, pagesPerStep(deps, job, live));
+    const { docs, failures, counts, gone, settle } = await deps.reader.next(live, source, pagesPerStep(deps, job, live));
     if (failures.length) {
       live.failed = (live.failed ?? 0) + failures.length;
       live.last_failure = failures[failures.length - 1];
     }
     live.counts = addCounts(live.counts, { ...counts, failed: failures.length });
-    return { docs, failures, settle, after: structuredClone(live) };
+    return { docs, failures, gone, settle, after: structuredClone(live) };
   };
   let saved = structuredClone(live);
   let next = more() ? read() : null;
+  // Known-gone documents are removed beside the steps, not in their way; the load's end waits for it.
+  let pruning: Promise<unknown> = Promise.resolve();
+  const pruned = new Set<string>();
   while (next) {
     const batch = await next;
     next = more() ? read() : null;
     // A read started here must not be left unawaited if indexing below throws.
     next?.catch(() => undefined);
     if (!deps.holdsLease()) throw new LeaseLost();
+    if (batch.gone) {
+      const { urls, forget } = batch.gone;
+      for (const url of urls) pruned.add(url);
+      pruning = Promise.all([pruning, deps.removeDocuments(source.account_id, source._id, urls).then(forget)]);
+      pruning.catch(() => undefined);
+    }
+    // A page that now yields a pruned document's URL (its canonical moved there) is indexed after the removal.
+    if (batch.docs.some((d) => pruned.has(d.url))) await pruning;
     if (batch.docs.length) await deps.index(source.account_id, source._id, batch.docs);
     await batch.settle();
     if (!(await saveProgress(deps.jobs, job, deps.owner, batch.after))) throw new LeaseLost();
@@ -156,6 +171,7 @@ async function readAndIndex(
     const { done, total } = deps.reader.counts(saved);
     await setLoadingState(deps.sources, job, { loading_urls_done: done, loading_urls_total: total, ...(batch.docs.length ? { last_indexed_at: new Date() } : {}) });
   }
+  await pruning;
   return saved;
 }
 
@@ -247,7 +263,7 @@ async function finish(
   const documentCount = await deps.count(job.account_id, job.knowledge_source_id);
   const error = result.complete && result.emptyIsFailure && documentCount === 0 ? "The crawl indexed no documents" : result.error;
   const outcome = loadOutcome({ complete: result.complete, documentCount, error });
-  const last_refresh = loadReport(job, progress, { status: outcome.loading_status, removed });
+  const last_refresh = loadReport(job, progress, { status: outcome.loading_status, removed: removed + (progress?.counts?.removed ?? 0) });
   await deps.recordSourceChange(job, `knowledge_source.${outcome.loading_status}`, () => setLoadingState(deps.sources, job, { ...outcome, document_count: documentCount, last_refresh }));
   await finishJob(deps.jobs, job, deps.owner, { status: outcome.loading_status === "failed" ? "failed" : "done", error: outcome.loading_error ?? null });
   if (progress) await deps.reader.release(progress);

@@ -1,21 +1,26 @@
 import type { Logger } from "moleculer";
 import type { EmbeddingProvider } from "../../lib/search/embeddings";
+import type { SearchIndex } from "../../lib/search/port";
+import { bufferToVector } from "../../lib/search/vectors";
 import type { EmbedStage } from "./embed-stage";
 import type { ChunkRecord, SearchModels } from "./model";
 import { embedKey, embedText } from "./rules";
+import { toIndexed } from "./store";
 
 /** search_index_state `_id` of the record naming the model every stored vector comes from. */
 export const EMBEDDING_MODEL_MARKER = "embedding-model";
 const MIGRATE_BATCH = 100;
 
 /**
- * Changing the embedding model (EMBEDDING_MODEL / EMBEDDING_PROVIDER, dimensions may differ) without downtime,
- * on the embedded engine. The marker names the model of the stored vectors. When the configured model differs:
- * the index is built with the new dimensions and without the old vectors (rebuildEmbedded skips vectors whose
- * embedding key names another model; snapshots are not loaded), so keyword search answers at once, and
- * semantic and hybrid answer as keyword (mode_used says so) while every chunk is queued for the new model in
- * the background. When the stage has embedded them all, the marker is moved and vector search comes back for
- * every query at once. A restart in the middle resumes (the durable queue, the marker not moved yet).
+ * Changing the embedding model (EMBEDDING_MODEL / EMBEDDING_PROVIDER, dimensions may differ) without downtime.
+ * The marker names the model of the stored vectors. When the configured model differs, semantic and hybrid
+ * answer as keyword (mode_used says so) while every chunk is queued for the new model in the background:
+ * - embedded engine: the index is built at start with the new dimensions and without the old vectors
+ *   (rebuildEmbedded skips vectors whose embedding key names another model; snapshots are not loaded);
+ * - Typesense: the collection searched keeps answering, every chunk is copied into the new model's
+ *   collection first, and when all are embedded the alias is moved to it (finishModelSwitch).
+ * Then the marker is moved and vector search comes back for every query at once. A restart in the middle
+ * resumes (the durable queue, the marker not moved yet).
  */
 export class ModelSwitch {
   /** Model of the stored vectors when a switch is under way, undefined otherwise. */
@@ -45,8 +50,8 @@ export class ModelSwitch {
     return this.from !== undefined;
   }
 
-  /** Queues every chunk of another model for the new one, waits for the stage, then switches. */
-  start(stage: EmbedStage) {
+  /** Queues every chunk of another model for the new one (copying chunks into the new index if the engine needs it), waits for the stage, then switches. */
+  start(stage: EmbedStage, index: SearchIndex) {
     if (!this.switching || this.task) return;
     const { models, provider, logger } = this.deps;
     logger.info(`Embedding model switch ${this.from ?? "(unknown)"} -> ${provider.model}: re-embedding in the background; vector search resumes when done`);
@@ -56,7 +61,12 @@ export class ModelSwitch {
       let batch: ChunkRecord[] = [];
       const flush = async () => {
         const now = new Date();
-        const jobs = batch.map((c) => ({ accountId: c.account_id, chunkId: c._id, embedKey: embedKey(provider.model, embedText(c.title, c.content)), text: embedText(c.title, c.content) }));
+        // Chunks of the new model already (a resumed switch) are copied with their vector and not queued again.
+        const current = (c: ChunkRecord) => c.embed_key.startsWith(prefix) && c.vector !== null;
+        await index.copyForModelSwitch?.(batch.map((c) => toIndexed(c, current(c) ? bufferToVector(c.vector!) : null)));
+        const jobs = batch
+          .filter((c) => !current(c))
+          .map((c) => ({ accountId: c.account_id, chunkId: c._id, embedKey: embedKey(provider.model, embedText(c.title, c.content)), text: embedText(c.title, c.content) }));
         // Durable first (as indexDocuments does): a restart resumes from the queue.
         await Promise.all(jobs.map((j) => models.chunks.updateOne({ _id: j.chunkId }, { $set: { embed_key: j.embedKey, vector: null } })));
         await Promise.all(jobs.map((j) => models.pending.updateOne({ _id: j.chunkId }, { $setOnInsert: { account_id: j.accountId, created_at: now } }, { upsert: true })));
@@ -64,10 +74,12 @@ export class ModelSwitch {
         queued += jobs.length;
         batch = [];
       };
-      const cursor = models.chunks.find({}, { account_id: 1, title: 1, content: 1, embed_key: 1 }).lean<ChunkRecord[]>().cursor({ batchSize: MIGRATE_BATCH });
+      // An engine with a collection per model needs every chunk copied; the embedded one only those to re-embed.
+      const copies = Boolean(index.copyForModelSwitch);
+      const cursor = models.chunks.find({}).lean<ChunkRecord[]>().cursor({ batchSize: MIGRATE_BATCH });
       for await (const c of cursor as AsyncIterable<ChunkRecord>) {
         if (this.stopped) return;
-        if (c.embed_key.startsWith(prefix)) continue;
+        if (!copies && c.embed_key.startsWith(prefix)) continue;
         batch.push(c);
         if (batch.length >= MIGRATE_BATCH) await flush();
       }
@@ -78,6 +90,7 @@ export class ModelSwitch {
         await stage.idle();
       }
       if (this.stopped) return;
+      await index.finishModelSwitch?.();
       await this.moveMarker();
       logger.info(`Embedding model switch to ${provider.model} done: ${queued} chunks re-embedded; vector search is back`);
       this.from = undefined;

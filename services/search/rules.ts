@@ -1,8 +1,9 @@
 import { createHash } from "node:crypto";
 import { chunkText } from "../../lib/search/chunking";
 import { normalizedScore } from "../../lib/search/fusion";
-import type { ChunkHit } from "../../lib/search/port";
+import type { ChunkHit, IndexStats, SearchIndex } from "../../lib/search/port";
 import { MAX_DEPTH } from "../../lib/search/port";
+import type { EmbedProgress } from "./embed-stage";
 import type { DocumentRecord } from "./model";
 
 /** Characters of content shown in a listing item. */
@@ -156,6 +157,34 @@ export function deletionResponse(jobId: string) {
 export function indexStatus(chunks: number, pendingEmbeddings: number): "empty" | "indexing" | "ready" {
   if (!chunks) return "empty";
   return pendingEmbeddings > 0 ? "indexing" : "ready";
+}
+
+/**
+ * GET /knowledge/documents/stats: the account's index, and how far embedding is. Without an embedding model
+ * nothing is pending (keyword search is all there is); the rate and workers are this replica's stage's.
+ */
+export function documentStats(
+  stats: IndexStats,
+  lastIndexedAt: Date | null,
+  engine: SearchIndex["engine"],
+  model: string | null,
+  stage: EmbedProgress | undefined,
+) {
+  const pending = model ? stats.chunks - stats.vectors : 0;
+  return {
+    total_documents: stats.documents,
+    total_chunks: stats.chunks,
+    embedded_chunks: stats.vectors,
+    index_status: indexStatus(stats.chunks, pending),
+    index_size_bytes: stats.sizeBytes,
+    last_indexed_at: lastIndexedAt,
+    engine,
+    embedding_model: model,
+    pending_chunks: pending,
+    // Chunks/s over the last minute and batches at once, of this replica's stage (all accounts).
+    embedding_rate: stage?.ratePerSecond ?? 0,
+    embedding_workers: stage?.concurrency ?? 0,
+  };
 }
 
 /** Document URLs listed or removed per internal call (a refresh's pruning pages through them). */

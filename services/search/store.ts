@@ -7,13 +7,13 @@ import { bufferToVector } from "../../lib/search/vectors";
 import type { EmbedJob, EmbedStage } from "./embed-stage";
 import type { IndexGenerations } from "./generations";
 import type { ChunkRecord, DocumentRecord, SearchModels } from "./model";
-import { contentHash, documentIdFor, embedText, indexKey, planChunks, type PlannedChunk } from "./rules";
+import { contentHash, documentIdFor, documentSummary, embedText, indexKey, planChunks, type PlannedChunk } from "./rules";
 import { crossAccount } from "../../lib/tenancy-guard";
 
 /** Writes per round trip when removing chunks by id (by _id each: the one query every backend serves fast). */
 const DELETE_CONCURRENCY = 50;
-/** Documents removed at once when a refresh prunes pages. */
-const REMOVE_CONCURRENCY = 8;
+/** Ids per delete command when removing documents and their chunks. */
+const KEYS_PER_COMMAND = 1000;
 /** Chunks read per batch when refilling the embedded engine from MongoDB. */
 const REBUILD_BATCH = 1000;
 
@@ -61,7 +61,7 @@ async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<u
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
-function toIndexed(c: ChunkRecord, vector: Float32Array | null): IndexedChunk {
+export function toIndexed(c: ChunkRecord, vector: Float32Array | null): IndexedChunk {
   return {
     id: c._id,
     accountId: c.account_id,
@@ -234,29 +234,50 @@ export async function indexDocuments(
   return counts;
 }
 
+/** A page of documents (newest first) as listing items, and how many match. */
+export async function documentPage(models: SearchModels, filter: Record<string, unknown>, skip: number, limit: number) {
+  const [rows, total] = await Promise.all([
+    models.documents.find(filter, { chunk_ids: 1, title: 1, url: 1, content: 1, source_id: 1, indexed_at: 1 })
+      .sort({ indexed_at: -1, _id: 1 }).skip(skip).limit(limit).lean<DocumentRecord[]>(),
+    models.documents.countDocuments(filter),
+  ]);
+  return { documents: rows.map(documentSummary), total };
+}
+
 /** Removes one document everywhere: index first (it stops matching), then chunks, then the record. */
-export async function removeDocument(deps: StoreDeps, doc: Pick<DocumentRecord, "_id" | "account_id" | "chunk_ids">) {
+export function removeDocument(deps: StoreDeps, doc: Pick<DocumentRecord, "_id" | "account_id" | "chunk_ids">): Promise<void> {
+  return removeDocuments(deps, doc.account_id, [doc]);
+}
+
+/** Removes documents of one account everywhere, as one batch: index first (they stop matching), then chunks, then the records. */
+async function removeDocuments(deps: StoreDeps, accountId: number, docs: Pick<DocumentRecord, "_id" | "chunk_ids">[]): Promise<void> {
   const { models, index } = deps;
-  // Resumable: a failed deletion keeps its queue entry and is finished at the next start.
+  const chunkIds = docs.flatMap((d) => d.chunk_ids);
+  // Resumable: a failed deletion keeps its queue entry (or its load job) and is finished later.
   await tracked(
     deps,
-    doc.account_id,
+    accountId,
     async () => {
-      await index.deleteChunks(doc.account_id, doc.chunk_ids);
-      await inBatches(doc.chunk_ids, DELETE_CONCURRENCY, (c) =>
-        Promise.all([models.chunks.deleteOne({ _id: c, account_id: doc.account_id }), models.pending.deleteOne({ _id: c })]),
+      await index.deleteChunks(accountId, chunkIds);
+      await byKeys(chunkIds, (ids) =>
+        Promise.all([models.chunks.deleteMany({ _id: { $in: ids }, account_id: accountId }), models.pending.deleteMany({ _id: { $in: ids } })]),
       );
     },
     { resumable: true },
   );
-  await models.documents.deleteOne({ _id: doc._id, account_id: doc.account_id });
+  await byKeys(docs.map((d) => d._id), (ids) => models.documents.deleteMany({ _id: { $in: ids }, account_id: accountId }));
+}
+
+/** Runs a command per slice of ids (an $in on _id is one indexed command on every backend). */
+async function byKeys(ids: string[], fn: (slice: string[]) => Promise<unknown>): Promise<void> {
+  for (let i = 0; i < ids.length; i += KEYS_PER_COMMAND) await fn(ids.slice(i, i + KEYS_PER_COMMAND));
 }
 
 /** search.removeDocuments: a source's documents at these URLs (a refresh prunes pages gone from the site). */
 export async function removeDocumentsAt(deps: StoreDeps, accountId: number, sourceId: number, urls: string[]): Promise<number> {
   const ids = [...new Set(urls.map((url) => documentIdFor(accountId, sourceId, url)))];
-  const docs = await deps.models.documents.find({ _id: { $in: ids }, account_id: accountId }, { account_id: 1, chunk_ids: 1 }).lean<DocumentRecord[]>();
-  await inBatches(docs, REMOVE_CONCURRENCY, (doc) => removeDocument(deps, doc));
+  const docs = await deps.models.documents.find({ _id: { $in: ids }, account_id: accountId }, { chunk_ids: 1 }).lean<DocumentRecord[]>();
+  if (docs.length) await removeDocuments(deps, accountId, docs);
   return docs.length;
 }
 

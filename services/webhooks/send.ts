@@ -1,7 +1,8 @@
 import http from "node:http";
 import https from "node:https";
 import net from "node:net";
-import { classifyAddress, FetchError, guardedLookup, isAddressAllowed, parseRetryAfter, USER_AGENT } from "../../lib/safe-fetch";
+import { classifyAddress, isAddressAllowed } from "../../lib/address-policy";
+import { FetchError, guardedLookup, parseRetryAfter, USER_AGENT } from "../../lib/safe-fetch";
 
 /** What a receiver answered; the body is read and dropped (only the status matters). */
 export interface PostResult {

@@ -1,11 +1,12 @@
-import { MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
+import { HYBRID_ALPHA_BY_MODEL, MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
+import { fuseLists } from "../../lib/search/fusion";
 import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS, LocalEmbeddingProvider } from "../../lib/search/embeddings";
 import type { IndexedChunk, IndexQuery, SearchIndex, SearchMode } from "../../lib/search/port";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "./corpus";
 
 /** The calibrated minimum similarity of the bundled model, as a cosine distance. */
 const MAX_DISTANCE = 1 - (MIN_SIMILARITY_BY_MODEL[DEFAULT_LOCAL_MODEL] ?? -1);
-const ALPHA = 0.3;
+const ALPHA = HYBRID_ALPHA_BY_MODEL[DEFAULT_LOCAL_MODEL]!;
 /** Vector size of the bundled model the contract embeds its corpus with. */
 export const CONTRACT_DIMENSIONS = LOCAL_MODELS[DEFAULT_LOCAL_MODEL].dimensions;
 
@@ -117,24 +118,18 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
       }
     });
 
-    it("hybrid scores are rank fusion scores: alpha/vector rank + (1 - alpha)/keyword rank, at most 1", async () => {
+    it("hybrid fuses the keyword and semantic lists of the same query (fuseLists)", async () => {
       const text = KEYWORD_QUERIES[0]!.query;
       const [k, s, h] = await Promise.all(
         (["keyword", "semantic", "hybrid"] as const).map((m) => index.search(query(a, text, m))),
       );
-      // Keyword ranks are dense, as Typesense counts them: equal text scores share a rank.
-      const kRank = new Map<string, number>();
-      let rank = 0;
-      k.hits.forEach((x, i) => {
-        if (!i || x.score < k.hits[i - 1]!.score) rank++;
-        kRank.set(x.id, rank);
-      });
-      const sRank = new Map(s.hits.map((x, i) => [x.id, i + 1]));
-      for (const hit of h.hits) {
-        const expected = (kRank.has(hit.id) ? (1 - ALPHA) / kRank.get(hit.id)! : 0) + (sRank.has(hit.id) ? ALPHA / sRank.get(hit.id)! : 0);
-        expect(hit.score).toBeCloseTo(expected, 4);
-      }
-      expect(h.hits[0]!.score).toBeCloseTo(1, 4);
+      const expected = fuseLists(
+        k.hits.map((x) => ({ id: x.id, score: x.score })),
+        s.hits.map((x) => ({ id: x.id, distance: x.vectorDistance! })),
+        ALPHA,
+      );
+      expect(h.hits.map((x) => x.id)).toEqual(expected.map((x) => x.id));
+      h.hits.forEach((hit, i) => expect(hit.score).toBeCloseTo(expected[i]!.score, 6));
     });
 
     it("filters by source: only chunks of the given sources; an unknown source matches nothing", async () => {
@@ -200,6 +195,26 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
       expect((await index.search(query(c, d.content.split(" ").slice(0, 3).join(" "), "keyword"))).hits.map((h) => h.id)).not.toContain(old.id);
       expect(await index.countDocuments(c, 99)).toBe(1);
       await index.deleteSource(c, 99);
+    });
+
+    it("a searcher during a replacement sees the old version or the new one, never neither nor both", async () => {
+      const page = (id: string, position: number, content: string) => ({
+        ...chunk(c, 98, CORPUS[1]!, false), id: `${c}-swap-${id}`, documentId: `${c}-swap`, position, content,
+      });
+      const kept = page("kept", 0, "Marmoset ledger opening chapter");
+      const before = [kept, page("old", 1, "Marmoset ledger closing chapter, first edition")];
+      const after = [kept, page("new", 1, "Marmoset ledger closing chapter, second edition")];
+      await index.upsertChunks(before);
+      const seen = new Set<string>();
+      let done = false;
+      const replaced = index.replaceChunks(c, after, [before[1]!.id]).finally(() => (done = true));
+      do seen.add((await index.search(query(c, "marmoset ledger", "keyword"))).hits.map((h) => h.id).sort().join(" "));
+      while (!done);
+      await replaced;
+      const versions = [before, after].map((v) => v.map((x) => x.id).sort().join(" "));
+      expect([...seen].filter((s) => !versions.includes(s))).toEqual([]);
+      expect((await index.search(query(c, "marmoset ledger", "keyword"))).hits.map((h) => h.id).sort().join(" ")).toBe(versions[1]);
+      await index.deleteSource(c, 98);
     });
 
     it("deleted chunks and sources stop matching at once and leave other accounts alone", async () => {

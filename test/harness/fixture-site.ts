@@ -463,11 +463,17 @@ const CHANGING_SITE_EPOCH = Date.UTC(2026, 0, 1);
 /**
  * A sitemap site of `pages` pages (/p/00001 ...), also crawlable from its home page, that a test or bench
  * changes between loads: changed, removed and failing (flapping 404, transient 503) pages, with all three
- * kinds of validators.
+ * kinds of validators. With `children`, the home page links only the first half of the pages, and page n of
+ * that half links page n + pages/2, which no other page links.
  */
 export async function startChangingSite(
   pages: number,
-  { paragraphs = 4, validators = "mixed", seed = 0 }: { paragraphs?: number; validators?: PageValidatorKind | "mixed"; seed?: number } = {},
+  {
+    paragraphs = 4,
+    validators = "mixed",
+    seed = 0,
+    children = false,
+  }: { paragraphs?: number; validators?: PageValidatorKind | "mixed"; seed?: number; children?: boolean } = {},
 ): Promise<ChangingSite> {
   const version = new Map<number, number>();
   const removed = new Set<number>();
@@ -479,13 +485,16 @@ export async function startChangingSite(
   const modified = (n: number) => new Date(CHANGING_SITE_EPOCH + versionOf(n) * 86_400_000);
   const marker = (n: number) => `page-${n} v${versionOf(n)}`;
   const live = () => Array.from({ length: pages }, (_, i) => i + 1).filter((n) => !removed.has(n));
+  const half = Math.floor(pages / 2);
+  const linkedFromHome = (n: number) => !children || n <= half;
+  const childLinks = (n: number) => (children && n <= half ? [pathOf(n + half)] : []);
   let base = "";
 
   const server = http.createServer((req, res) => {
     const url = new URL(req.url ?? "/", base);
     if (url.pathname === "/robots.txt") return send(res, 200, "text/plain", `User-agent: *\nAllow: /\n\nSitemap: ${base}/sitemap.xml\n`);
     // The home page links every listed page, so the site can be crawled as well as read from its sitemap.
-    if (url.pathname === "/") return html(res, fixturePage({ title: "Home", seed: 7, paragraphs: 1, links: live().map(pathOf) }));
+    if (url.pathname === "/") return html(res, fixturePage({ title: "Home", seed: 7, paragraphs: 1, links: live().filter(linkedFromHome).map(pathOf) }));
     if (url.pathname === "/sitemap.xml") {
       const entries = live().map((n) => {
         const lastmod = validatorsOf(n) === "lastmod" ? `<lastmod>${modified(n).toISOString()}</lastmod>` : "";
@@ -510,7 +519,7 @@ export async function startChangingSite(
     }
     counts.full++;
     // The text depends on the version; the seed keeps each page's prose distinct.
-    const body = fixturePage({ title: `Page ${n}`, seed: seed * 100_000_000 + n * 1000 + versionOf(n), paragraphs, marker: marker(n) });
+    const body = fixturePage({ title: `Page ${n}`, seed: seed * 100_000_000 + n * 1000 + versionOf(n), paragraphs, marker: marker(n), links: childLinks(n) });
     send(res, 200, "text/html; charset=utf-8", body, headers);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -64,6 +64,15 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     await db.collection("knowledge_sources").updateOne({ _id: id as never }, { $set: { next_refresh_at: new Date(Date.now() - 1000) } });
     return until(() => source(id), (s) => Boolean(s.last_refresh && s.last_refresh.job_id !== before && s.loading_status !== "loading"));
   };
+  /** A crawl source of the site from its home page, refreshed hourly, once its first load ended. */
+  const crawl = async (crawlSite: ChangingSite) => {
+    // Crawled as localhost: the crawl state still keys objects by URL, and the local database refuses keys with dots.
+    const base = crawlSite.baseUrl.replace("127.0.0.1", "localhost");
+    const created = await call("POST", "/knowledge", { paths: [`${base}/`], data_type: "discovery", refresh: { interval_seconds: 3600 } });
+    const id = created.body.id as number;
+    const first = await until(() => source(id), (s) => s.loading_status === "loaded");
+    return { id, base, first };
+  };
   const search = async (id: number, query: string) => {
     const res = await call("POST", "/knowledge/search", { query, knowledge_source_ids: [id], limit: 50 });
     return (res.body.results as { content: string; metadata: { url: string } }[]).map((r) => r.content).join("\n");
@@ -169,12 +178,8 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
 
   it("refreshes a crawl: a page answering 404 once is kept and holds back pruning, then unlinked pages are pruned", async () => {
     const crawlSite = await startChangingSite(12);
-    // Crawled as localhost: the crawl state still keys objects by URL, and the local database refuses keys with dots.
-    const base = crawlSite.baseUrl.replace("127.0.0.1", "localhost");
     try {
-      const created = await call("POST", "/knowledge", { paths: [`${base}/`], data_type: "discovery", refresh: { interval_seconds: 3600 } });
-      const id = created.body.id as number;
-      const first = await until(() => source(id), (s) => s.loading_status === "loaded");
+      const { id, base, first } = await crawl(crawlSite);
       // The home page and the 12 pages it links.
       expect(first.document_count).toBe(13);
       crawlSite.change(2);
@@ -189,6 +194,35 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
       const third = await refreshNow(id);
       expect(third.last_refresh).toMatchObject({ new: 0, changed: 0, removed: 1, unchanged: 12 });
       expect(await documentUrls(id)).toEqual(expected);
+    } finally {
+      await crawlSite.stop();
+    }
+  }, 60_000);
+
+  it("refreshes a crawl conditionally: a page answering 304 still leads to the pages only it links", async () => {
+    // Pages 1-6 are linked from the home page; page n links page n + 6, which nothing else links.
+    const crawlSite = await startChangingSite(12, { validators: "etag", children: true });
+    try {
+      const { id, base, first } = await crawl(crawlSite);
+      expect(first.document_count).toBe(13);
+      crawlSite.change(2);
+      crawlSite.change(8);
+      crawlSite.remove(5);
+      crawlSite.resetCounts();
+      const second = await refreshNow(id);
+      // Page 5 left the home page, and page 11 with it (only page 5 linked it): both pruned.
+      expect(second.last_refresh).toMatchObject({ new: 0, changed: 2, unchanged: 9, removed: 2, failed: 0 });
+      // Only the changed pages were downloaded; the others answered 304, and their kept links led on.
+      expect(crawlSite.counts).toEqual({ full: 2, notModified: 8 });
+      const gone = new Set([5, 11].map((n) => crawlSite.urlOf(n)));
+      const expected = [`${base}/`, ...Array.from({ length: 12 }, (_, i) => crawlSite.urlOf(i + 1)).filter((u) => !gone.has(u)).map((u) => u.replace(crawlSite.baseUrl, base))];
+      expect(await documentUrls(id)).toEqual(expected.sort());
+      // A third refresh changes nothing: every page but the home page answers 304.
+      crawlSite.resetCounts();
+      const third = await refreshNow(id);
+      expect(third.last_refresh).toMatchObject({ new: 0, changed: 0, unchanged: 11, removed: 0, failed: 0 });
+      expect(crawlSite.counts).toEqual({ full: 0, notModified: 10 });
+      expect(await documentUrls(id)).toEqual(expected.sort());
     } finally {
       await crawlSite.stop();
     }

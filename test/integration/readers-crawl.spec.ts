@@ -1,4 +1,4 @@
-import { HostLimiter } from "../../lib/safe-fetch";
+import { HostLimiter } from "../../lib/host-limiter";
 import { READERS, createFetcher, type ReaderDocument } from "../../services/knowledge-loader/readers";
 import { crawlBatch, createCrawlState, type CrawlState, type CrawledPage } from "../../services/knowledge-loader/readers/crawl";
 import { CRAWL_SITE, startFixtureSite, type FixtureSite } from "../harness/fixture-site";

@@ -1,4 +1,5 @@
-import { FetchError, HostLimiter, safeFetch, type SafeFetchOptions } from "../../lib/safe-fetch";
+import { HostLimiter } from "../../lib/host-limiter";
+import { FetchError, safeFetch, type SafeFetchOptions } from "../../lib/safe-fetch";
 import { startFixtureSite, type FixtureSite } from "../harness/fixture-site";
 
 /** Fast retries for tests; the schedule itself is safe-fetch's default. */

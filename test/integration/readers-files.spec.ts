@@ -1,4 +1,5 @@
-import { FetchError, HostLimiter } from "../../lib/safe-fetch";
+import { HostLimiter } from "../../lib/host-limiter";
+import { FetchError } from "../../lib/safe-fetch";
 import { READERS, createFetcher, resolveDataType, type ReadBatch, type ReaderDocument, type SourceReader } from "../../services/knowledge-loader/readers";
 import type { WikiState } from "../../services/knowledge-loader/readers/wiki";
 import { FIXTURE_PDF, WIKI_PAGES, WIKI_SPACE, WIKI_TOKEN, startFixtureSite, type FixtureSite } from "../harness/fixture-site";

@@ -1,4 +1,4 @@
-import { HostLimiter } from "../../lib/safe-fetch";
+import { HostLimiter } from "../../lib/host-limiter";
 import { READERS, createFetcher, resolveDataType, type ReaderDocument, type UrlListState } from "../../services/knowledge-loader/readers";
 import { readSitemaps } from "../../services/knowledge-loader/readers/sitemap";
 import { SITEMAP_SITE_PAGES, sitemapSiteUrls, startFixtureSite, type FixtureSite } from "../harness/fixture-site";

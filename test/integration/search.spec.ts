@@ -307,25 +307,29 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
     });
   });
 
+  // The search service stopped and started again on its node (a restart, or a new configuration).
+  const restartQuery = { query: PARAPHRASE_QUERIES[2]!.query, limit: 5 };
+  const search = (body: object) => api("POST", "/api/v1/knowledge/documents/search", { token: owner.token, body });
+  const searchNode = () => cluster.brokers[cluster.brokers.length - 1]!;
+  const searchService = () =>
+    searchNode().getLocalService("search") as unknown as { restoreReport?: RestoreReport; snapshots?: SnapshotKeeper; modelSwitch: { done(): Promise<void> } };
+  const stopSearch = async () => {
+    const node = searchNode();
+    await node.destroyService(node.getLocalService("search")!);
+  };
+  const startSearch = async (): Promise<RestoreReport> => {
+    const node = searchNode();
+    node.createService(SearchService);
+    await node.waitForServices(["search"], 20_000);
+    await eventually(async () => (await search(restartQuery)).status === 200, 20_000, "search back");
+    return searchService().restoreReport!;
+  };
+
   // Snapshots and restarts are the embedded engine's; Typesense keeps the index itself.
   if (engine === "embedded")
   describe("restart", () => {
-    const query = { query: PARAPHRASE_QUERIES[2]!.query, limit: 5 };
-    const search = (body: object) => api("POST", "/api/v1/knowledge/documents/search", { token: owner.token, body });
-    const searchNode = () => cluster.brokers[cluster.brokers.length - 1]!;
-    const searchService = () => searchNode().getLocalService("search") as unknown as { restoreReport?: RestoreReport; snapshots?: SnapshotKeeper };
+    const query = restartQuery;
     const snapshotFile = (accountId: number) => path.join(snapshotRoot, "search", String(accountId), "partition.bin");
-    const stopSearch = async () => {
-      const node = searchNode();
-      await node.destroyService(node.getLocalService("search")!);
-    };
-    const startSearch = async (): Promise<RestoreReport> => {
-      const node = searchNode();
-      node.createService(SearchService);
-      await node.waitForServices(["search"], 20_000);
-      await eventually(async () => (await search(query)).status === 200, 20_000, "search back");
-      return searchService().restoreReport!;
-    };
 
     it("writes snapshots once writes settle, without a stop", async () => {
       await eventually(
@@ -425,6 +429,20 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
       expect(res.body.results.map((r: { url: string }) => r.url)).toEqual(["https://crash.example/quokka"]);
     });
 
+  });
+
+  describe("embedding model switch", () => {
+    const alias = "TYPESENSE_COLLECTION" in env ? env.TYPESENSE_COLLECTION : "";
+    /** On Typesense: the alias names this vectors collection, and it is the only one of the test's (text is shared). */
+    const expectCollections = async (only: string) => {
+      const headers = { "X-TYPESENSE-API-KEY": process.env.TEST_TYPESENSE_API_KEY ?? "" };
+      const target = (await (await fetch(`${process.env.TEST_TYPESENSE_URL}/aliases/${alias}`, { headers })).json()) as { collection_name: string };
+      expect(target.collection_name).toBe(only);
+      const all = (await (await fetch(`${process.env.TEST_TYPESENSE_URL}/collections`, { headers })).json()) as { name: string }[];
+      const shared = [`${alias}__chunks`, `${alias}__replacements`];
+      expect(all.map((c) => c.name).filter((n) => n.startsWith(alias) && !shared.includes(n))).toEqual([only]);
+    };
+
     it("switches the embedding model without downtime: keyword meanwhile, re-embedded in the background, then vectors of the new model", async () => {
       const semantic = { query: PARAPHRASE_QUERIES[0]!.query, mode: "semantic", limit: 3 };
       const before = await search(semantic);
@@ -436,8 +454,7 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
         // Answers at once, as keyword, while the chunks are re-embedded with the other model (512-d).
         const during = await search(semantic);
         expect(during.status).toBe(200);
-        const service = searchNode().getLocalService("search") as unknown as { modelSwitch: { done(): Promise<void> } };
-        if ((await search(semantic)).body.mode_used === "keyword") await service.modelSwitch.done();
+        if ((await search(semantic)).body.mode_used === "keyword") await searchService().modelSwitch.done();
         const after = await search(semantic);
         expect(after.body.mode_used).toBe("semantic");
         expect(keyOf(after.body.results[0].url)).toBe(PARAPHRASE_QUERIES[0]!.relevant);
@@ -445,15 +462,17 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
         expect(stats.body).toMatchObject({ embedding_model: "use-lite-512", pending_chunks: 0 });
         expect(stats.body.embedded_chunks).toBe(stats.body.total_chunks);
         expect(during.body.mode_used === "keyword" || during.body.mode_used === "semantic").toBe(true);
+        // Typesense: a collection per model, the alias moved to the new one, the previous one dropped.
+        if (engine === "typesense") await expectCollections(`${alias}__use-lite-512_512`);
       } finally {
         delete process.env.EMBEDDING_MODEL;
       }
       // And back: the previous model's vectors are still cached, so the switch back is quick.
       await stopSearch();
       await startSearch();
-      const service = searchNode().getLocalService("search") as unknown as { modelSwitch: { done(): Promise<void> } };
-      await service.modelSwitch.done();
+      await searchService().modelSwitch.done();
       expect((await search(semantic)).body.results).toEqual(before.body.results);
+      if (engine === "typesense") await expectCollections(`${alias}__${DEFAULT_LOCAL_MODEL}_384`);
     }, 180_000);
   });
 });

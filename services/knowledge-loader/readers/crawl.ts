@@ -1,9 +1,10 @@
 import { createHash } from "node:crypto";
-import { FetchError } from "../../../lib/safe-fetch";
+import { FetchError, type FetchResponse } from "../../../lib/safe-fetch";
 import { decodeText } from "./decode";
 import { extractHtml } from "./html";
 import { fetchRobots, isAllowed, type Robots } from "./robots";
-import type { Fetcher, PageFailure, ReaderDocument } from "./types";
+import { conditionalHeaders } from "./conditional";
+import type { Fetcher, KnownPage, PageFailure, ReaderDocument } from "./types";
 import { canonicalUrl, looksNonHtml } from "./url";
 
 /** Same ceiling as sitemap sources, so a site costs the same whichever way it is found. */
@@ -89,6 +90,13 @@ export function crawlFinished(state: CrawlState): boolean {
   return state.stopReason !== undefined || state.queue.length === 0 || state.pagesRead >= maxPages || state.fetched >= maxFetches;
 }
 
+type QueueItem = CrawlState["queue"][number];
+
+function sameHost(state: CrawlState, link: string): boolean {
+  const url = canonicalUrl(link);
+  return url !== undefined && new URL(url).host === state.host;
+}
+
 function enqueue(state: CrawlState, link: string, depth: number): void {
   const url = canonicalUrl(link);
   if (!url) return;
@@ -107,15 +115,43 @@ function recordFailure(state: CrawlState, url: string, err: unknown): PageFailur
   return failure;
 }
 
-/** Turns one fetched page into a yielded page (or a skip), and queues its links. */
-function processPage(state: CrawlState, item: { url: string; depth: number }, finalUrl: string, html: string): CrawledPage | undefined {
+/** The page's final URL when the crawl may take it: on the crawled host (adopted from the start page) and allowed by robots.txt. */
+function arrival(state: CrawlState, item: QueueItem, finalUrl: string): string | undefined {
   const final = canonicalUrl(finalUrl)!;
   if (state.pagesRead === 0 && item.url === state.startUrl) state.host = new URL(final).host;
   // Redirected off-site, or to a path robots.txt closes: the redirect is not an invitation.
   if (new URL(final).host !== state.host || (state.robots && !isAllowed(state.robots, final))) return void state.skipped++;
   state.seen[urlKey(final)] = 1;
-  const page = extractHtml(html, final);
-  if (!page.nofollow && item.depth < state.limits.maxDepth) for (const link of page.links) enqueue(state, link, item.depth + 1);
+  return final;
+}
+
+function follow(state: CrawlState, item: QueueItem, links: string[]): void {
+  if (item.depth < state.limits.maxDepth) for (const link of links) enqueue(state, link, item.depth + 1);
+}
+
+/**
+ * A page that answered 304 to a refresh's conditional request: its document stays as the previous load indexed
+ * it, and the links it gave then are followed again.
+ */
+function revisitPage(state: CrawlState, item: QueueItem, finalUrl: string, known: KnownPage & { links: string[] }): boolean {
+  if (!arrival(state, item, finalUrl)) return false;
+  follow(state, item, known.links);
+  if (known.doc_url) {
+    state.seen[urlKey(known.doc_url)] = 1;
+    state.emitted[urlKey(known.doc_url)] = 1;
+  }
+  state.pagesRead++;
+  return true;
+}
+
+/** Turns one fetched page into a yielded page (or a skip), and queues its links. */
+function processPage(state: CrawlState, item: QueueItem, res: FetchResponse): CrawledPage | undefined {
+  const final = arrival(state, item, res.url);
+  if (!final) return undefined;
+  const page = extractHtml(decodeText(res.body, res.headers["content-type"] as string | undefined, true), final);
+  // Kept with the page, so a refresh that finds it unchanged (304) still follows them.
+  const links = page.nofollow ? [] : page.links.filter((link) => sameHost(state, link));
+  follow(state, item, links);
 
   const declared = page.canonical ? canonicalUrl(page.canonical) : undefined;
   const key = declared && new URL(declared).host === state.host ? declared : final;
@@ -127,32 +163,42 @@ function processPage(state: CrawlState, item: { url: string; depth: number }, fi
   state.emitted[keyId] = 1;
   state.hashes[hash] = 1;
   state.pagesRead++;
-  return { url: key, title: page.title, content: page.content, depth: item.depth };
+  const header = (name: string) => (res.headers[name] as string | undefined) ?? null;
+  const validators = { etag: header("etag"), last_modified: header("last-modified"), lastmod: null };
+  return { url: key, title: page.title, content: page.content, depth: item.depth, page: { url: item.url, ...validators, links } };
 }
 
 /**
  * Fetches up to `batchSize` queued pages at once (the fetcher's host limiter keeps that polite) and processes
  * them in queue order, so the result does not depend on which answer came first. The state is consistent
  * when it resolves: index the pages, persist the state, and the next call (or the next window) goes on.
+ * On a refresh (`previous`), a page whose links were kept is asked conditionally; `unchanged` lists those that
+ * answered 304.
  */
 export async function crawlBatch(
   state: CrawlState,
   fetch: Fetcher,
   batchSize = 8,
-): Promise<{ pages: CrawledPage[]; failures: PageFailure[]; done: boolean }> {
+  previous?: (url: string) => KnownPage | undefined,
+): Promise<{ pages: CrawledPage[]; unchanged: string[]; failures: PageFailure[]; done: boolean }> {
   if (!state.robots && !state.stopReason) {
     const robots = await fetchRobots(state.startUrl, fetch);
     state.robots = { rules: robots.rules, sitemaps: robots.sitemaps };
     if (robots.unreachable) state.stopReason = robots.unreachable;
     else if (!isAllowed(state.robots, state.startUrl)) state.stopReason = `robots.txt disallows ${state.startUrl}`;
   }
-  if (crawlFinished(state)) return { pages: [], failures: [], done: true };
+  if (crawlFinished(state)) return { pages: [], unchanged: [], failures: [], done: true };
 
   const take = Math.min(batchSize, state.limits.maxPages - state.pagesRead, state.limits.maxFetches - state.fetched);
   const items = state.queue.splice(0, take);
   state.fetched += items.length;
-  const results = await Promise.allSettled(items.map((item) => fetch(item.url, { accept: HTML_MEDIA_TYPES })));
+  const known = items.map((item) => {
+    const page = previous?.(item.url);
+    return page && Array.isArray(page.links) ? (page as KnownPage & { links: string[] }) : undefined;
+  });
+  const results = await Promise.allSettled(items.map((item, i) => fetch(item.url, { accept: HTML_MEDIA_TYPES, headers: conditionalHeaders(known[i]) })));
   const pages: CrawledPage[] = [];
+  const unchanged: string[] = [];
   const failures: PageFailure[] = [];
   results.forEach((result, i) => {
     const item = items[i];
@@ -164,8 +210,12 @@ export async function crawlBatch(
       return;
     }
     const res = result.value;
-    const page = processPage(state, item, res.url, decodeText(res.body, res.headers["content-type"] as string | undefined, true));
+    if (res.status === 304) {
+      if (revisitPage(state, item, res.url, known[i]!)) unchanged.push(item.url);
+      return;
+    }
+    const page = processPage(state, item, res);
     if (page) pages.push(page);
   });
-  return { pages, failures, done: crawlFinished(state) };
+  return { pages, unchanged, failures, done: crawlFinished(state) };
 }

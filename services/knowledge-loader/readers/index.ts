@@ -1,4 +1,5 @@
 import { FetchError, safeFetch, type FetchResponse, type SafeFetchOptions } from "../../../lib/safe-fetch";
+import { conditionalHeaders } from "./conditional";
 import { crawlBatch, createCrawlState, type CrawlLimits, type CrawlState } from "./crawl";
 import { decodeText } from "./decode";
 import { extractHtml } from "./html";
@@ -7,11 +8,11 @@ import { extractPdf } from "./pdf";
 import { fetchRobots, isAllowed } from "./robots";
 import { discoverSitemaps, looksLikeSitemap, pageCeilingMessage, readSitemaps } from "./sitemap";
 import { extractPlainText } from "./text";
-import type { Fetcher, PageFailure, PageValidators, ReaderDocument } from "./types";
+import type { Fetcher, KnownPage, PageFailure, ReaderDocument } from "./types";
 import { canonicalUrl } from "./url";
 import { createWikiState, parseWikiPath, readWikiBatch, type WikiState } from "./wiki";
 
-export type { Fetcher, PageFailure, PageValidators, ReaderDocument } from "./types";
+export type { Fetcher, KnownPage, PageFailure, PageValidators, ReaderDocument } from "./types";
 
 /** Pages fetched at once by list readers; the host limiter inside the fetcher keeps each site's share polite. */
 const DEFAULT_BATCH_SIZE = 8;
@@ -31,8 +32,8 @@ export interface ReaderContext {
   fetch: Fetcher;
   wikiToken?: string;
   crawlLimits?: Partial<CrawlLimits>;
-  /** A refresh: what the previous load learnt of an indexed page, so list readers ask conditionally. */
-  previous?: (url: string) => PageValidators | undefined;
+  /** A refresh: what the previous load learnt of an indexed page, so readers ask conditionally. */
+  previous?: (url: string) => KnownPage | undefined;
 }
 
 /** The start of a load: state to persist, the page total when known (loading_urls_total), and a ceiling note. */
@@ -120,12 +121,6 @@ function acceptFor(as: UrlListState["as"]): string[] | undefined {
   return as === "pdf" ? PDF_TYPES : as === "markdown" ? MARKDOWN_TYPES : as === "text" ? TEXT_TYPES : undefined;
 }
 
-/** Request headers that ask for a page only if it changed since the validators were taken. */
-function conditionalHeaders(known: PageValidators | undefined): Record<string, string> | undefined {
-  if (!known?.etag && !known?.last_modified) return undefined;
-  return { ...(known.etag ? { "if-none-match": known.etag } : {}), ...(known.last_modified ? { "if-modified-since": known.last_modified } : {}) };
-}
-
 /** One listed page: unchanged (same sitemap lastmod, or 304 to a conditional request), or its document if any. */
 async function readListed(url: string, lastmod: string | null, state: UrlListState, ctx: ReaderContext): Promise<"unchanged" | ReaderDocument | undefined> {
   const known = ctx.previous?.(url);
@@ -195,9 +190,9 @@ const discoveryReader: SourceReader<CrawlState> = {
     return { state: createCrawlState(urlList(paths)[0], ctx.crawlLimits), total: null };
   },
   async next(state, ctx, batchSize = DEFAULT_BATCH_SIZE) {
-    const { pages, failures, done } = await crawlBatch(state, ctx.fetch, batchSize);
+    const { pages, unchanged, failures, done } = await crawlBatch(state, ctx.fetch, batchSize, ctx.previous);
     if (done && state.stopReason && state.pagesRead === 0) throw new Error(state.stopReason);
-    return { documents: pages.map(({ url, title, content }) => ({ url, title, content })), failures, done };
+    return { documents: pages.map(({ url, title, content, page }) => ({ url, title, content, page })), failures, done, unchanged };
   },
 };
 

@@ -1,6 +1,6 @@
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
-import { HostLimiter } from "../../../lib/safe-fetch";
+import { HostLimiter } from "../../../lib/host-limiter";
 import { normaliseText } from "./text";
 
 /** A PDF that takes longer than this to read is hostile or pathological; its worker is terminated. */

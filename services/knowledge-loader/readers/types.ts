@@ -10,13 +10,23 @@ export interface PageValidators {
   lastmod: string | null;
 }
 
+/**
+ * What a refresh knows of a page from the previous load: its validators, the document it became, and for crawls
+ * the links it led to (kept so a page answering 304, which carries no body, still has its links followed).
+ */
+export interface KnownPage extends PageValidators {
+  doc_url: string | null;
+  /** Same-site links the page gave to follow (none when it is nofollow); absent when not kept (list readers). */
+  links?: string[] | null;
+}
+
 /** One document ready for chunking and indexing. */
 export interface ReaderDocument {
   url: string;
   title: string;
   content: string;
-  /** List readers: the listed URL the document was fetched as, and the validators it answered with. */
-  page?: PageValidators & { url: string };
+  /** The listed or queued URL the document was fetched as, the validators it answered with, and (crawls) its links. */
+  page?: PageValidators & { url: string; links?: string[] };
 }
 
 /** A page that could not be read, with the reason the loader may write into loading_error. */

@@ -1,4 +1,5 @@
-import { classifyAddress, isAddressAllowed, parseRetryAfter } from "../../../lib/safe-fetch";
+import { classifyAddress, isAddressAllowed } from "../../../lib/address-policy";
+import { parseRetryAfter } from "../../../lib/safe-fetch";
 
 describe("classifyAddress", () => {
   it.each([

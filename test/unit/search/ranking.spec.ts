@@ -1,29 +1,43 @@
 import { KeywordIndex } from "../../../lib/search/bm25";
-import { fuseRanks, normalizedScore } from "../../../lib/search/fusion";
+import { fuseLists, normalizedScore } from "../../../lib/search/fusion";
 import { terms } from "../../../lib/search/tokenizer";
 import { VectorIndex, bufferToVector, normalize, vectorToBuffer } from "../../../lib/search/vectors";
 
-describe("fuseRanks (Typesense's rank fusion)", () => {
-  it("adds (1 - alpha)/dense keyword rank and alpha/vector rank", () => {
-    const fused = fuseRanks(
-      [{ id: "a", score: 9 }, { id: "b", score: 9 }, { id: "c", score: 5 }],
-      [{ id: "c", distance: 0.1 }, { id: "d", distance: 0.2 }],
-      0.3,
-    );
-    const byId = Object.fromEntries(fused.map((f) => [f.id, f]));
-    // a and b tie on text score, so both have keyword rank 1; c has rank 2 (dense), not 3.
-    expect(byId.a!.score).toBeCloseTo(0.7);
-    expect(byId.b!.score).toBeCloseTo(0.7);
-    expect(byId.c!.keywordRank).toBe(2);
-    expect(byId.c!.score).toBeCloseTo(0.7 / 2 + 0.3 / 1);
-    expect(byId.d!.score).toBeCloseTo(0.3 / 2);
-    expect(fused.map((f) => f.id)).toEqual(["a", "b", "c", "d"]);
+describe("fuseLists (confidence-weighted score fusion)", () => {
+  // Keyword: "a" stands far above a flat tail; vectors: a flat list. Keyword is the surer list.
+  const keyword = [{ id: "a", score: 20 }, { id: "b", score: 5 }, { id: "c", score: 5 }, { id: "d", score: 5 }, { id: "e", score: 4 }];
+  const vector = [{ id: "e", distance: 0.4 }, { id: "d", distance: 0.41 }, { id: "c", distance: 0.42 }, { id: "a", distance: 0.43 }, { id: "f", distance: 0.44 }];
+
+  it("scales each list to 0..1 and weighs it by prior × (how far its best stands above the list)²", () => {
+    const conf = (xs: number[]) => {
+      const mean = xs.reduce((s, x) => s + x, 0) / xs.length;
+      const sd = Math.sqrt(xs.reduce((s, x) => s + (x - mean) ** 2, 0) / xs.length);
+      return (Math.max(...xs) - mean) / sd;
+    };
+    const cK = conf(keyword.map((h) => h.score));
+    const cV = conf(vector.map((h) => 1 - h.distance));
+    const wK = (0.5 * cK ** 2) / (0.5 * cK ** 2 + 0.5 * cV ** 2);
+    const fused = Object.fromEntries(fuseLists(keyword, vector, 0.5).map((f) => [f.id, f]));
+    expect(fused.a!.score).toBeCloseTo(wK * 1 + (1 - wK) * ((0.57 - 0.56) / (0.6 - 0.56)), 6);
+    expect(fused.e!.score).toBeCloseTo(wK * 0 + (1 - wK) * 1, 6);
+    expect(fused.f!.score).toBeCloseTo(0, 6);
+    expect(fused.a).toMatchObject({ keywordRank: 1, vectorRank: 4, textScore: 20, distance: 0.43 });
   });
 
-  it("is 1 for a hit first in both lists and honours alpha 0 and 1", () => {
-    expect(fuseRanks([{ id: "x", score: 1 }], [{ id: "x", distance: 0 }], 0.3)[0]!.score).toBeCloseTo(1);
-    expect(fuseRanks([{ id: "x", score: 1 }], [{ id: "y", distance: 0 }], 1).map((f) => f.id)).toEqual(["y", "x"]);
-    expect(fuseRanks([{ id: "x", score: 1 }], [{ id: "y", distance: 0 }], 0).map((f) => f.id)).toEqual(["x", "y"]);
+  it("follows the surer list whichever side it is, and the prior when neither can say", () => {
+    expect(fuseLists(keyword, vector, 0.5)[0]!.id).toBe("a");
+    // Swap the roles: a clear vector winner and a flat keyword list.
+    const flatKeyword = keyword.map((h, i) => ({ id: h.id, score: i === 0 ? 5 : h.score }));
+    const clearVector = vector.map((h, i) => ({ id: h.id, distance: i === 0 ? 0.1 : h.distance }));
+    expect(fuseLists(flatKeyword, clearVector, 0.5)[0]!.id).toBe("e");
+    // One hit per list: no spread to measure, so alpha alone decides.
+    expect(fuseLists([{ id: "x", score: 1 }], [{ id: "y", distance: 0 }], 1).map((f) => f.id)).toEqual(["y", "x"]);
+    expect(fuseLists([{ id: "x", score: 1 }], [{ id: "y", distance: 0 }], 0).map((f) => f.id)).toEqual(["x", "y"]);
+  });
+
+  it("alpha 0 keeps the keyword order (then vector-only hits), alpha 1 the vector order", () => {
+    expect(fuseLists(keyword, vector, 0).slice(0, 5).map((f) => f.id)).toEqual(["a", "b", "c", "d", "e"]);
+    expect(fuseLists(keyword, vector, 1).map((f) => f.id)).toEqual(["e", "d", "c", "a", "b", "f"]);
   });
 });
 

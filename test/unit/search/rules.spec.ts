@@ -1,4 +1,5 @@
 import { HYBRID_ALPHA_BY_MODEL, searchConfig } from "../../../lib/search/config";
+import { DEFAULT_HYBRID_ALPHA } from "../../../lib/search/fusion";
 import type { ChunkHit } from "../../../lib/search/port";
 import {
   candidateDepth,
@@ -70,7 +71,7 @@ describe("search rules", () => {
     expect(searchConfig({ TYPESENSE_URL: "http://ts:8108", SEARCH_ENGINE: "embedded" }).engine).toBe("embedded");
     expect(searchConfig({})).toMatchObject({ hybridAlpha: HYBRID_ALPHA_BY_MODEL["all-minilm-l6-v2"], embedding: { model: "all-minilm-l6-v2", dimensions: 384 } });
     expect(searchConfig({ EMBEDDING_MODEL: "use-lite-512" })).toMatchObject({ hybridAlpha: HYBRID_ALPHA_BY_MODEL["use-lite-512"], embedding: { dimensions: 512 } });
-    expect(searchConfig({ EMBEDDING_PROVIDER: "openai", EMBEDDING_URL: "http://e" }).hybridAlpha).toBe(0.3);
+    expect(searchConfig({ EMBEDDING_PROVIDER: "openai", EMBEDDING_URL: "http://e" }).hybridAlpha).toBe(DEFAULT_HYBRID_ALPHA);
     expect(searchConfig({ HYBRID_ALPHA: "0.7" }).hybridAlpha).toBe(0.7);
     expect(() => searchConfig({ EMBEDDING_MODEL: "bert-large" })).toThrow(/EMBEDDING_MODEL/);
     expect(() => searchConfig({ HYBRID_ALPHA: "2" })).toThrow(/HYBRID_ALPHA/);

@@ -1,0 +1,194 @@
+import { KeywordIndex } from "./bm25";
+import type { ChunkHit, ChunkIdentity, IndexedChunk } from "./port";
+import { ChunkTexts } from "./text-store";
+import { terms } from "./tokenizer";
+import { VectorIndex } from "./vectors";
+
+export interface DocumentEntry {
+  id: string;
+  sourceId: number;
+  chunks: Set<number>;
+  /** The document's latest title and url, so its chunks share one string each. */
+  title: string;
+  url: string;
+}
+
+export type VectorOptions = ConstructorParameters<typeof VectorIndex>[1];
+
+/** The chunk table of a snapshot (strings and small numbers; the big arrays are typed sections). */
+export interface ChunkTable {
+  ids: string[];
+  documents: [string, number][];
+  doc: number[];
+  position: number[];
+  strings: string[];
+  title: number[];
+  url: number[];
+}
+
+/** One account's chunks: slot tables plus a keyword and a vector index over the same slots. */
+export class Partition {
+  readonly slotOf = new Map<string, number>();
+  /**
+   * Per slot; its length is the next slot. Slots are not reused while the process runs (a removed chunk's
+   * postings stay until compaction); a restart from a snapshot numbers the live ones densely again.
+   */
+  readonly chunks: (ChunkIdentity | undefined)[] = [];
+  readonly documents = new Map<string, DocumentEntry>();
+  keyword = new KeywordIndex();
+  readonly vectors: VectorIndex;
+  readonly texts = new ChunkTexts();
+  /** Set while a snapshot of this partition is being written; mutations wait for it. */
+  busy?: Promise<void>;
+
+  constructor(dimensions: number, vectorOptions: VectorOptions) {
+    this.vectors = new VectorIndex(dimensions, vectorOptions);
+  }
+
+  private document(id: string, sourceId: number, title: string, url: string): DocumentEntry {
+    let doc = this.documents.get(id);
+    if (!doc) this.documents.set(id, (doc = { id, sourceId, chunks: new Set(), title, url }));
+    if (doc.title !== title) doc.title = title;
+    if (doc.url !== url) doc.url = url;
+    return doc;
+  }
+
+  upsert(chunk: IndexedChunk) {
+    if (this.slotOf.has(chunk.id)) this.remove(chunk.id);
+    const slot = this.chunks.length;
+    const doc = this.document(chunk.documentId, chunk.sourceId, chunk.title, chunk.url);
+    this.slotOf.set(chunk.id, slot);
+    this.chunks[slot] = { id: chunk.id, sourceId: chunk.sourceId, documentId: doc.id, position: chunk.position, title: doc.title, url: doc.url };
+    doc.chunks.add(slot);
+    this.keyword.add(slot, terms(chunk.title), terms(chunk.content));
+    this.texts.set(slot, chunk.content);
+    if (chunk.vector) this.vectors.set(slot, chunk.vector);
+  }
+
+  private forget(slot: number): ChunkIdentity {
+    const c = this.chunks[slot]!;
+    this.slotOf.delete(c.id);
+    this.chunks[slot] = undefined;
+    const doc = this.documents.get(c.documentId);
+    doc?.chunks.delete(slot);
+    if (doc && !doc.chunks.size) this.documents.delete(c.documentId);
+    this.vectors.remove(slot);
+    return c;
+  }
+
+  remove(id: string) {
+    const slot = this.slotOf.get(id);
+    if (slot === undefined) return;
+    const c = this.forget(slot);
+    // The index keeps no term list per chunk: the chunk is tokenised again to find its terms.
+    this.keyword.remove(slot, terms(c.title), terms(this.texts.get(slot)));
+    this.texts.delete(slot);
+  }
+
+  /** Removes many chunks at once (a whole source): document frequencies are recounted once. */
+  removeSlots(slots: number[]) {
+    if (slots.length < 64) {
+      for (const slot of slots) this.remove(this.chunks[slot]!.id);
+      return;
+    }
+    for (const slot of slots) {
+      this.forget(slot);
+      this.texts.delete(slot);
+    }
+    this.keyword.removeMany(slots);
+  }
+
+  hit(slot: number, score: number, extra: Partial<ChunkHit>): ChunkHit {
+    return new StoredHit(this.chunks[slot]!, this.texts, slot, score, extra.textScore, extra.vectorDistance);
+  }
+
+  /** Live slots, ascending. */
+  liveSlots(): Int32Array {
+    const live = new Int32Array(this.slotOf.size);
+    let n = 0;
+    for (let slot = 0; slot < this.chunks.length; slot++) if (this.chunks[slot]) live[n++] = slot;
+    return live;
+  }
+
+  table(live: Int32Array): ChunkTable {
+    const strings: string[] = [];
+    const stringIds = new Map<string, number>();
+    const intern = (s: string) => {
+      let id = stringIds.get(s);
+      if (id === undefined) stringIds.set(s, (id = strings.push(s) - 1));
+      return id;
+    };
+    const documents: [string, number][] = [];
+    const documentIds = new Map<string, number>();
+    const t: ChunkTable = { ids: [], documents, doc: [], position: [], strings, title: [], url: [] };
+    for (const slot of live) {
+      const c = this.chunks[slot]!;
+      let d = documentIds.get(c.documentId);
+      if (d === undefined) documentIds.set(c.documentId, (d = documents.push([c.documentId, c.sourceId]) - 1));
+      t.ids.push(c.id);
+      t.doc.push(d);
+      t.position.push(c.position);
+      t.title.push(intern(c.title));
+      t.url.push(intern(c.url));
+    }
+    return t;
+  }
+}
+
+/**
+ * A ranked chunk whose text is read (from the snapshot file, once one exists) only when `content` is first
+ * read: a ranking has up to 250 hits, a page of results shows a few of them. A class with a fixed shape (an
+ * accessor defined per object made every young-generation collection several times slower).
+ */
+class StoredHit implements ChunkHit {
+  readonly id: string;
+  readonly sourceId: number;
+  readonly documentId: string;
+  readonly position: number;
+  readonly title: string;
+  readonly url: string;
+  #texts: ChunkTexts;
+  #slot: number;
+  #content: string | undefined = undefined;
+
+  constructor(
+    c: ChunkIdentity,
+    texts: ChunkTexts,
+    slot: number,
+    readonly score: number,
+    readonly textScore: number | undefined,
+    readonly vectorDistance: number | undefined,
+  ) {
+    this.id = c.id;
+    this.sourceId = c.sourceId;
+    this.documentId = c.documentId;
+    this.position = c.position;
+    this.title = c.title;
+    this.url = c.url;
+    this.#texts = texts;
+    this.#slot = slot;
+  }
+
+  get content(): string {
+    return (this.#content ??= this.#texts.get(this.#slot));
+  }
+
+  toJSON() {
+    return { ...this, content: this.content };
+  }
+}
+
+/** Whether any chunk in scope (the partition, or the given sources of it) has a vector. */
+export function hasVectorsInScope(p: Partition, sources: Set<number> | undefined): boolean {
+  if (!p.vectors.size) return false;
+  if (!sources) return true;
+  for (const doc of p.documents.values()) {
+    if (!sources.has(doc.sourceId)) continue;
+    for (const slot of doc.chunks) if (p.vectors.has(slot)) return true;
+  }
+  return false;
+}
+
+export function emptyTable(): ChunkTable {
+  return { ids: [], documents: [], doc: [], position: [], strings: [], title: [], url: [] };
+}
