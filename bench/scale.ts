@@ -215,8 +215,10 @@ async function account(baseUrl: string, name: string): Promise<{ token: string; 
   return { token, accountId: me.body.account_id as number };
 }
 
+/** The median of the rounds that measured something (a run in which no request completed has NaN latencies). */
 function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b);
+  if (!sorted.length) return NaN;
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }

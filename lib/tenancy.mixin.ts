@@ -25,11 +25,22 @@ export interface ListOptions {
   sort: Record<string, 1 | -1>;
 }
 
+/** A list that needs only some fields: they come back as plain records (no mongoose documents to build). */
+export interface LeanListOptions<K extends string> extends ListOptions {
+  select: readonly K[];
+}
+
 /** Methods the tenancy mixin adds; services declare them in their `this` type. */
 export interface TenancyMethods {
   accountOf(ctx: Ctx<unknown>): number;
   findOwned<T extends OwnedRecord>(ctx: Ctx<unknown>, model: Model<T>, id: number, label: string): Promise<HydratedDocument<T>>;
   listOwned<T extends OwnedRecord>(ctx: Ctx<unknown>, model: Model<T>, filter: object, opts: ListOptions): Promise<{ rows: HydratedDocument<T>[]; total: number }>;
+  listOwned<T extends OwnedRecord, K extends keyof T & string>(
+    ctx: Ctx<unknown>,
+    model: Model<T>,
+    filter: object,
+    opts: LeanListOptions<K>,
+  ): Promise<{ rows: Pick<T, K | "_id">[]; total: number }>;
   createOwned<T extends OwnedRecord>(ctx: Ctx<unknown>, model: Model<T>, fields: object): Promise<HydratedDocument<T>>;
   findOwnedByRef<T extends IdentifiedRecord>(ctx: Ctx<unknown>, model: Model<T>, ref: string | number, label: string): Promise<HydratedDocument<T>>;
   createIdentified<T extends IdentifiedRecord>(
@@ -62,10 +73,11 @@ export const TenancyMixin: Partial<ServiceSchema> = {
       return doc;
     },
 
-    async listOwned(this: TenancyMethods, ctx: Ctx<unknown>, model: Model<OwnedRecord>, filter: object, opts: ListOptions) {
+    async listOwned(this: TenancyMethods, ctx: Ctx<unknown>, model: Model<OwnedRecord>, filter: object, opts: ListOptions | LeanListOptions<string>) {
       const scoped = { ...filter, account_id: this.accountOf(ctx) };
+      const page = model.find(scoped).sort(opts.sort).skip(opts.skip).limit(opts.limit);
       const [rows, total] = await Promise.all([
-        model.find(scoped).sort(opts.sort).skip(opts.skip).limit(opts.limit),
+        "select" in opts ? page.select(opts.select.join(" ")).lean() : page,
         model.countDocuments(scoped),
       ]);
       return { rows, total };

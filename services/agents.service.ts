@@ -18,6 +18,8 @@ import { DEFAULT_TEMPERATURE, directoryItem, escapeRegex, mergeConfiguration, no
 import { configOf, type Config } from "../lib/config";
 
 const agentRefParam = agents.idParams;
+/** What a directory entry is made of (pages hold up to 1,000 agents: the rest of each record is not read). */
+const DIRECTORY_FIELDS = ["name", "identifier", "image_url", "access_level", "configuration", "publication"] as const;
 /** The built-in tool that lets an agent search every knowledge source of its account. */
 const KNOWLEDGE_RETRIEVAL_TOOL = {
   identifier: "knowledge-retrieval",
@@ -97,7 +99,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       async handler(ctx: Ctx<{ skip: number; limit: number; search?: string }>) {
         const { skip, limit, search } = ctx.params;
         const filter = search?.trim() ? { sort_name: { $regex: escapeRegex(search.trim().toLowerCase()) } } : {};
-        const { rows, total } = await this.listOwned(ctx, this.models.agents, filter, { skip, limit, sort: { sort_name: 1, _id: 1 } });
+        const { rows, total } = await this.listOwned(ctx, this.models.agents, filter, { skip, limit, sort: { sort_name: 1, _id: 1 }, select: DIRECTORY_FIELDS });
         return toPage(rows.map(directoryItem), total, skip, limit);
       },
     },

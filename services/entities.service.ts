@@ -12,7 +12,7 @@ import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { changeOf } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { agentModel } from "./agents/model";
-import { csvDocument, exportFilename } from "./entities/csv";
+import { csvDocument, EXPORT_FIELDS, exportFilename } from "./entities/csv";
 import { sessionExcerpt, VISIBLE_ROLES } from "./entities/excerpt";
 import { entityModel, sessionMessageModel } from "./entities/model";
 import {
@@ -147,7 +147,11 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       async handler(ctx: Ctx<EntityFilters>) {
         const filter = buildEntityFilter(await this.resolveFilters(ctx, ctx.params));
         const keys = ((await this.models.entities.distinct("attribute_keys", filter)) as string[]).sort();
-        const rows = this.models.entities.find(filter).sort({ created_at: -1, _id: -1 }).lean<EntityRecord>().cursor({ batchSize: EXPORT_BATCH_SIZE });
+        const rows = this.models.entities
+          .find(filter, EXPORT_FIELDS.join(" "))
+          .sort({ created_at: -1, _id: -1 })
+          .lean<EntityRecord>()
+          .cursor({ batchSize: EXPORT_BATCH_SIZE });
         ctx.meta.$responseType = "text/csv; charset=utf-8";
         ctx.meta.$responseHeaders = { "Content-Disposition": `attachment; filename="${exportFilename(new Date())}"` };
         return Readable.from(csvDocument(keys, rows as AsyncIterable<EntityRecord>));

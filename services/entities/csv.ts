@@ -16,6 +16,9 @@ export const FIXED_COLUMNS = [
   "session_channel",
 ] as const;
 
+/** The record fields an export reads: the fixed columns' and the attributes. */
+export const EXPORT_FIELDS = [...FIXED_COLUMNS.filter((column) => column !== "id"), "attributes"] as const;
+
 /** Rows are sent in pieces of about this many characters rather than one message per row. */
 const CHUNK_CHARS = 64 * 1024;
 /** Spreadsheets run text starting with these as a formula (OWASP "CSV injection"). */
