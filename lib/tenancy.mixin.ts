@@ -19,6 +19,13 @@ export interface IdentifiedRecord extends OwnedRecord {
 /** Attempts at picking a free generated identifier when concurrent creates race for the same one. */
 const IDENTIFIER_ATTEMPTS = 5;
 
+/** An account's records of a collection, all of them or those with these ids (as plain records). */
+export function accountRecords<T extends OwnedRecord>(model: Model<T>, accountId: number, ids?: number[]): Promise<T[]> {
+  // By id, in id order (an index range); all of them, in natural order (the account index, no sort).
+  const query = ids ? model.find({ account_id: accountId, _id: { $in: ids } }).sort({ _id: 1 }) : model.find({ account_id: accountId });
+  return query.lean<T[]>();
+}
+
 export interface ListOptions {
   skip: number;
   limit: number;

@@ -1,4 +1,5 @@
 import type { Connection } from "mongoose";
+import { accountRecords } from "../../lib/tenancy.mixin";
 import type { UnitOfWork } from "../../lib/unit-of-work";
 import { toolModel, type ToolRecord } from "./model";
 
@@ -9,9 +10,7 @@ import { toolModel, type ToolRecord } from "./model";
 
 /** An account's tools, all of them or those with these ids. */
 export function accountTools(db: Connection, accountId: number, ids?: number[]): Promise<ToolRecord[]> {
-  const model = toolModel(db);
-  // By id, in id order (an index range); all of them, in natural order (the account index, no sort).
-  return (ids ? model.find({ account_id: accountId, _id: { $in: ids } }).sort({ _id: 1 }) : model.find({ account_id: accountId })).lean<ToolRecord[]>();
+  return accountRecords(toolModel(db), accountId, ids);
 }
 
 /** A tool as a team document defines it: created, or updated where it differs; the change is in `uow`. */

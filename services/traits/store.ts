@@ -1,4 +1,5 @@
 import type { Connection } from "mongoose";
+import { accountRecords } from "../../lib/tenancy.mixin";
 import type { UnitOfWork } from "../../lib/unit-of-work";
 import { traitModel, type TraitRecord } from "./model";
 import { normalizeTags } from "./rules";
@@ -10,9 +11,7 @@ import { normalizeTags } from "./rules";
 
 /** An account's traits, all of them or those with these ids. */
 export function accountTraits(db: Connection, accountId: number, ids?: number[]): Promise<TraitRecord[]> {
-  const model = traitModel(db);
-  // By id, in id order (an index range); all of them, in natural order (the account index, no sort).
-  return (ids ? model.find({ account_id: accountId, _id: { $in: ids } }).sort({ _id: 1 }) : model.find({ account_id: accountId })).lean<TraitRecord[]>();
+  return accountRecords(traitModel(db), accountId, ids);
 }
 
 /** A trait as a team document defines it: created, or updated where it differs; the change is in `uow`. */
