@@ -1,5 +1,5 @@
 /**
- * Relevance bench, end to end through the REST API: the platform's gateway, users and search services in one
+ * Relevance bench, end to end through the REST API: the platform's gateway, users, knowledge and search services in one
  * process (as `npm start` runs them) on the engine the environment selects through the SearchIndex port
  * (embedded, or Typesense when TYPESENSE_URL is set / SEARCH_ENGINE=typesense), with the configured embedding
  * model. Documents go in as the knowledge loader sends them (search.indexDocuments, default chunking), the
@@ -33,7 +33,8 @@ import { listEnv } from "../../lib/env";
 import { startLocalMongo } from "../../lib/local-mongo";
 import { searchConfig } from "../../lib/search/config";
 import type { SearchIndex, SearchMode } from "../../lib/search/port";
-import { SERVICE_REGISTRY } from "../../services";
+import { configured, SERVICE_REGISTRY } from "../../services";
+import { loadConfig } from "../../lib/config";
 import { candidateDepth, collapseByDocument } from "../../services/search/rules";
 import { apiClient, signup, type Api } from "../../test/harness/http";
 import { readSciFact } from "./scifact";
@@ -143,9 +144,11 @@ async function startPlatform() {
   process.env.DATA_DIR = dataDir;
   process.env.MCP_PORT ??= "0";
   const broker = new ServiceBroker(brokerOptions({ logger: { type: "Console", options: { level: process.env.LOG_LEVEL ?? "warn" } } }));
-  for (const name of ["users", "api-keys", "search"]) broker.createService(SERVICE_REGISTRY[name]!);
+  // The knowledge service serves the /knowledge/documents routes; search answers them.
+  const config = loadConfig();
+  for (const name of ["users", "api-keys", "knowledge", "search"]) broker.createService(configured(SERVICE_REGISTRY[name]!, config));
   await broker.start();
-  const gatewaySchema = SERVICE_REGISTRY.gateway!;
+  const gatewaySchema = configured(SERVICE_REGISTRY.gateway!, config);
   const gateway = broker.createService({ ...gatewaySchema, settings: { ...gatewaySchema.settings, port: 0, ip: "127.0.0.1" } }) as unknown as ServiceSchema & { server: Server };
   await broker.waitForServices("gateway");
   // The gateway builds its routes from the registry once services are known; wait until search's exist.
