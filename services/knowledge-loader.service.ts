@@ -5,6 +5,7 @@ import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import type { ServiceSchema } from "moleculer";
 import { configOf, type Config } from "../lib/config";
 import { MongoMixin } from "../lib/mongo.mixin";
+import { secretBox } from "../lib/secrets";
 import { claimJob, pendingJobs, releaseJob, renewLease } from "./knowledge/jobs";
 import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
 import { runDeleteSource, runLoadWindow, type PageDoc, type PageReader, type RunnerDeps } from "./knowledge-loader/runner";
@@ -156,7 +157,7 @@ const KnowledgeLoaderService: ServiceSchema<Record<string, never>, Methods, Vars
 
   started() {
     this.loader = configOf(this).loader;
-    this.reader = createSourceReader(this.models.urlLists, this.models.pages, this.loader);
+    this.reader = createSourceReader(this.models.urlLists, this.models.pages, this.loader, secretBox(configOf(this).secretsKey));
     this.running = true;
     this.current = null;
     this.loop = this.work();

@@ -5,7 +5,8 @@ import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { crudActions, eventRecords, type ResponseDecl } from "../lib/resource";
 import { respondCreated } from "../lib/responses";
-import { sealSecret } from "../lib/secrets";
+import { configOf } from "../lib/config";
+import { secretBox, type SecretBox } from "../lib/secrets";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { KNOWLEDGE_SOURCES_COLLECTION } from "../lib/collections";
 import { changeOf } from "../lib/events";
@@ -39,6 +40,8 @@ interface Methods extends TenancyMethods, EventsMethods {
 interface Vars {
   db: Connection;
   models: { sources: Model<KnowledgeSourceRecord>; jobs: Model<LoadJobRecord> };
+  /** Seals wiki tokens (configuration's secretsKey). */
+  secrets: SecretBox;
 }
 
 /** A route answered by the search service's internal action `action`, for the caller's account. */
@@ -90,7 +93,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           description: ctx.params.description?.trim() || label,
           data_type: await resolveSourceType(ctx.params.data_type ?? "auto", paths),
           paths,
-          credentials: ctx.params.auth_token ? sealSecret(ctx.params.auth_token) : null,
+          credentials: ctx.params.auth_token ? this.secrets.seal(ctx.params.auth_token) : null,
           ...(ctx.params.refresh !== undefined ? refreshFields(ctx.params.refresh) : {}),
         };
         const id = await nextId(this.db, KNOWLEDGE_SOURCES_COLLECTION);
@@ -114,7 +117,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (name?.trim()) source.name = name.trim();
         if (description !== undefined) source.description = description?.trim() || derivedLabel(source.paths);
         if (data_type) source.data_type = await resolveSourceType(data_type, source.paths);
-        if (auth_token) source.credentials = sealSecret(auth_token);
+        if (auth_token) source.credentials = this.secrets.seal(auth_token);
         return this.recordChange(changeOf("knowledge_source.updated", KNOWLEDGE_SOURCES_COLLECTION, source), async () => {
           await source.save();
           return source.toJSON();
@@ -193,6 +196,10 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     queueLoad(source, force) {
       return enqueueJob(this.models.jobs, { kind: "load", account_id: source.account_id, knowledge_source_id: source._id, force });
     },
+  },
+
+  created() {
+    this.secrets = secretBox(configOf(this).secretsKey);
   },
 };
 

@@ -5,7 +5,7 @@ import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams, toPage } from "../lib/pagination";
 import { crudActions, defineResource, defineView, plainResponse } from "../lib/resource";
-import { openSecret, sealSecret } from "../lib/secrets";
+import { secretBox, type SecretBox } from "../lib/secrets";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import type { ChangeEvent } from "../lib/events";
 import { EventsMixin } from "../lib/events.mixin";
@@ -88,6 +88,8 @@ interface Vars {
   db: Connection;
   models: { subscriptions: Model<WebhookSubscriptionRecord>; deliveries: Model<WebhookDeliveryRecord> };
   config: Config["webhooks"];
+  /** Seals and opens signing secrets (configuration's secretsKey). */
+  secrets: SecretBox;
   running: boolean;
   loop?: Promise<void>;
 }
@@ -115,7 +117,9 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
   actions: {
     ...crudActions(subscriptions, {
-      creating: (_ctx, fields) => ({ ...subscriptionChanges(fields), secret_sealed: sealSecret(newSecret()) }),
+      creating(this: Vars, _ctx, fields) {
+        return { ...subscriptionChanges(fields), secret_sealed: this.secrets.seal(newSecret()) };
+      },
       updating: (_ctx, _doc, changes) => subscriptionChanges(changes),
       // Its queued deliveries would fail anyway; the history goes with the subscription.
       async removed(this: Vars, _ctx, subscription) {
@@ -129,7 +133,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: idParam,
       response: plainResponse({ secret: { type: "string" } }),
       async handler(ctx: Ctx<{ id: number }>) {
-        return { secret: openSecret((await this.findSubscription(ctx, ctx.params.id)).secret_sealed) };
+        return { secret: this.secrets.open((await this.findSubscription(ctx, ctx.params.id)).secret_sealed) };
       },
     },
 
@@ -143,7 +147,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const overlapMs = this.config.rotationOverlapSeconds * 1000;
         const secret = newSecret();
         subscription.set({
-          secret_sealed: sealSecret(secret),
+          secret_sealed: this.secrets.seal(secret),
           previous_secret_sealed: overlapMs > 0 ? subscription.secret_sealed : null,
           previous_secret_expires_at: overlapMs > 0 ? new Date(Date.now() + overlapMs) : null,
         });
@@ -234,9 +238,9 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const timestamp = Math.floor(now.getTime() / 1000);
       const previous =
         subscription.previous_secret_sealed && subscription.previous_secret_expires_at
-          ? { secret: openSecret(subscription.previous_secret_sealed), expiresAt: subscription.previous_secret_expires_at }
+          ? { secret: this.secrets.open(subscription.previous_secret_sealed), expiresAt: subscription.previous_secret_expires_at }
           : null;
-      const secrets = signingSecrets(openSecret(subscription.secret_sealed), previous, now);
+      const secrets = signingSecrets(this.secrets.open(subscription.secret_sealed), previous, now);
       const headers = {
         "webhook-id": delivery._id,
         "webhook-timestamp": String(timestamp),
@@ -248,6 +252,10 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         return { error: (err as Error).message };
       }
     },
+  },
+
+  created() {
+    this.secrets = secretBox(configOf(this).secretsKey);
   },
 
   started() {

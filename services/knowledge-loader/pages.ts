@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Schema, type Connection, type Model } from "mongoose";
 import { HostLimiter } from "../../lib/host-limiter";
-import { openSecret } from "../../lib/secrets";
+import type { SecretBox } from "../../lib/secrets";
 import type { KnowledgeSourceRecord } from "../knowledge/model";
 import { FetchError } from "../../lib/safe-fetch";
 import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext, type UrlListState } from "./readers";
@@ -58,6 +58,7 @@ interface ReaderProgress extends LoadProgress {
 interface ReaderSettings {
   limiter: HostLimiter;
   sitemapCeiling: number;
+  secrets: SecretBox;
 }
 
 /** The loader's fetcher, noting pages that answered 404 or 410 (crawls skip those silently; pruning counts them). */
@@ -77,7 +78,7 @@ function readerContext(source: KnowledgeSourceRecord, settings: ReaderSettings, 
   return {
     fetch: createFetcher({ limiter: settings.limiter }),
     sitemapCeiling: settings.sitemapCeiling,
-    wikiToken: source.credentials ? openSecret(source.credentials) : undefined,
+    wikiToken: source.credentials ? settings.secrets.open(source.credentials) : undefined,
     ...extra,
   };
 }
@@ -114,9 +115,10 @@ export function createSourceReader(
   lists: Model<UrlListRecord>,
   registry: Model<PageRecord>,
   options: { perHostConcurrency: number; sitemapPageCeiling: number },
+  secrets: SecretBox,
 ): PageReader {
   // One limiter per loader process: requests to one host at the same time, across its loads.
-  const settings: ReaderSettings = { limiter: new HostLimiter(options.perHostConcurrency), sitemapCeiling: options.sitemapPageCeiling };
+  const settings: ReaderSettings = { limiter: new HostLimiter(options.perHostConcurrency), sitemapCeiling: options.sitemapPageCeiling, secrets };
   const cache = new Map<string, Pick<UrlListRecord, "urls" | "lastmods">>();
   const listOf = async (listId: string) => {
     let list = cache.get(listId);

@@ -5,7 +5,7 @@ import path from "node:path";
 import { SignJWT } from "jose";
 import { loadConfig } from "../../../lib/config";
 import { verifyToken } from "../../../lib/auth/jwt";
-import { openSecret, sealSecret } from "../../../lib/secrets";
+import { secretBox } from "../../../lib/secrets";
 
 /** The constant lib/config.ts used to fall back on (finding 2): nothing may accept it any more. */
 const OLD_CONSTANT = "dev-only-insecure-jwt-secret-change-me";
@@ -48,14 +48,15 @@ describe("JWT secret without JWT_SECRET (finding 2)", () => {
   });
 
   it("seals stored credentials with a key derived from the generated secret, not from the constant", () => {
-    const sealed = sealSecret("wiki-token");
-    expect(openSecret(sealed)).toBe("wiki-token");
+    const box = secretBox(loadConfig().secretsKey);
+    const sealed = box.seal("wiki-token");
+    expect(box.open(sealed)).toBe("wiki-token");
     const constantKey = createHash("sha256").update(`secrets:${OLD_CONSTANT}`).digest();
     const iv = randomBytes(12);
     const cipher = createCipheriv("aes-256-gcm", constantKey, iv);
     const body = Buffer.concat([cipher.update("x", "utf8"), cipher.final()]);
     const underConstant = ["v1", iv.toString("base64url"), cipher.getAuthTag().toString("base64url"), body.toString("base64url")].join(".");
-    expect(() => openSecret(underConstant)).toThrow();
+    expect(() => box.open(underConstant)).toThrow();
   });
 
   it("requires JWT_SECRET in production and in a cluster, and refuses a short one", () => {

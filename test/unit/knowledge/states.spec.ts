@@ -1,6 +1,6 @@
 import { loadOutcome, loadStarted, preloadDecision } from "../../../services/knowledge/states";
 import { derivedLabel, typeFromExtension } from "../../../services/knowledge/rules";
-import { openSecret, sealSecret } from "../../../lib/secrets";
+import { secretBox } from "../../../lib/secrets";
 
 describe("knowledge source states", () => {
   const now = new Date("2026-01-01T00:00:00Z");
@@ -42,10 +42,11 @@ describe("knowledge source rules", () => {
   });
 
   it("seals credentials so they can be opened only unchanged", () => {
-    const sealed = sealSecret("wiki-token-123");
+    const box = secretBox("a test key's material");
+    const sealed = box.seal("wiki-token-123");
     expect(sealed).not.toContain("wiki-token-123");
-    expect(openSecret(sealed)).toBe("wiki-token-123");
+    expect(box.open(sealed)).toBe("wiki-token-123");
     const tampered = sealed.slice(0, -2) + (sealed.endsWith("A") ? "BB" : "AA");
-    expect(() => openSecret(tampered)).toThrow();
+    expect(() => box.open(tampered)).toThrow();
   });
 });
