@@ -12,7 +12,7 @@ import { toolEventData } from "./tools/store";
 import { traitEventData } from "./traits/store";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
-import { loadConfig } from "../lib/config";
+import { configOf } from "../lib/config";
 import { renderAgents } from "./agents/render";
 import { accountAgents, agentEventData } from "./agents/store";
 import { teamModel, type TeamAccessLevel, type TeamRecord } from "./teams/model";
@@ -22,7 +22,6 @@ import { pullDocument, pushDocument } from "./teams/push";
 import { passwordProblem, readDecision } from "./teams/rules";
 import { crossAccount } from "../lib/tenancy-guard";
 
-const config = loadConfig();
 const pullParam = { identifier: { type: "string", min: 1, max: 100 } } as const;
 
 type TeamParams = typeof teams.types.update;
@@ -169,7 +168,7 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         case "needs-password":
           throw ERRORS.unauthorized("This team is password protected: send its password in X-Access-Password");
         case "check-password": {
-          const attempt = attemptKeys(config.throttle, `team:${team._id}`, ctx.meta.clientIp);
+          const attempt = attemptKeys(configOf(this).throttle, `team:${team._id}`, ctx.meta.clientIp);
           await this.throttle.check(attempt);
           if (team.access_password_hash && (await verifyPassword(password!, team.access_password_hash))) return team;
           await this.throttle.fail(attempt);
