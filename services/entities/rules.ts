@@ -52,8 +52,8 @@ export function windowStart(now: Date, days: number): Date {
 }
 
 /**
- * The one MongoDB filter behind list, facets, stats and export. Facets drop the template or the status
- * condition (`omit`) and keep every other one, as EntityFacets specifies.
+ * The one MongoDB filter behind list, facets, stats and export. Facets drop the template and the status
+ * condition (`omit`), count once, and apply each of the two to the other facet's counts (facetsRead).
  */
 export function buildEntityFilter(resolved: ResolvedFilters, omit: { template?: boolean; status?: boolean } = {}): Record<string, unknown> {
   const { accountId, filters, templateKey: key, now } = resolved;
@@ -91,6 +91,15 @@ export interface CountCell {
   count: number;
 }
 
+/** One group of the facets' aggregate: records of one status and template (with its filter key). */
+export interface FacetCell {
+  status: string;
+  template_key: string;
+  template_id: number | null;
+  template_name: string;
+  count: number;
+}
+
 export interface TemplateCount {
   template_id: number | null;
   template_name: string;
@@ -98,14 +107,14 @@ export interface TemplateCount {
 }
 
 /** Counts per status, every status present (zero when none). */
-export function statusCounts(cells: CountCell[]): Record<EntityStatus, number> {
+export function statusCounts(cells: Pick<CountCell, "status" | "count">[]): Record<EntityStatus, number> {
   const counts = Object.fromEntries(ENTITY_STATUSES.map((s) => [s, 0])) as Record<EntityStatus, number>;
   for (const cell of cells) if (cell.status in counts) counts[cell.status as EntityStatus] += cell.count;
   return counts;
 }
 
 /** Counts per template (id and name), nonzero only, largest first, then by name. */
-export function typeCounts(cells: CountCell[]): TemplateCount[] {
+export function typeCounts(cells: TemplateCount[]): TemplateCount[] {
   const byTemplate = new Map<string, TemplateCount>();
   for (const { template_id, template_name, count } of cells) {
     const key = JSON.stringify([template_id, template_name]);
@@ -153,9 +162,16 @@ export function statsByAgentRead(cells: CountCell[], agentNames: ReadonlyMap<num
   };
 }
 
-/** EntityFacets from the cells counted without the template filter and without the status filter. */
-export function facetsRead(withoutTemplateFilter: CountCell[], withoutStatusFilter: CountCell[]) {
-  return { entity_types: typeCounts(withoutTemplateFilter), statuses: statusCounts(withoutStatusFilter) };
+/**
+ * EntityFacets from one count of the records matched without the template and the status filter: the types keep
+ * the status filter and the statuses keep the template filter (buildEntityFilter's conditions, applied to the cells).
+ */
+export function facetsRead(cells: FacetCell[], resolved: ResolvedFilters) {
+  const { filters, templateKey: key } = resolved;
+  return {
+    entity_types: typeCounts(cells.filter((cell) => !filters.status || cell.status === filters.status)),
+    statuses: statusCounts(cells.filter((cell) => !key || cell.template_key === key)),
+  };
 }
 
 /** The answer to an unconfirmed bulk delete: what would go, and how to confirm. Nothing is deleted. */

@@ -12,6 +12,7 @@ import {
   verifyProvenance,
   windowStart,
   type CountCell,
+  type FacetCell,
   type ResolvedFilters,
 } from "../../../services/entities/rules";
 
@@ -159,13 +160,25 @@ describe("counts", () => {
     });
   });
 
-  it("builds EntityFacets from the two differently filtered counts", () => {
-    const facets = facetsRead(cells.slice(0, 2), cells);
-    expect(facets.entity_types).toEqual([
-      { template_id: 10, template_name: "Lead", count: 3 },
-      { template_id: 11, template_name: "Ticket", count: 1 },
+  it("builds EntityFacets from one count: types keep the status filter, statuses keep the template filter", () => {
+    const facetCells: FacetCell[] = [
+      { status: "new", template_key: "lead", template_id: 10, template_name: "Lead", count: 5 },
+      { status: "reviewed", template_key: "ticket", template_id: 11, template_name: "Ticket", count: 1 },
+      { status: "new", template_key: "ticket", template_id: 11, template_name: "Ticket", count: 2 },
+      { status: "archived", template_key: "lead", template_id: 10, template_name: "Lead", count: 4 },
+    ];
+    const unfiltered = facetsRead(facetCells, resolved({}));
+    expect(unfiltered.entity_types).toEqual([
+      { template_id: 10, template_name: "Lead", count: 9 },
+      { template_id: 11, template_name: "Ticket", count: 3 },
     ]);
-    expect(facets.statuses).toEqual({ new: 5, reviewed: 1, actioned: 0, archived: 5 });
+    expect(unfiltered.statuses).toEqual({ new: 7, reviewed: 1, actioned: 0, archived: 4 });
+    const filtered = facetsRead(facetCells, resolved({ status: "new", template_name: "Lead" }, "lead"));
+    expect(filtered.entity_types).toEqual([
+      { template_id: 10, template_name: "Lead", count: 5 },
+      { template_id: 11, template_name: "Ticket", count: 2 },
+    ]);
+    expect(filtered.statuses).toEqual({ new: 5, reviewed: 0, actioned: 0, archived: 4 });
   });
 });
 
