@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,6 +50,14 @@ const (
 
 const acceptRetryDelay = 100 * time.Millisecond
 
+// Garbage collection defaults, unless GOGC / GOMEMLIMIT say otherwise. Reads allocate a short-lived copy of every
+// document they touch, so with Go's default (GOGC=100) collection took about a quarter of the server's CPU under
+// load; at 400 it collects a quarter as often, and the soft limit makes it collect sooner past 1 GiB of heap.
+const (
+	gcPercent   = 400
+	memoryLimit = 1 << 30
+)
+
 // writeCommands are serialized by the proxy (lower-cased command names).
 var writeCommands = map[string]bool{
 	"insert": true, "update": true, "delete": true, "findandmodify": true,
@@ -69,6 +78,13 @@ func run() error {
 	logLevel := flag.String("log-level", "warn", "log level: debug, info, warn or error")
 	stdinWatch := flag.Bool("exit-on-stdin-close", false, "exit when stdin reaches EOF (parent died), for supervised use")
 	flag.Parse()
+
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
 
 	if *listenAddr == "" || flag.NArg() > 0 {
 		flag.Usage()
