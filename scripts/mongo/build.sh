@@ -95,7 +95,9 @@ fi
 #   WHERE clause on those expressions, exact per MongoDB's rules (type checks on the sjson schema for fields that
 #   ever held another type, element matching for fields that ever held an array); the handler re-applies the filter;
 # - when the whole filter is in SQL, find's sort, skip and limit follow it (ORDER BY on the indexed expressions),
-#   and countDocuments ($match + $group {$sum: 1}) runs count(*) without decoding documents.
+#   and countDocuments ($match + $group {$sum: 1}) runs count(*) without decoding documents;
+# - a long $in list of _ids next to a condition that leads an index holding _id is compared through that index
+#   (probing the _id index made SQLite parse every record found to check the other condition).
 #
 # patches/speed.patch (against the tree as patched above) removes per-document costs that dominated reads:
 # - sjson.Unmarshal decodes in one pass with the document's schema parsed once per shape (cached by its text),
