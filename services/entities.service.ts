@@ -43,6 +43,11 @@ import {
 import { ENTITY_STATUSES, type EntityRecord, type MessageRole, type Provenance, type SessionMessageRecord } from "./entities/types";
 
 const LABEL = entities.label;
+/**
+ * Groups of a count read per round trip: one for an account's every agent. At the driver's default (101), 1,000
+ * groups took ten round trips, which cost more than the count (14 ms of the platform's CPU instead of 5).
+ */
+const COUNT_BATCH_SIZE = 10_000;
 /** Rows read from the database per round trip while exporting. */
 const EXPORT_BATCH_SIZE = 500;
 
@@ -307,13 +312,15 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     /** Record counts under a filter, per distinct combination of `keys` (one $group, which the database supports). */
     async countGroups<T extends CountedGroup>(filter: Record<string, unknown>, keys: Record<Exclude<keyof T, "count">, string>) {
-      const groups = await this.models.entities.aggregate<{ _id: Omit<T, "count">; count: number }>([{ $match: filter }, { $group: { _id: keys, count: { $sum: 1 } } }]);
+      const groups = await this.models.entities
+        .aggregate<{ _id: Omit<T, "count">; count: number }>([{ $match: filter }, { $group: { _id: keys, count: { $sum: 1 } } }])
+        .option({ batchSize: COUNT_BATCH_SIZE });
       return groups.map(({ _id, count }) => ({ ..._id, template_id: _id.template_id ?? null, count }) as T);
     },
 
     /** Agents' current names; for an agent that no longer exists, the name its latest record copied. */
     async agentNames(accountId, agentIds) {
-      const agents = await agentModel(this.db).find({ _id: { $in: agentIds }, account_id: accountId }, { name: 1 }).lean();
+      const agents = await agentModel(this.db).find({ _id: { $in: agentIds }, account_id: accountId }, { name: 1 }).batchSize(Math.max(agentIds.length, 1)).lean();
       const names = new Map<number, string>(agents.map((a) => [a._id, a.name]));
       for (const id of agentIds.filter((agentId: number) => !names.has(agentId))) {
         const latest = await this.models.entities.findOne({ account_id: accountId, agent_id: id }, { agent_name: 1 }).sort({ created_at: -1, _id: -1 }).lean();

@@ -48,6 +48,13 @@ describe("query semantics on indexed fields", () => {
     expect(await find({ account_id: 1, v: { $gt: 1, $lte: 3 } })).toEqual(mine((d) => (typeof d.v === "number" && d.v > 1 && d.v <= 3) || (Array.isArray(d.v) && d.v.includes(3))));
   });
 
+  it("matches long lists of _ids within the other conditions", async () => {
+    const many = Array.from({ length: 100 }, (_, i) => i + 1).filter((id) => id % 3 !== 0);
+    expect(await find({ account_id: 1, _id: { $in: many } })).toEqual(mine((d) => many.includes(d._id)));
+    expect(await find({ account_id: 1, _id: { $in: many }, v: 1 })).toEqual(mine((d) => many.includes(d._id) && (d.v === 1 || (Array.isArray(d.v) && d.v.includes(1)))));
+    expect(await find({ _id: { $in: many } })).toEqual(docs.filter((d) => many.includes(d._id)).map((d) => d._id));
+  });
+
   it("matches array elements, and a missing or null field only by null", async () => {
     expect(await find({ account_id: 1, tags: "x" })).toEqual(mine((d) => d.tags === "x" || (Array.isArray(d.tags) && d.tags.includes("x"))));
     expect(await find({ account_id: 1, v: "a" })).toEqual(mine((d) => d.v === "a" || (Array.isArray(d.v) && d.v.includes("a"))));
