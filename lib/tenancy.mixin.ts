@@ -82,8 +82,9 @@ export const TenancyMixin: Partial<ServiceSchema> = {
 
     async listOwned(this: TenancyMethods, ctx: Ctx<unknown>, model: Model<OwnedRecord>, filter: object, opts: ListOptions | LeanListOptions<string>) {
       const scoped = { ...filter, account_id: this.accountOf(ctx) };
-      // The whole page in one reply: past the driver's default batch (101), a page took a second round trip.
-      const page = model.find(scoped).sort(opts.sort).skip(opts.skip).limit(opts.limit).batchSize(opts.limit);
+      // The whole page in one reply that also closes the cursor: past the driver's default batch (101) a page took a
+      // second round trip, and a batch exactly as long as the page leaves the cursor open until the driver kills it.
+      const page = model.find(scoped).sort(opts.sort).skip(opts.skip).limit(opts.limit).batchSize(opts.limit + 1);
       const [rows, total] = await Promise.all([
         "select" in opts ? page.select(opts.select.join(" ")).lean() : page,
         model.countDocuments(scoped),

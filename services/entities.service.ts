@@ -320,7 +320,7 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     /** Agents' current names; for an agent that no longer exists, the name its latest record copied. */
     async agentNames(accountId, agentIds) {
-      const agents = await agentModel(this.db).find({ _id: { $in: agentIds }, account_id: accountId }, { name: 1 }).batchSize(Math.max(agentIds.length, 1)).lean();
+      const agents = await agentModel(this.db).find({ _id: { $in: agentIds }, account_id: accountId }, { name: 1 }).batchSize(agentIds.length + 1).lean();
       const names = new Map<number, string>(agents.map((a) => [a._id, a.name]));
       for (const id of agentIds.filter((agentId: number) => !names.has(agentId))) {
         const latest = await this.models.entities.findOne({ account_id: accountId, agent_id: id }, { agent_name: 1 }).sort({ created_at: -1, _id: -1 }).lean();

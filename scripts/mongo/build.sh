@@ -107,9 +107,8 @@ fi
 #   fields they read (the filter's, the sort's, the projection's, those the $group references; distinct: its key
 #   and the filter's), skipping the rest;
 # - find no longer evaluates the filter again on documents the backend selected with the whole filter in SQL (for
-#   $in, a pass over the whole list per document), nor sorts again what SQL sorted (which read every document
-#   before the first batch); without a projection it no longer copies every document twice, and an inclusion
-#   projection of top-level fields copies each value once instead of the document once per projected field;
+#   $in, a pass over the whole list per document); without a projection it no longer copies every document twice,
+#   and an inclusion projection of top-level fields copies each value once instead of the document once per field;
 # - replies are no longer decoded again to look for NaNs (stored documents cannot hold one; requests still are);
 # - $group looks a document's group up among the groups whose IDs could compare equal (a bucket key) instead of
 #   comparing with every group: linear instead of quadratic in the number of groups.
