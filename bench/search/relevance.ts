@@ -143,13 +143,13 @@ async function startPlatform() {
   process.env.SEARCH_SNAPSHOTS = "off";
   process.env.DATA_DIR = dataDir;
   process.env.MCP_PORT ??= "0";
-  const broker = new ServiceBroker(brokerOptions({ logger: { type: "Console", options: { level: process.env.LOG_LEVEL ?? "warn" } } }));
-  // The knowledge service serves the /knowledge/documents routes; search answers them.
   const config = loadConfig();
+  const broker = new ServiceBroker(brokerOptions(config, { logger: { type: "Console", options: { level: process.env.LOG_LEVEL ?? "warn" } } }));
+  // The knowledge service serves the /knowledge/documents routes; search answers them.
   for (const name of ["users", "api-keys", "knowledge", "search"]) broker.createService(configured(SERVICE_REGISTRY[name]!, config));
   await broker.start();
-  const gatewaySchema = configured(SERVICE_REGISTRY.gateway!, config);
-  const gateway = broker.createService({ ...gatewaySchema, settings: { ...gatewaySchema.settings, port: 0, ip: "127.0.0.1" } }) as unknown as ServiceSchema & { server: Server };
+  const gatewaySchema = configured(SERVICE_REGISTRY.gateway!, { ...config, port: 0 });
+  const gateway = broker.createService({ ...gatewaySchema, settings: { ...gatewaySchema.settings, ip: "127.0.0.1" } }) as unknown as ServiceSchema & { server: Server };
   await broker.waitForServices("gateway");
   // The gateway builds its routes from the registry once services are known; wait until search's exist.
   const api = apiClient(`http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`);
