@@ -10,6 +10,7 @@ import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { changeOf, type ChangeEvent } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { configOf, type Config } from "../lib/config";
+import type { AddressPolicy } from "../lib/address-policy";
 import { claimDelivery, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./webhooks/deliveries";
 import { DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./webhooks/model";
 import { attemptResult, MAX_URL_LENGTH, signingSecrets, urlProblem, WEBHOOK_EVENT_TYPES, type Answer } from "./webhooks/rules";
@@ -92,6 +93,8 @@ interface Vars {
   db: Connection;
   models: { subscriptions: Model<WebhookSubscriptionRecord>; deliveries: Model<WebhookDeliveryRecord> };
   config: Config["webhooks"];
+  /** Which non-public addresses deliveries may reach. */
+  addressPolicy: AddressPolicy;
   /** Seals and opens signing secrets (configuration's secretsKey). */
   secrets: SecretBox;
   running: boolean;
@@ -256,7 +259,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         "webhook-signature": secrets.map((secret) => sign(secret, delivery._id, timestamp, delivery.body)).join(" "),
       };
       try {
-        return await postDelivery(subscription.url, headers, delivery.body, this.config.timeoutMs);
+        return await postDelivery(subscription.url, headers, delivery.body, { timeoutMs: this.config.timeoutMs, policy: this.addressPolicy });
       } catch (err) {
         return { error: (err as Error).message };
       }
@@ -269,6 +272,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
   started() {
     this.config = configOf(this).webhooks;
+    this.addressPolicy = configOf(this).addressPolicy;
     this.running = true;
     this.loop = this.dispatch();
   },

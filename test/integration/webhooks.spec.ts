@@ -436,24 +436,6 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
       expect(delivery).toMatchObject({ status: "pending", last_status: null, last_error: expect.stringContaining("refused") });
     });
 
-    it("refuses a host name that resolves to a loopback address when loopback targets are not allowed", async () => {
-      const { token: owner } = await signup(api, "rebind");
-      const path = "/via-localhost";
-      const created = await post("/webhook-subscriptions", { url: receiver.url(path).replace("127.0.0.1", "localhost") }, owner);
-      process.env.ALLOW_LOOPBACK_TARGETS = "false";
-      try {
-        await post("/agents", { name: "Probe" }, owner);
-        const delivery = await waitFor(async () => {
-          const [latest] = (await get(`/webhook-subscriptions/${created.body.id}/deliveries`, owner)).body.data;
-          return latest?.last_error && latest;
-        }, "refused attempt");
-        expect(delivery.last_error).toMatch(/refused to (deliver|connect) to .*(127\.0\.0\.1|::1)/);
-        expect(receiver.at(path)).toHaveLength(0);
-      } finally {
-        process.env.ALLOW_LOOPBACK_TARGETS = "true";
-      }
-    });
-
     it("does not follow redirects: a 3xx is a failed attempt, retried at the same URL", async () => {
       const { token: owner } = await signup(api, "redirect");
       await subscribe("/moved", { event_types: ["agent.created"] }, [302, 204], owner);
@@ -494,5 +476,36 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
       await sleep(500);
       expect(receiver.at("/orphan")).toHaveLength(1);
     });
+  });
+});
+
+describe("webhook deliveries where loopback targets are not allowed", () => {
+  let cluster: Cluster;
+  let api: Api;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+
+  beforeAll(async () => {
+    // The cluster's own address policy (the test run's default allows loopback, for the receiver above).
+    cluster = await startCluster({ database: "webhooks_no_loopback", env: { ALLOW_LOOPBACK_TARGETS: "false", WEBHOOK_POLL_MS: "100" }, nodes: [["gateway"], [...DEFAULT_SERVICES, "webhooks"]] });
+    api = apiClient(cluster.baseUrl);
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+    await receiver?.close();
+  });
+
+  it("refuses a host name that resolves to a loopback address", async () => {
+    const { token } = await signup(api, "rebind");
+    const path = "/via-localhost";
+    const created = await api("POST", "/api/v1/webhook-subscriptions", { token, body: { url: receiver.url(path).replace("127.0.0.1", "localhost"), event_types: ["agent.created"] } });
+    expect(created.status).toBe(201);
+    await api("POST", "/api/v1/agents", { token, body: { name: "Probe" } });
+    const delivery = await waitFor(async () => {
+      const [latest] = (await api("GET", `/api/v1/webhook-subscriptions/${created.body.id}/deliveries`, { token })).body.data;
+      return latest?.last_error && latest;
+    }, "refused attempt");
+    expect(delivery.last_error).toMatch(/refused to (deliver|connect) to .*(127\.0\.0\.1|::1)/);
+    expect(receiver.at(path)).toHaveLength(0);
   });
 });
