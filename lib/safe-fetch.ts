@@ -215,7 +215,7 @@ function requestOnce(target: URL, opts: SafeFetchOptions): Promise<HopResult> {
       fail(err instanceof FetchError ? err : new FetchError("network", `${url}: ${err.code ?? err.message}`, url, { retryable: true })),
     );
     req.on("response", (res) => {
-      // A kept-alive socket may predate a policy change: the peer is checked on every response too.
+      // A kept-alive socket may have been opened for a caller with another policy: the peer is checked every time.
       const peer = res.socket.remoteAddress;
       if (peer && !isAddressAllowed(peer, policy)) return fail(blockedError(url, peer));
       const status = res.statusCode ?? 0;

@@ -95,7 +95,8 @@ const GatewayService: ServiceSchema<ApiSettingsSchema, Record<string, never>, Va
         mappingPolicy: "restrict",
         authentication: true,
         authorization: true,
-        // Our own JSON parser: its errors keep their 4xx status (see jsonBodyParser).
+        // Our own JSON parser: its errors keep their 4xx status (see jsonBodyParser); made in created() with the
+        // configured body limit.
         bodyParsers: false,
         use: [
           function (this: Vars, req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) {
