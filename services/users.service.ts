@@ -105,7 +105,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const role: UserRole = joining ? (ctx.params.role ?? "member") : "owner";
         const refusal = joining ? userCreateRefusal(actorOf(ctx.meta), role) : null;
         if (refusal) throw ERRORS.forbidden(refusal);
-        // Probing which emails are registered costs the same budget as guessing passwords.
+        // Adding a taken email to an account answers 409, so such probes cost the budget of password guesses.
         const probes = attemptKeys(configOf(this).throttle, null, ctx.meta.clientIp);
         await this.throttle.check(probes);
         const accountId = ctx.meta.accountId ?? (await nextId(this.db, "accounts"));
@@ -114,22 +114,28 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const locale = ctx.meta.locale ?? null;
         const verifyToken = await signToken(configOf(this).jwt, { userId: id, accountId }, "verify-email", VERIFY_EMAIL_TTL_SECONDS);
         const event = registrationEvent({ id, account_id: accountId, email, locale }, verificationLink(configOf(this).appUrl, verifyToken));
+        const record = {
+          _id: id,
+          account_id: accountId,
+          full_name: ctx.params.full_name ?? null,
+          password_hash: await hashPassword(ctx.params.password),
+          locale,
+          role,
+          outbox: [event],
+        };
         let user;
         try {
-          user = await users.create({
-            _id: id,
-            account_id: accountId,
-            email,
-            full_name: ctx.params.full_name ?? null,
-            password_hash: await hashPassword(ctx.params.password),
-            locale,
-            role,
-            outbox: [event],
-          });
+          user = await users.create({ ...record, email });
         } catch (err) {
           if (!isDuplicateKeyError(err)) throw err;
-          await this.throttle.fail(probes);
-          throw ERRORS.conflict("A user with this email already exists");
+          if (joining) {
+            await this.throttle.fail(probes);
+            throw ERRORS.conflict("A user with this email already exists");
+          }
+          // An anonymous signup answers alike whether or not the address is taken, so nobody learns who is
+          // registered: it opens its account all the same, holding the address as contact only. The address
+          // keeps logging in to its first user; the new user works with the token answered here.
+          user = await users.create({ ...record, contact_email: email });
         }
         await this.publishEvents(id);
         const actor: UserActor = joining ? actorOf(ctx.meta) : { kind: "user", userId: id, role };
@@ -346,6 +352,8 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const refusal = userUpdateRefusal(actor, { _id: user._id, role: user.role ?? "member" }, changes);
       if (refusal) throw ERRORS.forbidden(refusal);
       user.set(changes);
+      // A user that signed up with a taken address logs in once it sets an address of its own.
+      if (changes.email) user.set("contact_email", undefined);
       // A disabled user's tokens end at once and stay ended when it is enabled again.
       if (changes.is_active === false && user.isModified("is_active")) user.token_version += 1;
       const fields = user.modifiedPaths().filter((path) => path !== "token_version");
