@@ -1,15 +1,15 @@
 import os from "node:os";
 import type { BrokerOptions, LogLevels } from "moleculer";
-import { loadConfig } from "./lib/config";
+import type { Config } from "./lib/config";
 import { CoalescingNatsTransporter } from "./lib/nats-transporter";
 import { PlatformValidator } from "./lib/validator";
 
 /**
- * Broker options for every process. No TRANSPORTER means one process holding every service (the embedded
- * default); TRANSPORTER=nats://... joins a cluster where SERVICES picks what this process runs.
+ * Broker options for every process, from the process's configuration tree. No TRANSPORTER means one process
+ * holding every service (the embedded default); TRANSPORTER=nats://... joins a cluster where SERVICES picks what
+ * this process runs.
  */
-export function brokerOptions(overrides: Partial<BrokerOptions> = {}): BrokerOptions {
-  const config = loadConfig();
+export function brokerOptions(config: Config, overrides: Partial<BrokerOptions> = {}): BrokerOptions {
   const options: BrokerOptions = {
     namespace: config.namespace,
     nodeID: `${os.hostname()}-${process.pid}`,
@@ -50,5 +50,3 @@ function natsTransporter(transporter: BrokerOptions["transporter"]): BrokerOptio
     ? new CoalescingNatsTransporter({ url: transporter, ...NATS_RECONNECT })
     : transporter;
 }
-
-export default brokerOptions();

@@ -41,7 +41,7 @@ async function main() {
     stopLocalMongo = local.stop;
   }
 
-  const broker = new ServiceBroker(brokerOptions());
+  const broker = new ServiceBroker(brokerOptions(config));
   if (config.jwt.generatedSecret) {
     broker.logger.warn(
       `JWT_SECRET is not set: using the secret generated in ${config.dataDir}/secrets/jwt-secret (fine for one process; set JWT_SECRET in production and clusters)`,

@@ -1,6 +1,7 @@
 import { ServiceBroker } from "moleculer";
 import ApiGateway from "moleculer-web";
 import { brokerOptions } from "../moleculer.config";
+import { loadConfig } from "../lib/config";
 
 /** Path of the one route the ceiling serves. */
 export const CEILING_PATH = "/ping";
@@ -12,7 +13,7 @@ const RESPONSE = { status: "ok" };
  * returning a constant, and no transporter, auth or database, so what the platform adds is measurable.
  */
 async function main() {
-  const broker = new ServiceBroker(brokerOptions({ transporter: null }));
+  const broker = new ServiceBroker(brokerOptions(loadConfig(), { transporter: null }));
   broker.createService({
     name: "ceiling",
     mixins: [ApiGateway],

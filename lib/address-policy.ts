@@ -1,4 +1,5 @@
 import net from "node:net";
+import { listEnv, type Env } from "./env";
 
 // Which addresses the platform may connect to on a user's behalf (knowledge loads, webhooks): public ones,
 // loopback and private ranges only when the operator opens them, never metadata, multicast or reserved space.
@@ -84,13 +85,25 @@ export function classifyAddress(address: string): AddressClass {
   return "public";
 }
 
+/** Which addresses besides public ones outgoing requests may reach; part of the configuration tree (lib/config). */
+export interface AddressPolicy {
+  /** ALLOW_LOOPBACK_TARGETS=true: loopback (tests, local development). */
+  allowLoopback: boolean;
+  /** ALLOWED_PRIVATE_CIDRS: private ranges that may be reached (never forbidden addresses). */
+  allowedPrivateCidrs: string[];
+}
+
+/** Public addresses only: what a caller that was given no policy gets. */
+export const PUBLIC_ONLY: AddressPolicy = { allowLoopback: false, allowedPrivateCidrs: [] };
+
 let allowListCache: { source: string; list: net.BlockList } | undefined;
 
-/** ALLOWED_PRIVATE_CIDRS parsed once per distinct value; a bad entry is a configuration error, not a silent no-op. */
-function allowedPrivate(source: string): net.BlockList {
+/** The allowed private ranges parsed once per distinct list; a bad entry is a configuration error, not a silent no-op. */
+function allowedPrivate(cidrs: string[]): net.BlockList {
+  const source = cidrs.join(",");
   if (allowListCache?.source === source) return allowListCache.list;
   const list = new net.BlockList();
-  for (const entry of source.split(",").map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of cidrs) {
     const [ip, bits] = entry.split("/");
     const type = family(ip);
     const width = type === "ipv4" ? 32 : 128;
@@ -104,18 +117,21 @@ function allowedPrivate(source: string): net.BlockList {
   return list;
 }
 
-/**
- * Whether the loader may connect to this address. Read from the environment at call time so tests and
- * operators can change it without a restart: ALLOW_LOOPBACK_TARGETS=true opens loopback, ALLOWED_PRIVATE_CIDRS
- * opens listed private ranges; forbidden addresses stay closed.
- */
-export function isAddressAllowed(address: string, env: NodeJS.ProcessEnv = process.env): boolean {
+/** The policy the environment sets (ALLOW_LOOPBACK_TARGETS, ALLOWED_PRIVATE_CIDRS); a malformed range stops the start. */
+export function addressPolicy(env: Env): AddressPolicy {
+  const policy = { allowLoopback: env.ALLOW_LOOPBACK_TARGETS === "true", allowedPrivateCidrs: listEnv(env, "ALLOWED_PRIVATE_CIDRS") };
+  allowedPrivate(policy.allowedPrivateCidrs);
+  return policy;
+}
+
+/** Whether the platform may connect to this address under `policy`; forbidden addresses stay closed whatever it says. */
+export function isAddressAllowed(address: string, policy: AddressPolicy): boolean {
   const kind = classifyAddress(address);
   if (kind === "public") return true;
-  if (kind === "loopback") return env.ALLOW_LOOPBACK_TARGETS === "true";
+  if (kind === "loopback") return policy.allowLoopback;
   if (kind === "private") {
     const ip = normaliseAddress(address);
-    return allowedPrivate(env.ALLOWED_PRIVATE_CIDRS ?? "").check(ip, family(ip)!);
+    return allowedPrivate(policy.allowedPrivateCidrs).check(ip, family(ip)!);
   }
   return false;
 }

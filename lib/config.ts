@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { durationsEnv, listEnv, numberEnv, positiveIntEnv, textEnv, type Env } from "./env";
 import { searchConfig } from "./search/config";
+import { addressPolicy } from "./address-policy";
 
 /** Standard Webhooks' example schedule: retries 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h after each failure. */
 export const DEFAULT_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,10h";
@@ -170,6 +171,8 @@ export function loadConfig(env: Env = process.env) {
       /** Due schedules handled per look; a full batch is followed at once by the next. */
       batchSize: positiveIntEnv(env, "SCHEDULER_BATCH_SIZE", 100),
     },
+    /** What knowledge loads and webhook deliveries may connect to besides public addresses. */
+    addressPolicy: addressPolicy(env),
     loader: loaderConfig(env),
     webhooks: webhooksConfig(env),
     mcp: mcpConfig(env),

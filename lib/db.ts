@@ -35,10 +35,10 @@ export async function closeAllDatabases(): Promise<void> {
 type Json = Record<string, unknown>;
 
 /**
- * Shared schema options: integer `_id` shown as `id` first, snake_case timestamps, and `hidden` fields
- * (hashes, outboxes) never serialised.
+ * Shared schema options: integer `_id` shown as `id` first, snake_case timestamps, `hidden` fields (hashes,
+ * outboxes) never serialised, and fields `derived` from the stored ones.
  */
-export function recordSchemaOptions<T>(hidden: string[] = []): SchemaOptions<T> {
+export function recordSchemaOptions<T>(hidden: string[] = [], derived: (stored: Json) => Json = () => ({})): SchemaOptions<T> {
   const drop = new Set(["_id", "__v", ...hidden]);
   return {
     versionKey: false,
@@ -47,7 +47,7 @@ export function recordSchemaOptions<T>(hidden: string[] = []): SchemaOptions<T> 
       transform(_doc, ret) {
         const out: Json = { id: ret._id };
         for (const [key, value] of Object.entries(ret as Json)) if (!drop.has(key)) out[key] = value;
-        return out;
+        return Object.assign(out, derived(ret as Json));
       },
     },
   };

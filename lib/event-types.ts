@@ -5,7 +5,10 @@
 const CRUD = ["created", "updated", "deleted"] as const;
 const crud = (resource: string) => CRUD.map((change) => `${resource}.${change}`);
 
-/** Event types a webhook subscription can receive: every resource change, how knowledge loads end, and what a refresh changed. */
+/**
+ * Event types a webhook subscription can receive: every resource change (subscriptions' own included, as GitHub
+ * pings a new hook), how knowledge loads end, and what a refresh changed.
+ */
 export const WEBHOOK_EVENT_TYPES = [
   ...crud("agent"),
   ...crud("team"),
@@ -20,6 +23,7 @@ export const WEBHOOK_EVENT_TYPES = [
   ...crud("entity"),
   ...crud("task"),
   ...crud("scheduled_task"),
+  ...crud("webhook_subscription"),
 ] as const;
 
 /** Emitted once per created user; drives the verify-email automation and the onboarding task. */

@@ -201,8 +201,8 @@ export interface ResourceOptions<F extends Fields> {
   byRef?: boolean;
   /** Per-account identifier given or generated from the name ("support-bot", "support-bot-2"). */
   identifier?: boolean;
-  /** Change events `<event>.created/updated/deleted`, recorded with every write (lib/events.mixin). */
-  event?: string;
+  /** Change events `<event>.created/updated/deleted`, recorded with every write (lib/events.mixin); every resource has them. */
+  event: string;
   /** Updates answer PUT and PATCH (the same: only given fields change); false: PUT only (API keys). */
   patch?: boolean;
   fields: F;
@@ -311,9 +311,9 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
     const { _id, account_id, created_at, updated_at, ...record } = draft.toObject();
     return record;
   }
-  /** Writes inside the record's change event when the resource has events. */
+  /** Writes inside the record's change event. */
   function recorded<T extends object>(this: Host, type: string, record: { _id: number; account_id: number }, write: () => Promise<T>): Promise<T> {
-    return resource.event ? this.recordChange(changeOf(`${resource.event}.${type}`, resource.collection, record), write) : write();
+    return this.recordChange(changeOf(`${resource.event}.${type}`, resource.collection, record), write);
   }
 
   const { sort, sortable, limits, bare } = resource.list;

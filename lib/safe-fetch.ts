@@ -5,7 +5,7 @@ import net from "node:net";
 import type { Readable, Transform } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import zlib from "node:zlib";
-import { classifyAddress, isAddressAllowed } from "./address-policy";
+import { classifyAddress, isAddressAllowed, PUBLIC_ONLY, type AddressPolicy } from "./address-policy";
 import type { HostLimiter } from "./host-limiter";
 
 /** Our robots.txt product token and User-Agent: site owners can address and identify the loader. */
@@ -82,6 +82,8 @@ export interface SafeFetchOptions {
   limiter?: HostLimiter;
   signal?: AbortSignal;
   resolver?: Resolver;
+  /** Which non-public addresses may be reached (the configuration's addressPolicy); default: public ones only. */
+  policy?: AddressPolicy;
 }
 
 const defaultResolver: Resolver = (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true });
@@ -91,13 +93,13 @@ const defaultResolver: Resolver = (hostname) => dns.promises.lookup(hostname, { 
  * checked addresses to the socket: the address connected to is the one checked, so DNS rebinding cannot
  * slip in between check and connect.
  */
-export function guardedLookup(url: string, resolver: Resolver = defaultResolver): net.LookupFunction {
+export function guardedLookup(url: string, policy: AddressPolicy, resolver: Resolver = defaultResolver): net.LookupFunction {
   return ((hostname: string, options: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
     resolver(hostname).then(
       (addresses) => {
         const family = options.family === 4 || options.family === 6 ? options.family : undefined;
         const usable = addresses.filter((a) => !family || a.family === family);
-        const blocked = usable.find((a) => !isAddressAllowed(a.address));
+        const blocked = usable.find((a) => !isAddressAllowed(a.address, policy));
         if (blocked) return callback(blockedError(url, blocked.address));
         if (usable.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }));
         if (options.all) return callback(null, usable);
@@ -185,8 +187,9 @@ function requestOnce(target: URL, opts: SafeFetchOptions): Promise<HopResult> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
   const hostname = target.hostname.replace(/^\[|\]$/g, "");
+  const policy = opts.policy ?? PUBLIC_ONLY;
   // IP literals never reach the lookup function, so they are checked here.
-  if (net.isIP(hostname) && !isAddressAllowed(hostname)) return Promise.reject(blockedError(url, hostname));
+  if (net.isIP(hostname) && !isAddressAllowed(hostname, policy)) return Promise.reject(blockedError(url, hostname));
   if (opts.signal?.aborted) return Promise.reject(new FetchError("timeout", `${url}: fetch cancelled`, url));
   const client = target.protocol === "https:" ? https : http;
   return new Promise<HopResult>((resolve, reject) => {
@@ -205,16 +208,16 @@ function requestOnce(target: URL, opts: SafeFetchOptions): Promise<HopResult> {
     const req = client.request(target, {
       method: "GET",
       agent: KEEP_ALIVE_AGENTS[target.protocol as "http:" | "https:"],
-      lookup: guardedLookup(url, opts.resolver ?? defaultResolver),
+      lookup: guardedLookup(url, policy, opts.resolver ?? defaultResolver),
       headers: { "user-agent": USER_AGENT, "accept-encoding": "gzip, deflate, br", accept: opts.accept?.join(", ") || "*/*", ...opts.headers },
     });
     req.on("error", (err: Error & { code?: string }) =>
       fail(err instanceof FetchError ? err : new FetchError("network", `${url}: ${err.code ?? err.message}`, url, { retryable: true })),
     );
     req.on("response", (res) => {
-      // A kept-alive socket may predate a policy change: the peer is checked on every response too.
+      // A kept-alive socket may have been opened for a caller with another policy: the peer is checked every time.
       const peer = res.socket.remoteAddress;
-      if (peer && !isAddressAllowed(peer)) return fail(blockedError(url, peer));
+      if (peer && !isAddressAllowed(peer, policy)) return fail(blockedError(url, peer));
       const status = res.statusCode ?? 0;
       const location = res.headers.location;
       if (REDIRECT_STATUSES.has(status) && location) {

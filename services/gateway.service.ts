@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Context, ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
-import { loadConfig } from "../lib/config";
+import { configOf, type Config } from "../lib/config";
 import { ERRORS } from "../lib/errors";
-import { identityResolver, SESSION_CHANGED_EVENT } from "../lib/auth/identity";
+import { identityResolver, SESSION_CHANGED_EVENT, type IdentityResolver } from "../lib/auth/identity";
 import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
 import { Health, healthReport } from "../lib/health";
 import { renderError } from "../lib/http-errors";
@@ -37,27 +37,10 @@ function setSecurityHeaders(res: ServerResponse) {
   for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
 }
 
-
-const config = loadConfig();
-const resolveIdentity = identityResolver(config);
-
-/**
- * HTTP entry point: maps /api/v1 paths to actions (each action's `rest`), authenticates every request
- * (Bearer JWT or X-AUTH-TOKEN key), enforces each action's `auth`, and renders every error in one place.
- */
-const GatewayService: ServiceSchema<ApiSettingsSchema> = {
-  name: "gateway",
-  mixins: [ApiGateway],
-
-  settings: {
+/** The settings that come from the configuration tree (the rest are fixed, in the schema). */
+function configuredSettings(config: Config): Partial<ApiSettingsSchema> {
+  return {
     port: config.port,
-    ip: "0.0.0.0",
-    use: [
-      (_req: IncomingMessage, res: ServerResponse, next: () => void) => {
-        setSecurityHeaders(res);
-        next();
-      },
-    ],
     cors: config.corsOrigins.length
       ? {
           origin: config.corsOrigins.includes("*") ? "*" : config.corsOrigins,
@@ -66,11 +49,36 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
           maxAge: 600,
         }
       : undefined,
-    optimizeOrder: true,
-    log4XXResponses: false,
     // Per-request log lines only when debugging: building them costs CPU on every call.
     logRequest: config.logLevel === "debug" ? "debug" : null,
     logResponse: config.logLevel === "debug" ? "debug" : null,
+  };
+}
+
+interface Vars {
+  resolveIdentity: IdentityResolver;
+  parseJsonBody: ReturnType<typeof jsonBodyParser>;
+  mcpProxy: McpProxy;
+}
+
+/**
+ * HTTP entry point: maps /api/v1 paths to actions (each action's `rest`), authenticates every request
+ * (Bearer JWT or X-AUTH-TOKEN key), enforces each action's `auth`, and renders every error in one place.
+ */
+const GatewayService: ServiceSchema<ApiSettingsSchema, Record<string, never>, Vars> = {
+  name: "gateway",
+  mixins: [ApiGateway],
+
+  settings: {
+    ip: "0.0.0.0",
+    use: [
+      (_req: IncomingMessage, res: ServerResponse, next: () => void) => {
+        setSecurityHeaders(res);
+        next();
+      },
+    ],
+    optimizeOrder: true,
+    log4XXResponses: false,
     routes: [
       {
         path: "/",
@@ -87,15 +95,20 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
         mappingPolicy: "restrict",
         authentication: true,
         authorization: true,
-        // Our own JSON parser: its errors keep their 4xx status (see jsonBodyParser).
+        // Our own JSON parser: its errors keep their 4xx status (see jsonBodyParser); made in created() with the
+        // configured body limit.
         bodyParsers: false,
-        use: [jsonBodyParser(config.bodyLimit)],
-        onBeforeCall(ctx: Context, _route: unknown, req: GatewayRequest) {
+        use: [
+          function (this: Vars, req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) {
+            this.parseJsonBody(req, res, next);
+          },
+        ],
+        onBeforeCall(this: { settings: unknown }, ctx: Context, _route: unknown, req: GatewayRequest) {
           const problem = bodyProblem(req.body);
           if (problem) throw ERRORS.validation([problem]);
           const meta = ctx.meta as RequestMeta;
           meta.locale = preferredLocale(req.headers["accept-language"]);
-          meta.clientIp = clientAddress(req, config.trustedProxies);
+          meta.clientIp = clientAddress(req, configOf(this).trustedProxies);
           meta.headers = Object.fromEntries(
             FORWARDED_HEADERS.map((h) => [h, req.headers[h] as string | undefined]),
           );
@@ -135,6 +148,11 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
     },
   },
 
+  /** The configured settings (port, CORS, request logs), in place before moleculer-web's created() reads them. */
+  merged(schema) {
+    Object.assign(schema.settings!, configuredSettings(configOf(schema)));
+  },
+
   actions: {
     // moleculer-web's alias listing (every internal action and its validator) is not part of the API.
     listAliases: false,
@@ -144,7 +162,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
       auth: "none",
       response: Health.one(),
       handler() {
-        return healthReport(config);
+        return healthReport(configOf(this));
       },
     },
 
@@ -152,6 +170,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
     openapi: {
       auth: "none",
       handler() {
+        const config = configOf(this);
         const aliases = this.aliases as GatewayAlias[];
         const actions = new Map(this.broker.registry.getActionList({}).map((a) => [a.name, a.action as Pick<RoutedAction, "params" | "auth" | "response">]));
         const routes: RoutedAction[] = aliases
@@ -165,7 +184,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
   events: {
     /** A user changed: their next request re-reads their session (a deleted or disabled user is refused). */
     [SESSION_CHANGED_EVENT]() {
-      resolveIdentity.forgetSessions();
+      this.resolveIdentity.forgetSessions();
     },
   },
 
@@ -173,7 +192,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
     /** Resolves the caller (lib/auth/identity: Bearer JWT, X-AUTH-TOKEN key or master key) onto ctx.meta. */
     async authenticate(ctx: Ctx, _route: unknown, req: GatewayRequest) {
       if (req.$action?.auth === "none") return null;
-      const identity = await resolveIdentity(req.headers, ctx);
+      const identity = await this.resolveIdentity(req.headers, ctx);
       if (identity) Object.assign(ctx.meta, identity);
       return identity;
     },
@@ -186,6 +205,9 @@ const GatewayService: ServiceSchema<ApiSettingsSchema> = {
   },
 
   created() {
+    const config = configOf(this);
+    this.resolveIdentity = identityResolver(config);
+    this.parseJsonBody = jsonBodyParser(config.bodyLimit);
     this.mcpProxy = mcpHttpHandler({
       answer: (request) => this.broker.call("mcp.handle", request),
       logError: (message, err) => this.logger.error(message, err),

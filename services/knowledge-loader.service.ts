@@ -156,8 +156,9 @@ const KnowledgeLoaderService: ServiceSchema<Record<string, never>, Methods, Vars
   },
 
   started() {
-    this.loader = configOf(this).loader;
-    this.reader = createSourceReader(this.models.urlLists, this.models.pages, this.loader, secretBox(configOf(this).secretsKey));
+    const config = configOf(this);
+    this.loader = config.loader;
+    this.reader = createSourceReader(this.models.urlLists, this.models.pages, { ...config.loader, addressPolicy: config.addressPolicy }, secretBox(config.secretsKey));
     this.running = true;
     this.current = null;
     this.loop = this.work();

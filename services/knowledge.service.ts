@@ -91,7 +91,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const fields = {
           name,
           description: ctx.params.description?.trim() || label,
-          data_type: await resolveSourceType(ctx.params.data_type ?? "auto", paths),
+          data_type: await resolveSourceType(ctx.params.data_type ?? "auto", paths, configOf(this).addressPolicy),
           paths,
           credentials: ctx.params.auth_token ? this.secrets.seal(ctx.params.auth_token) : null,
           ...(ctx.params.refresh !== undefined ? refreshFields(ctx.params.refresh) : {}),
@@ -116,7 +116,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (paths) source.paths = paths;
         if (name?.trim()) source.name = name.trim();
         if (description !== undefined) source.description = description?.trim() || derivedLabel(source.paths);
-        if (data_type) source.data_type = await resolveSourceType(data_type, source.paths);
+        if (data_type) source.data_type = await resolveSourceType(data_type, source.paths, configOf(this).addressPolicy);
         if (auth_token) source.credentials = this.secrets.seal(auth_token);
         return this.recordChange(changeOf("knowledge_source.updated", KNOWLEDGE_SOURCES_COLLECTION, source), async () => {
           await source.save();

@@ -1,6 +1,6 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { loadConfig } from "../lib/config";
+import { configOf } from "../lib/config";
 import { ERRORS, isDuplicateKeyError } from "../lib/errors";
 import { nextId } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
@@ -33,7 +33,6 @@ import {
 } from "./users/rules";
 import { crossAccount } from "../lib/tenancy-guard";
 
-const config = loadConfig();
 /** Verification links stay valid for two days. */
 const VERIFY_EMAIL_TTL_SECONDS = 2 * 24 * 3600;
 /** Outbox entries older than this are assumed orphaned by a crashed process and republished. */
@@ -54,7 +53,7 @@ const managedFields = { role: userFields.role.write, is_active: userFields.is_ac
  * value, and a miss is fetched once for all concurrent callers: an expiry never sends every in-flight request
  * to the database at once.
  */
-const HOT_READ_LOCK = { enabled: true, staleTime: Math.max(1, Math.floor(config.cacheTtlSeconds / 3)) };
+const hotReadLock = (cacheTtlSeconds: number) => ({ enabled: true, staleTime: Math.max(1, Math.floor(cacheTtlSeconds / 3)) });
 
 interface Methods extends TenancyMethods, EventsMethods {
   publishEvents(userId: number): Promise<number>;
@@ -83,6 +82,14 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   mixins: [EventsMixin({}), MongoMixin((db) => ({ users: userModel(db), audit: userAuditModel(db), failures: failureCounterModel(db) })), TenancyMixin],
   settings: { rest: "/" },
 
+  /** The cached reads' lock follows the configured cache lifetime; set before the cacher wraps the actions. */
+  merged(schema) {
+    const lock = hotReadLock(configOf(schema).cacheTtlSeconds);
+    for (const action of Object.values(schema.actions ?? {})) {
+      if (typeof action === "object" && typeof action.cache === "object") action.cache.lock = lock;
+    }
+  },
+
   actions: {
     create: {
       rest: "POST /users",
@@ -98,31 +105,37 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const role: UserRole = joining ? (ctx.params.role ?? "member") : "owner";
         const refusal = joining ? userCreateRefusal(actorOf(ctx.meta), role) : null;
         if (refusal) throw ERRORS.forbidden(refusal);
-        // Probing which emails are registered costs the same budget as guessing passwords.
-        const probes = attemptKeys(config.throttle, null, ctx.meta.clientIp);
+        // Adding a taken email to an account answers 409, so such probes cost the budget of password guesses.
+        const probes = attemptKeys(configOf(this).throttle, null, ctx.meta.clientIp);
         await this.throttle.check(probes);
         const accountId = ctx.meta.accountId ?? (await nextId(this.db, "accounts"));
         const id = await nextId(this.db, "users");
         const email = normalizeEmail(ctx.params.email);
         const locale = ctx.meta.locale ?? null;
-        const verifyToken = await signToken(config.jwt, { userId: id, accountId }, "verify-email", VERIFY_EMAIL_TTL_SECONDS);
-        const event = registrationEvent({ id, account_id: accountId, email, locale }, verificationLink(config.appUrl, verifyToken));
+        const verifyToken = await signToken(configOf(this).jwt, { userId: id, accountId }, "verify-email", VERIFY_EMAIL_TTL_SECONDS);
+        const event = registrationEvent({ id, account_id: accountId, email, locale }, verificationLink(configOf(this).appUrl, verifyToken));
+        const record = {
+          _id: id,
+          account_id: accountId,
+          full_name: ctx.params.full_name ?? null,
+          password_hash: await hashPassword(ctx.params.password),
+          locale,
+          role,
+          outbox: [event],
+        };
         let user;
         try {
-          user = await users.create({
-            _id: id,
-            account_id: accountId,
-            email,
-            full_name: ctx.params.full_name ?? null,
-            password_hash: await hashPassword(ctx.params.password),
-            locale,
-            role,
-            outbox: [event],
-          });
+          user = await users.create({ ...record, email });
         } catch (err) {
           if (!isDuplicateKeyError(err)) throw err;
-          await this.throttle.fail(probes);
-          throw ERRORS.conflict("A user with this email already exists");
+          if (joining) {
+            await this.throttle.fail(probes);
+            throw ERRORS.conflict("A user with this email already exists");
+          }
+          // An anonymous signup answers alike whether or not the address is taken, so nobody learns who is
+          // registered: it opens its account all the same, holding the address as contact only. The address
+          // keeps logging in to its first user; the new user works with the token answered here.
+          user = await users.create({ ...record, contact_email: email });
         }
         await this.publishEvents(id);
         const actor: UserActor = joining ? actorOf(ctx.meta) : { kind: "user", userId: id, role };
@@ -138,7 +151,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       response: Token.one(),
       async handler(ctx: Ctx<{ email: string; password: string }>) {
         const email = normalizeEmail(ctx.params.email);
-        const attempt = attemptKeys(config.throttle, `login:${email}`, ctx.meta.clientIp);
+        const attempt = attemptKeys(configOf(this).throttle, `login:${email}`, ctx.meta.clientIp);
         await this.throttle.check(attempt);
         const user = await crossAccount("login by email", this.models.users.findOne({ email }));
         const ok = await verifyPassword(ctx.params.password, user?.password_hash ?? (await DUMMY_PASSWORD_HASH));
@@ -158,7 +171,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: { token: { type: "string", min: 1, max: 4096 } },
       response: plainResponse({ message: { type: "string" } }),
       async handler(ctx: Ctx<{ token: string }>) {
-        const claims = await verifyToken(config.jwt, ctx.params.token, "verify-email");
+        const claims = await verifyToken(configOf(this).jwt, ctx.params.token, "verify-email");
         if (!claims) throw ERRORS.badRequest("Invalid or expired verification link");
         const res = await this.models.users.updateOne({ _id: claims.userId, account_id: claims.accountId }, { email_verified: true });
         if (!res.matchedCount) throw ERRORS.notFound("User", claims.userId);
@@ -180,7 +193,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     me: {
       rest: "GET /users/me",
       // Every authenticated client reads this; cached per caller, cleared on every user write (forgetCachedReads).
-      cache: { keys: ["#accountId", "#userId"], lock: HOT_READ_LOCK },
+      cache: { keys: ["#accountId", "#userId"] },
       response: UserPublic.one(),
       async handler(ctx: Ctx) {
         return (await this.findOwned(ctx, this.models.users, this.requireSelf(ctx), "User")).toJSON();
@@ -199,7 +212,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     get: {
       rest: "GET /users/:user_id",
       params: userIdParam,
-      cache: { keys: ["#accountId", "user_id"], lock: HOT_READ_LOCK },
+      cache: { keys: ["#accountId", "user_id"] },
       response: UserPublic.one(),
       async handler(ctx: Ctx<{ user_id: number }>) {
         return (await this.findOwned(ctx, this.models.users, ctx.params.user_id, "User")).toJSON();
@@ -250,7 +263,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     session: {
       visibility: "public",
       params: userIdParam,
-      cache: { keys: ["user_id"], lock: HOT_READ_LOCK },
+      cache: { keys: ["user_id"] },
       async handler(ctx: Ctx<{ user_id: number }>) {
         const user = await crossAccount("the session of a token's user, by global id", this.models.users
           .findById(ctx.params.user_id, { account_id: 1, role: 1, token_version: 1, is_active: 1 }))
@@ -322,8 +335,8 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
 
     async accessToken(user) {
-      const access_token = await signToken(config.jwt, { userId: user._id, accountId: user.account_id, tokenVersion: user.token_version ?? 0 });
-      return { access_token, token_type: "bearer", expires_in: config.jwt.ttlSeconds };
+      const access_token = await signToken(configOf(this).jwt, { userId: user._id, accountId: user.account_id, tokenVersion: user.token_version ?? 0 });
+      return { access_token, token_type: "bearer", expires_in: configOf(this).jwt.ttlSeconds };
     },
 
     /** The calling user's id; API keys act for an account, not a user. */
@@ -339,6 +352,8 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const refusal = userUpdateRefusal(actor, { _id: user._id, role: user.role ?? "member" }, changes);
       if (refusal) throw ERRORS.forbidden(refusal);
       user.set(changes);
+      // A user that signed up with a taken address logs in once it sets an address of its own.
+      if (changes.email) user.set("contact_email", undefined);
       // A disabled user's tokens end at once and stay ended when it is enabled again.
       if (changes.is_active === false && user.isModified("is_active")) user.token_version += 1;
       const fields = user.modifiedPaths().filter((path) => path !== "token_version");

@@ -4,25 +4,30 @@ import { ERRORS } from "../lib/errors";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams, toPage } from "../lib/pagination";
-import { crudActions, defineResource, defineView, plainResponse } from "../lib/resource";
+import { crudActions, defineResource, defineView, eventRecords, plainResponse } from "../lib/resource";
 import { secretBox, type SecretBox } from "../lib/secrets";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import type { ChangeEvent } from "../lib/events";
-import { EventsMixin } from "../lib/events.mixin";
+import { changeOf, type ChangeEvent } from "../lib/events";
+import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { configOf, type Config } from "../lib/config";
+import type { AddressPolicy } from "../lib/address-policy";
 import { claimDelivery, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./webhooks/deliveries";
 import { DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./webhooks/model";
 import { attemptResult, MAX_URL_LENGTH, signingSecrets, urlProblem, WEBHOOK_EVENT_TYPES, type Answer } from "./webhooks/rules";
 import { postDelivery } from "./webhooks/send";
 import { newSecret, sign } from "./webhooks/signature";
 
-/** Webhook subscriptions; the signing secret is never in a subscription's response (see the secret actions). */
+/**
+ * Webhook subscriptions; the signing secret is never in a subscription's response (see the secret actions), so
+ * never in its change events either.
+ */
 export const subscriptions = defineResource({
   name: "WebhookSubscription",
   collection: "webhook_subscriptions",
   model: subscriptionModel,
   path: "/webhook-subscriptions",
   idParam: "id",
+  event: "webhook_subscription",
   fields: {
     url: { write: { type: "string", min: 1, max: MAX_URL_LENGTH, trim: true } },
     description: { write: { type: "string", max: 10_000, optional: true, nullable: true } },
@@ -78,7 +83,7 @@ function subscriptionChanges(fields: typeof subscriptions.types.update): Partial
   return out;
 }
 
-interface Methods extends TenancyMethods {
+interface Methods extends TenancyMethods, EventsMethods {
   findSubscription(ctx: Ctx<unknown>, id: number): Promise<SubscriptionDoc>;
   dispatch(): Promise<void>;
   attempt(delivery: WebhookDeliveryRecord): Promise<void>;
@@ -88,6 +93,8 @@ interface Vars {
   db: Connection;
   models: { subscriptions: Model<WebhookSubscriptionRecord>; deliveries: Model<WebhookDeliveryRecord> };
   config: Config["webhooks"];
+  /** Which non-public addresses deliveries may reach. */
+  addressPolicy: AddressPolicy;
   /** Seals and opens signing secrets (configuration's secretsKey). */
   secrets: SecretBox;
   running: boolean;
@@ -102,6 +109,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "webhooks",
   mixins: [
     EventsMixin({
+      records: eventRecords(subscriptions),
       consumer: {
         group: "webhooks",
         handle(this: Vars, event: ChangeEvent) {
@@ -225,10 +233,14 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const result = attemptResult(answer, delivery.attempts, this.config.retryScheduleMs, new Date());
       const recorded = await finishAttempt(this.models.deliveries, delivery, owner, result);
       if (recorded && answer.status === 410) {
-        await this.models.subscriptions.updateOne(
-          { _id: subscription._id, account_id: subscription.account_id },
-          { $set: { enabled: false, disabled_reason: `The endpoint answered 410 Gone on ${new Date().toISOString()}` } },
-        );
+        await this.recordChange(changeOf("webhook_subscription.updated", subscriptions.collection, subscription), async () => {
+          const disabled = await this.models.subscriptions.findOneAndUpdate(
+            { _id: subscription._id, account_id: subscription.account_id },
+            { $set: { enabled: false, disabled_reason: `The endpoint answered 410 Gone on ${new Date().toISOString()}` } },
+            { returnDocument: "after" },
+          );
+          return disabled?.toJSON() ?? { id: subscription._id };
+        });
       }
     },
 
@@ -247,7 +259,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         "webhook-signature": secrets.map((secret) => sign(secret, delivery._id, timestamp, delivery.body)).join(" "),
       };
       try {
-        return await postDelivery(subscription.url, headers, delivery.body, this.config.timeoutMs);
+        return await postDelivery(subscription.url, headers, delivery.body, { timeoutMs: this.config.timeoutMs, policy: this.addressPolicy });
       } catch (err) {
         return { error: (err as Error).message };
       }
@@ -260,6 +272,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
   started() {
     this.config = configOf(this).webhooks;
+    this.addressPolicy = configOf(this).addressPolicy;
     this.running = true;
     this.loop = this.dispatch();
   },

@@ -135,21 +135,19 @@ async function startPlatform() {
   const keep = process.env.RELEVANCE_DATA_DIR;
   const dataDir = keep ? path.resolve(keep) : fs.mkdtempSync(path.join(os.tmpdir(), "relevance-"));
   let stopMongo: (() => Promise<void>) | undefined;
-  if (!process.env.MONGO_URL) {
+  let mongoUrl = process.env.MONGO_URL;
+  if (!mongoUrl) {
     const local = await startLocalMongo({ dataDir: path.join(dataDir, "mongo") });
-    process.env.MONGO_URL = `${local.url}/relevance${keep ? "" : `_${process.pid}`}`;
+    mongoUrl = `${local.url}/relevance${keep ? "" : `_${process.pid}`}`;
     stopMongo = local.stop;
   }
-  process.env.SEARCH_SNAPSHOTS = "off";
-  process.env.DATA_DIR = dataDir;
-  process.env.MCP_PORT ??= "0";
-  const broker = new ServiceBroker(brokerOptions({ logger: { type: "Console", options: { level: process.env.LOG_LEVEL ?? "warn" } } }));
+  const config = loadConfig({ MCP_PORT: "0", ...process.env, MONGO_URL: mongoUrl, SEARCH_SNAPSHOTS: "off", DATA_DIR: dataDir });
+  const broker = new ServiceBroker(brokerOptions(config, { logger: { type: "Console", options: { level: process.env.LOG_LEVEL ?? "warn" } } }));
   // The knowledge service serves the /knowledge/documents routes; search answers them.
-  const config = loadConfig();
   for (const name of ["users", "api-keys", "knowledge", "search"]) broker.createService(configured(SERVICE_REGISTRY[name]!, config));
   await broker.start();
-  const gatewaySchema = configured(SERVICE_REGISTRY.gateway!, config);
-  const gateway = broker.createService({ ...gatewaySchema, settings: { ...gatewaySchema.settings, port: 0, ip: "127.0.0.1" } }) as unknown as ServiceSchema & { server: Server };
+  const gatewaySchema = configured(SERVICE_REGISTRY.gateway!, { ...config, port: 0 });
+  const gateway = broker.createService({ ...gatewaySchema, settings: { ...gatewaySchema.settings, ip: "127.0.0.1" } }) as unknown as ServiceSchema & { server: Server };
   await broker.waitForServices("gateway");
   // The gateway builds its routes from the registry once services are known; wait until search's exist.
   const api = apiClient(`http://127.0.0.1:${(gateway.server.address() as AddressInfo).port}`);

@@ -3,7 +3,8 @@ import { Schema, type Connection, type Model } from "mongoose";
 import { HostLimiter } from "../../lib/host-limiter";
 import type { SecretBox } from "../../lib/secrets";
 import type { KnowledgeSourceRecord } from "../knowledge/model";
-import { FetchError } from "../../lib/safe-fetch";
+import { FetchError, type SafeFetchOptions } from "../../lib/safe-fetch";
+import type { AddressPolicy } from "../../lib/address-policy";
 import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext, type UrlListState } from "./readers";
 import { classifyPage, forgetPages, forgetSource, MISSING_LOADS_TO_PRUNE, pageHash, recordPages, settleLoad, sourcePages, type PageRecord, type PageUpdate } from "./registry";
 import type { LoadCounts, LoadProgress, PageReader } from "./runner";
@@ -56,14 +57,15 @@ interface ReaderProgress extends LoadProgress {
 
 /** What the readers of one loader process share. */
 interface ReaderSettings {
-  limiter: HostLimiter;
+  /** The process's per-host limiter and the configured address policy. */
+  fetchDefaults: Pick<SafeFetchOptions, "limiter" | "policy">;
   sitemapCeiling: number;
   secrets: SecretBox;
 }
 
 /** The loader's fetcher, noting pages that answered 404 or 410 (crawls skip those silently; pruning counts them). */
-function watchedFetcher(limiter: HostLimiter, notFound: Set<string>): Fetcher {
-  const fetch = createFetcher({ limiter });
+function watchedFetcher(defaults: ReaderSettings["fetchDefaults"], notFound: Set<string>): Fetcher {
+  const fetch = createFetcher(defaults);
   return async (url, opts) => {
     try {
       return await fetch(url, opts);
@@ -76,7 +78,7 @@ function watchedFetcher(limiter: HostLimiter, notFound: Set<string>): Fetcher {
 
 function readerContext(source: KnowledgeSourceRecord, settings: ReaderSettings, extra: Partial<ReaderContext> = {}): ReaderContext {
   return {
-    fetch: createFetcher({ limiter: settings.limiter }),
+    fetch: createFetcher(settings.fetchDefaults),
     sitemapCeiling: settings.sitemapCeiling,
     wikiToken: source.credentials ? settings.secrets.open(source.credentials) : undefined,
     ...extra,
@@ -114,11 +116,12 @@ function pagesDone(progress: ReaderProgress): number {
 export function createSourceReader(
   lists: Model<UrlListRecord>,
   registry: Model<PageRecord>,
-  options: { perHostConcurrency: number; sitemapPageCeiling: number },
+  options: { perHostConcurrency: number; sitemapPageCeiling: number; addressPolicy: AddressPolicy },
   secrets: SecretBox,
 ): PageReader {
   // One limiter per loader process: requests to one host at the same time, across its loads.
-  const settings: ReaderSettings = { limiter: new HostLimiter(options.perHostConcurrency), sitemapCeiling: options.sitemapPageCeiling, secrets };
+  const fetchDefaults = { limiter: new HostLimiter(options.perHostConcurrency), policy: options.addressPolicy };
+  const settings: ReaderSettings = { fetchDefaults, sitemapCeiling: options.sitemapPageCeiling, secrets };
   const cache = new Map<string, Pick<UrlListRecord, "urls" | "lastmods">>();
   const listOf = async (listId: string) => {
     let list = cache.get(listId);
@@ -187,7 +190,7 @@ export function createSourceReader(
         const page = known.get(url);
         return p.conditional && page?.doc_url ? page : undefined;
       };
-      const batch = await READERS[source.data_type].next(state, readerContext(source, settings, { fetch: watchedFetcher(settings.limiter, notFound), previous }), max);
+      const batch = await READERS[source.data_type].next(state, readerContext(source, settings, { fetch: watchedFetcher(settings.fetchDefaults, notFound), previous }), max);
       if (p.list_id) {
         const { urls: _urls, lastmods: _lastmods, ...rest } = state as { urls?: string[]; lastmods?: unknown };
         p.state = rest;

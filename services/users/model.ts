@@ -7,7 +7,13 @@ import { USER_ROLES, type UserRole } from "../../lib/meta";
 export interface UserRecord {
   _id: number;
   account_id: number;
-  email: string;
+  /** The user's login: one user per address across the platform. Absent when contact_email holds the address. */
+  email?: string;
+  /**
+   * The address an anonymous signup gave when another user already logs in with it: shown as the user's email,
+   * never used to log in (see the users service). Absent otherwise.
+   */
+  contact_email?: string;
   full_name: string | null;
   password_hash: string;
   locale: string | null;
@@ -25,8 +31,17 @@ const userSchema = new Schema<UserRecord>(
   {
     _id: { type: Number, required: true },
     account_id: { type: Number, required: true },
-    // Login is by email, so emails are unique across the platform, not only per account.
-    email: { type: String, required: true, unique: true },
+    // Login is by email, so a login address is unique across the platform, not only per account. Sparse: users
+    // whose address is taken hold it in contact_email instead.
+    email: {
+      type: String,
+      unique: true,
+      sparse: true,
+      required(this: UserRecord) {
+        return !this.contact_email;
+      },
+    },
+    contact_email: { type: String },
     full_name: { type: String, default: null },
     password_hash: { type: String, required: true },
     locale: { type: String, default: null },
@@ -40,7 +55,10 @@ const userSchema = new Schema<UserRecord>(
       default: [],
     },
   },
-  recordSchemaOptions(["password_hash", "outbox", "token_version"]),
+  // The shown email is the login or, for a user without one, its contact address.
+  recordSchemaOptions(["password_hash", "outbox", "token_version", "contact_email"], (stored) =>
+    stored.email === undefined ? { email: stored.contact_email } : {},
+  ),
 );
 // The outbox sweeper looks for users with unpublished events.
 userSchema.index({ "outbox.created_at": 1 }, { sparse: true });

@@ -1,7 +1,7 @@
 import http from "node:http";
 import https from "node:https";
 import net from "node:net";
-import { classifyAddress, isAddressAllowed } from "../../lib/address-policy";
+import { classifyAddress, isAddressAllowed, type AddressPolicy } from "../../lib/address-policy";
 import { FetchError, guardedLookup, parseRetryAfter, USER_AGENT } from "../../lib/safe-fetch";
 
 /** What a receiver answered; the body is read and dropped (only the status matters). */
@@ -20,20 +20,21 @@ function refused(address: string): PostError {
 }
 
 /**
- * POSTs a delivery once: SSRF-guarded (the address policy of lib/safe-fetch), no redirects followed (a 3xx is
+ * POSTs a delivery once: SSRF-guarded (the configured address policy, checked as lib/safe-fetch does), no redirects followed (a 3xx is
  * just a non-2xx answer), bounded by `timeoutMs`. Resolves with any HTTP status; rejects with PostError when
  * there was no answer.
  */
-export function postDelivery(url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<PostResult> {
+export function postDelivery(url: string, headers: Record<string, string>, body: string, opts: { timeoutMs: number; policy: AddressPolicy }): Promise<PostResult> {
+  const { timeoutMs, policy } = opts;
   const target = new URL(url);
   const hostname = target.hostname.replace(/^\[|\]$/g, "");
   // IP literals never reach the lookup function, so they are checked here.
-  if (net.isIP(hostname) && !isAddressAllowed(hostname)) return Promise.reject(refused(hostname));
+  if (net.isIP(hostname) && !isAddressAllowed(hostname, policy)) return Promise.reject(refused(hostname));
   const client = target.protocol === "https:" ? https : http;
   return new Promise((resolve, reject) => {
     const req = client.request(target, {
       method: "POST",
-      lookup: guardedLookup(url),
+      lookup: guardedLookup(url, policy),
       headers: { ...headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), "user-agent": USER_AGENT },
     });
     // Settles the attempt and tears the request down (a promise settles once; later calls are no-ops).
@@ -46,7 +47,7 @@ export function postDelivery(url: string, headers: Record<string, string>, body:
     req.on("error", (err: Error & { code?: string }) => fail(err instanceof PostError ? err : new PostError(err instanceof FetchError ? err.message : (err.code ?? err.message))));
     req.on("response", (res) => {
       const peer = res.socket.remoteAddress;
-      if (peer && !isAddressAllowed(peer)) return fail(refused(peer));
+      if (peer && !isAddressAllowed(peer, policy)) return fail(refused(peer));
       res.resume();
       res.on("end", () => {
         clearTimeout(timer);

@@ -60,7 +60,6 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const mongoBase = process.env.TEST_MONGO_URL;
   if (!natsUrl || !mongoBase) throw new Error("test harness servers are not running (global setup)");
   const mongoUrl = databaseUrl(mongoBase, options.database);
-  process.env.MONGO_URL = mongoUrl;
 
   // Start every file from an empty database.
   const conn = await mongoose.createConnection(mongoUrl).asPromise();
@@ -75,9 +74,10 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const brokers: ServiceBroker[] = [];
   let gateway: (ServiceSchema & { server?: Server; aliases?: { action?: string }[] }) | undefined;
 
+  const config = loadConfig({ ...process.env, ...options.env, MONGO_URL: mongoUrl });
   const makeBroker = (index: number) =>
     new ServiceBroker(
-      brokerOptions({
+      brokerOptions(config, {
         namespace,
         nodeID: `${namespace}-node-${index}`,
         transporter: (options.embedded ? null : natsUrl) as BrokerOptions["transporter"],
@@ -87,17 +87,14 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
       }),
     );
 
-  const config = loadConfig({ ...process.env, ...options.env, MONGO_URL: mongoUrl });
   nodes.forEach((names, index) => {
     const broker = makeBroker(index);
     for (const name of names) {
       const registered = SERVICE_REGISTRY[name];
       if (!registered) throw new Error(`unknown service ${name}`);
-      const schema = configured(registered, config);
-      const service =
-        name === "gateway"
-          ? broker.createService({ ...schema, settings: { ...schema.settings, port: 0, ip: "127.0.0.1" } })
-          : broker.createService(schema);
+      // The gateway listens on an ephemeral loopback port: test files run in parallel.
+      const schema = configured(registered, name === "gateway" ? { ...config, port: 0 } : config);
+      const service = broker.createService(name === "gateway" ? { ...schema, settings: { ...schema.settings, ip: "127.0.0.1" } } : schema);
       if (name === "gateway") gateway = service as never;
     }
     brokers.push(broker);

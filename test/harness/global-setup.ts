@@ -2,7 +2,7 @@ import { startMongo, startNats, startTypesense, type RunningServer } from "./ser
 
 /**
  * Starts NATS, the MongoDB-compatible server and Typesense once for the whole run; workers read their URLs
- * from env. Typesense goes to TEST_TYPESENSE_* (not TYPESENSE_URL, which would switch every test cluster's
+ * from env (the one way Jest hands values from its global setup to the workers; settings go in test/harness/env.ts). Typesense goes to TEST_TYPESENSE_* (not TYPESENSE_URL, which would switch every test cluster's
  * search service to it): the contract suite and the Typesense cluster test use it by name.
  */
 export default async function globalSetup() {
@@ -11,7 +11,6 @@ export default async function globalSetup() {
   process.env.TEST_MONGO_URL = mongo.url;
   process.env.TEST_TYPESENSE_URL = typesense.url;
   process.env.TEST_TYPESENSE_API_KEY = typesense.apiKey;
-  process.env.ALLOW_LOOPBACK_TARGETS = "true";
   console.log(`\n[harness] NATS ${nats.url}; MongoDB (${mongo.kind}) ${mongo.url}; Typesense (${typesense.kind}) ${typesense.url}`);
   (globalThis as { __servers?: RunningServer[] }).__servers = [nats, mongo, typesense];
 }

@@ -84,11 +84,12 @@ describe("foundation over NATS: gateway on one node, users and api-keys on anoth
       expect((await api("GET", "/api/v1/users/me", { token })).body.email_verified).toBe(true);
     });
 
-    it("emits nothing when the user is not saved (duplicate email: 409)", async () => {
+    it("emits nothing when the user is not saved (an account adding a taken email: 409)", async () => {
       const { email } = await signup(api, "dup");
+      const owner = await signup(api, "dupowner");
       await eventually(() => registered.some((e) => e.email === email));
       const before = registered.filter((e) => e.email === email).length;
-      const res = await api("POST", "/api/v1/users/", { body: { email, password: "another-password" } });
+      const res = await api("POST", "/api/v1/users/", { token: owner.token, body: { email, password: "another-password" } });
       expect(res.status).toBe(409);
       expect(res.body).toEqual({ detail: expect.stringMatching(/already exists/) });
       await new Promise((r) => setTimeout(r, 300));

@@ -1,3 +1,4 @@
+import { addressPolicy } from "../../lib/address-policy";
 import { HostLimiter } from "../../lib/host-limiter";
 import { READERS, createFetcher, type ReaderDocument } from "../../services/knowledge-loader/readers";
 import { crawlBatch, createCrawlState, type CrawlState, type CrawledPage } from "../../services/knowledge-loader/readers/crawl";
@@ -5,7 +6,7 @@ import { CRAWL_SITE, startFixtureSite, type FixtureSite } from "../harness/fixtu
 
 describe("discovery crawl of a site with cycles, duplicates, a canonical link and robots.txt", () => {
   let site: FixtureSite;
-  const fetch = createFetcher({ limiter: new HostLimiter(4), backoffBaseMs: 20 });
+  const fetch = createFetcher({ limiter: new HostLimiter(4), backoffBaseMs: 20, policy: addressPolicy({ ALLOW_LOOPBACK_TARGETS: "true" }) });
   const pathOf = (url: string) => {
     const u = new URL(url);
     return u.pathname + u.search;

@@ -1,6 +1,11 @@
 import { HostLimiter } from "../../lib/host-limiter";
-import { FetchError, safeFetch, type SafeFetchOptions } from "../../lib/safe-fetch";
+import { addressPolicy, PUBLIC_ONLY } from "../../lib/address-policy";
+import { FetchError, safeFetch as guardedFetch, type SafeFetchOptions } from "../../lib/safe-fetch";
 import { startFixtureSite, type FixtureSite } from "../harness/fixture-site";
+
+/** The fixture sites are on 127.0.0.1: loopback is allowed unless a test gives another policy. */
+const LOOPBACK_ALLOWED = addressPolicy({ ALLOW_LOOPBACK_TARGETS: "true" });
+const safeFetch = (url: string, opts: SafeFetchOptions = {}) => guardedFetch(url, { policy: LOOPBACK_ALLOWED, ...opts });
 
 /** Fast retries for tests; the schedule itself is safe-fetch's default. */
 const quick: SafeFetchOptions = { backoffBaseMs: 20, retries: 3 };
@@ -12,23 +17,6 @@ async function fetchError(promise: Promise<unknown>): Promise<FetchError> {
   );
   expect(err).toBeInstanceOf(FetchError);
   return err as FetchError;
-}
-
-/** Runs `fn` with environment variables set (or removed with undefined), restoring them after. */
-async function withEnv<T>(vars: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {
-  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
-  const apply = (values: Record<string, string | undefined>) => {
-    for (const [k, v] of Object.entries(values)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  };
-  apply(vars);
-  try {
-    return await fn();
-  } finally {
-    apply(saved);
-  }
 }
 
 describe("safeFetch against real HTTP", () => {
@@ -180,18 +168,17 @@ describe("safeFetch against real HTTP", () => {
   });
 
   describe("SSRF guard", () => {
-    it("refuses loopback unless ALLOW_LOOPBACK_TARGETS=true, whatever the spelling", async () => {
+    it("refuses loopback unless ALLOW_LOOPBACK_TARGETS=true (and by default), whatever the spelling", async () => {
       const port = new URL(flaky.baseUrl).port;
       const before = Object.values(flaky.stats).reduce((a, b) => a + b, 0);
-      await withEnv({ ALLOW_LOOPBACK_TARGETS: undefined }, async () => {
+      for (const policy of [PUBLIC_ONLY, undefined]) {
         for (const host of ["127.0.0.1", "localhost", "[::1]", "[::ffff:127.0.0.1]", "2130706433", "0x7f.1", "0.0.0.0"]) {
-          const err = await fetchError(safeFetch(`http://${host}:${port}/_/echo-headers`, { retries: 0 }));
+          const err = await fetchError(guardedFetch(`http://${host}:${port}/_/echo-headers`, { retries: 0, policy }));
           expect(err.kind).toBe("blocked-address");
         }
-      });
-      await withEnv({ ALLOW_LOOPBACK_TARGETS: "yes" }, async () => {
-        expect((await fetchError(safeFetch(`${flaky.baseUrl}/_/echo-headers`))).kind).toBe("blocked-address");
-      });
+      }
+      const misspelt = addressPolicy({ ALLOW_LOOPBACK_TARGETS: "yes" });
+      expect((await fetchError(safeFetch(`${flaky.baseUrl}/_/echo-headers`, { policy: misspelt }))).kind).toBe("blocked-address");
       expect(Object.values(flaky.stats).reduce((a, b) => a + b, 0)).toBe(before); // nothing reached the server
       await expect(safeFetch(`http://localhost:${port}/_/echo-headers`)).resolves.toMatchObject({ status: 200 });
     });

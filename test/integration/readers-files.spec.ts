@@ -1,10 +1,11 @@
+import { addressPolicy } from "../../lib/address-policy";
 import { HostLimiter } from "../../lib/host-limiter";
 import { FetchError } from "../../lib/safe-fetch";
 import { READERS, createFetcher, resolveDataType, type ReadBatch, type ReaderDocument, type SourceReader } from "../../services/knowledge-loader/readers";
 import type { WikiState } from "../../services/knowledge-loader/readers/wiki";
 import { FIXTURE_PDF, WIKI_PAGES, WIKI_SPACE, WIKI_TOKEN, startFixtureSite, type FixtureSite } from "../harness/fixture-site";
 
-const fetch = createFetcher({ limiter: new HostLimiter(4), backoffBaseMs: 20 });
+const fetch = createFetcher({ limiter: new HostLimiter(4), backoffBaseMs: 20, policy: addressPolicy({ ALLOW_LOOPBACK_TARGETS: "true" }) });
 
 /** Reads a whole source through its registry reader, as the loader does. */
 async function readAll(reader: SourceReader, paths: string[], extra: { wikiToken?: string } = {}) {

@@ -1,3 +1,4 @@
+import { addressPolicy } from "../../lib/address-policy";
 import { HostLimiter } from "../../lib/host-limiter";
 import { READERS, createFetcher, resolveDataType, type ReaderDocument, type UrlListState } from "../../services/knowledge-loader/readers";
 import { readSitemaps } from "../../services/knowledge-loader/readers/sitemap";
@@ -8,7 +9,7 @@ const CEILING = 10_000;
 describe("sitemap sources against a 12,000-page sitemap index", () => {
   let site: FixtureSite;
   let crawlSite: FixtureSite;
-  const fetch = createFetcher({ limiter: new HostLimiter(16), backoffBaseMs: 20 });
+  const fetch = createFetcher({ limiter: new HostLimiter(16), backoffBaseMs: 20, policy: addressPolicy({ ALLOW_LOOPBACK_TARGETS: "true" }) });
 
   beforeAll(async () => {
     [site, crawlSite] = await Promise.all([startFixtureSite("sitemap"), startFixtureSite("crawl")]);

@@ -223,6 +223,36 @@ describe("security over NATS: users, sessions, throttling, malformed requests", 
       expect(right.headers.get("retry-after")).toBeTruthy();
     });
 
+    it("a signup answers alike whether or not the email is registered, and the address keeps its login", async () => {
+      const owner = await signup(api, "registered");
+      const fresh = await api("POST", "/api/v1/users/", { body: { email: uniqueEmail("fresh"), password: "intruder-pass-1" } });
+      const taken = await api("POST", "/api/v1/users/", { body: { email: owner.email.toUpperCase(), password: "intruder-pass-1" } });
+      expect(taken.status).toBe(fresh.status);
+      expect(Object.keys(taken.body).sort()).toEqual(Object.keys(fresh.body).sort());
+      expect(taken.body).toMatchObject({ email: owner.email, role: "owner", token_type: "bearer" });
+      expect(taken.body.account_id).not.toBe(owner.user.account_id);
+      const me = await api("GET", "/api/v1/users/me", { token: taken.body.access_token });
+      expect(me.body).toMatchObject({ id: taken.body.id, email: owner.email });
+      // The address still logs in to its first user only; the other account's users never see each other.
+      const login = (password: string) => api("POST", "/api/v1/login/access-token", { body: { email: owner.email, password } });
+      expect((await login("intruder-pass-1")).status).toBe(401);
+      const ownerLogin = await login(owner.password);
+      expect(ownerLogin.status).toBe(200);
+      const ownerUsers = await api("GET", "/api/v1/users/", { token: ownerLogin.body.access_token });
+      expect(ownerUsers.body.map((u: { id: number }) => u.id)).toEqual([owner.user.id]);
+      // Once that user sets an address of its own, it logs in with it.
+      const own = uniqueEmail("own");
+      expect((await api("PUT", "/api/v1/users/me", { token: taken.body.access_token, body: { email: own } })).status).toBe(200);
+      expect((await api("POST", "/api/v1/login/access-token", { body: { email: own, password: "intruder-pass-1" } })).status).toBe(200);
+    });
+
+    it("a taken email stays 409 when an account adds a user", async () => {
+      const owner = await signup(api, "adder");
+      const other = await signup(api, "elsewhere");
+      const res = await api("POST", "/api/v1/users/", { token: owner.token, body: { email: other.email, password: "long-enough-pw" } });
+      expect(res.status).toBe(409);
+    });
+
     it("one address guessing across many emails is stopped, and so are its signups", async () => {
       const taken = await signup(api, "taken");
       let status = 0;

@@ -1,5 +1,6 @@
 import { ServiceBroker, type BrokerOptions } from "moleculer";
 import { brokerOptions } from "../../moleculer.config";
+import { loadConfig } from "../../lib/config";
 import { CoalescingNatsTransporter } from "../../lib/nats-transporter";
 
 /** The coalescing NATS transporter over the test run's real NATS server: many calls in one loop turn, all answered. */
@@ -8,7 +9,7 @@ describe("coalescing NATS transporter", () => {
   afterAll(() => Promise.all(brokers.map((b) => b.stop())));
 
   const broker = (nodeID: string) => {
-    const b = new ServiceBroker(brokerOptions({ namespace: "transport-spec", nodeID, transporter: process.env.TEST_NATS_URL as BrokerOptions["transporter"], logger: false }));
+    const b = new ServiceBroker(brokerOptions(loadConfig(), { namespace: "transport-spec", nodeID, transporter: process.env.TEST_NATS_URL as BrokerOptions["transporter"], logger: false }));
     brokers.push(b);
     return b;
   };

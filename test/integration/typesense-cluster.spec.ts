@@ -57,6 +57,8 @@ describe("cluster on Typesense: two search replicas, two loaders", () => {
     TYPESENSE_URL: process.env.TEST_TYPESENSE_URL!,
     TYPESENSE_API_KEY: process.env.TEST_TYPESENSE_API_KEY ?? "",
     TYPESENSE_COLLECTION: collection,
+    // Empty: the bundled local model, whatever the shell running the tests sets.
+    EMBEDDING_PROVIDER: "",
   };
   let cluster: Cluster;
   let broker: ServiceBroker;
@@ -65,7 +67,7 @@ describe("cluster on Typesense: two search replicas, two loaders", () => {
   let failingEmbeddings: http.Server;
   let owner: { token: string; accountId: number };
   const spawned: ServiceProcess[] = [];
-  const childEnv = () => ({ MONGO_URL: cluster.mongoUrl, NAMESPACE: cluster.namespace });
+  const childEnv = () => ({ ...settings, MONGO_URL: cluster.mongoUrl, NAMESPACE: cluster.namespace });
   const call = (method: string, path: string, body?: unknown) => api(method, `/api/v1${path}`, { token: owner.token, body });
 
   /** Node ids of the available replicas of a service. */
@@ -90,11 +92,10 @@ describe("cluster on Typesense: two search replicas, two loaders", () => {
     );
 
   beforeAll(async () => {
-    Object.assign(process.env, settings);
-    delete process.env.EMBEDDING_PROVIDER;
     site = await startSite();
     cluster = await startCluster({
       database: "typesense-cluster",
+      env: settings,
       nodes: [["gateway"], ["users", "api-keys", "knowledge"], ["search"]],
     });
     broker = cluster.brokers[0]!;
@@ -128,7 +129,6 @@ describe("cluster on Typesense: two search replicas, two loaders", () => {
     await site?.stop();
     await new Promise((r) => failingEmbeddings?.close(r));
     await new TypesenseEngine({ url: settings.TYPESENSE_URL, apiKey: settings.TYPESENSE_API_KEY, collection, dimensions: LOCAL_MODELS[DEFAULT_LOCAL_MODEL].dimensions }).dropCollection();
-    for (const name of Object.keys(settings)) delete process.env[name];
   });
 
   it("loads a site with no lost or duplicated page while a search replica is killed mid-load", async () => {

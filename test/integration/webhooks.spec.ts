@@ -17,6 +17,10 @@ interface Received {
   at: number;
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** How long the receiver waits for the secret of a path it has not been told about yet. */
+const SECRET_WAIT_MS = 3000;
+
 /** Checks a Standard Webhooks signature over the raw bytes, with node:crypto only (not the service's code). */
 function verifiesWith(secret: string, headers: http.IncomingHttpHeaders, raw: Buffer): boolean {
   const id = String(headers["webhook-id"] ?? "");
@@ -33,7 +37,9 @@ function verifiesWith(secret: string, headers: http.IncomingHttpHeaders, raw: Bu
 
 /**
  * A webhook receiver on 127.0.0.1: each path has a secret and a script of statuses to answer (the last one
- * repeats); a delivery whose signature does not verify gets 401.
+ * repeats); a delivery whose signature does not verify gets 401. A delivery to a path whose secret is not known
+ * yet waits a little for it: a new catch-all subscription hears of its own creation, possibly before the test
+ * has read its secret.
  */
 async function startReceiver() {
   const secrets = new Map<string, string>();
@@ -42,9 +48,10 @@ async function startReceiver() {
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
+    req.on("end", async () => {
       const path = req.url ?? "/";
       const raw = Buffer.concat(chunks);
+      for (let waited = 0; !secrets.has(path) && waited < SECRET_WAIT_MS; waited += 50) await sleep(50);
       const secret = secrets.get(path);
       const verified = secret !== undefined && verifiesWith(secret, req.headers, raw);
       const script = scripts.get(path) ?? [204];
@@ -83,7 +90,6 @@ async function waitFor<T>(probe: () => T | Falsy | Promise<T | Falsy>, what: str
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The services a default cluster runs on its second node. */
 const DEFAULT_SERVICES = Object.keys(SERVICE_REGISTRY).filter(
@@ -282,11 +288,15 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
 
     it("a 410 Gone answer disables the subscription and stops deliveries to it", async () => {
       const { token: owner } = await signup(api, "gone");
-      const sub = await subscribe("/gone", {}, [410], owner);
+      const sub = await subscribe("/gone", { event_types: ["agent.created"] }, [410], owner);
+      await subscribe("/gone-watcher", { event_types: ["webhook_subscription.updated"] }, undefined, owner);
       await post("/agents", { name: "First" }, owner);
       await waitFor(async () => (await get(`/webhook-subscriptions/${sub.id}`, owner)).body.enabled === false, "subscription disabled");
       const disabled = (await get(`/webhook-subscriptions/${sub.id}`, owner)).body;
       expect(disabled.disabled_reason).toContain("410");
+      // The other subscriptions hear of it like of any change.
+      const [news] = await receiver.hits("/gone-watcher");
+      expect(JSON.parse(news!.rawBody)).toMatchObject({ type: "webhook_subscription.updated", data: { id: sub.id, enabled: false, disabled_reason: disabled.disabled_reason } });
       expect(receiver.at("/gone")).toHaveLength(1);
       await post("/agents", { name: "Second" }, owner);
       await sleep(1500);
@@ -306,13 +316,45 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
       await put(`/agents/${agent.id}`, { description: "changed" }, owner);
       const team = (await post("/teams", { name: "Filtered team" }, owner)).body;
       await del(`/teams/${team.id}`, owner);
-      await receiver.hits("/all-types", 4);
+      await receiver.hits("/all-types", 6);
       await receiver.hits("/team-deleted-only");
       await sleep(500);
       const types = (path: string) => receiver.at(path).map((r) => JSON.parse(r.rawBody).type).sort();
-      expect(types("/all-types")).toEqual(["agent.created", "agent.updated", "team.created", "team.deleted"]);
+      // Every type, the creation of both subscriptions included (its own as well).
+      expect(types("/all-types")).toEqual(["agent.created", "agent.updated", "team.created", "team.deleted", "webhook_subscription.created", "webhook_subscription.created"]);
       expect(types("/team-deleted-only")).toEqual(["team.deleted"]);
       expect(JSON.parse(receiver.at("/all-types").find((r) => r.rawBody.includes("agent.updated"))!.rawBody).data).toMatchObject({ id: agent.id, description: "changed" });
+    });
+
+    it("announces subscriptions' own changes: a catch-all hears its creation, the others an update and a deletion, never a secret", async () => {
+      const { token: owner } = await signup(api, "meta");
+      const watcher = await subscribe("/meta-watcher", {}, undefined, owner);
+      const [own] = await receiver.hits("/meta-watcher");
+      expect(JSON.parse(own!.rawBody)).toEqual({
+        type: "webhook_subscription.created",
+        timestamp: expect.any(String),
+        data: { ...(await get(`/webhook-subscriptions/${watcher.id}`, owner)).body },
+      });
+      const other = await subscribe("/meta-other", {}, undefined, owner);
+      await receiver.hits("/meta-other");
+      expect((await put(`/webhook-subscriptions/${other.id}`, { description: "renamed" }, owner)).status).toBe(200);
+      await receiver.hits("/meta-other", 2);
+      expect((await del(`/webhook-subscriptions/${other.id}`, owner)).status).toBe(204);
+      const heard = (await receiver.hits("/meta-watcher", 4)).map((h) => JSON.parse(h.rawBody));
+      const summary = (p: { type: string; data: { id: number } }) => `${p.type} ${p.data.id}`;
+      expect(heard.map(summary).sort()).toEqual(
+        [`webhook_subscription.created ${watcher.id}`, `webhook_subscription.created ${other.id}`, `webhook_subscription.deleted ${other.id}`, `webhook_subscription.updated ${other.id}`].sort(),
+      );
+      expect(heard.find((p) => p.type === "webhook_subscription.updated").data).toMatchObject({ id: other.id, description: "renamed" });
+      expect(heard.find((p) => p.type === "webhook_subscription.deleted").data).toEqual({ id: other.id });
+      // A deleted subscription cannot hear of its own deletion.
+      await sleep(500);
+      expect(receiver.at("/meta-other").map((r) => JSON.parse(r.rawBody).type)).toEqual(["webhook_subscription.created", "webhook_subscription.updated"]);
+      for (const hit of [...receiver.at("/meta-watcher"), ...receiver.at("/meta-other")]) {
+        expect(hit.verified).toBe(true);
+        for (const secret of [watcher.secret, other.secret]) expect(hit.rawBody).not.toContain(secret.slice(6));
+        expect(hit.rawBody).not.toMatch(/secret/i);
+      }
     });
 
     it("a team push announces team.created, and team.updated when it pushes the same team again", async () => {
@@ -355,17 +397,19 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
     it("never delivers another account's events", async () => {
       const mine = await signup(api, "mine");
       const theirs = await signup(api, "theirs");
-      await subscribe("/mine", {}, undefined, mine.token);
+      const mySubscription = await subscribe("/mine", {}, undefined, mine.token);
       await subscribe("/theirs", {}, undefined, theirs.token);
       await post("/agents", { name: "Their agent" }, theirs.token);
-      await receiver.hits("/theirs");
+      await receiver.hits("/theirs", 2);
       await sleep(1000);
-      expect(receiver.at("/mine")).toHaveLength(0);
+      // Its own creation is all a catch-all subscription of the first account hears.
+      const heard = receiver.at("/mine").map((r) => JSON.parse(r.rawBody));
+      expect(heard.map((p) => [p.type, p.data.id])).toEqual([["webhook_subscription.created", mySubscription.id]]);
     });
 
     it("signs with both secrets after a rotation, so receivers can switch without losing deliveries", async () => {
       const { token: owner } = await signup(api, "rotate");
-      const sub = await subscribe("/rotated", {}, undefined, owner);
+      const sub = await subscribe("/rotated", { event_types: ["agent.created"] }, undefined, owner);
       const rotated = await post(`/webhook-subscriptions/${sub.id}/secret/rotate`, {}, owner);
       expect(rotated.status).toBe(200);
       expect(rotated.body.secret).toMatch(/^whsec_/);
@@ -392,27 +436,9 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
       expect(delivery).toMatchObject({ status: "pending", last_status: null, last_error: expect.stringContaining("refused") });
     });
 
-    it("refuses a host name that resolves to a loopback address when loopback targets are not allowed", async () => {
-      const { token: owner } = await signup(api, "rebind");
-      const path = "/via-localhost";
-      const created = await post("/webhook-subscriptions", { url: receiver.url(path).replace("127.0.0.1", "localhost") }, owner);
-      process.env.ALLOW_LOOPBACK_TARGETS = "false";
-      try {
-        await post("/agents", { name: "Probe" }, owner);
-        const delivery = await waitFor(async () => {
-          const [latest] = (await get(`/webhook-subscriptions/${created.body.id}/deliveries`, owner)).body.data;
-          return latest?.last_error && latest;
-        }, "refused attempt");
-        expect(delivery.last_error).toMatch(/refused to (deliver|connect) to .*(127\.0\.0\.1|::1)/);
-        expect(receiver.at(path)).toHaveLength(0);
-      } finally {
-        process.env.ALLOW_LOOPBACK_TARGETS = "true";
-      }
-    });
-
     it("does not follow redirects: a 3xx is a failed attempt, retried at the same URL", async () => {
       const { token: owner } = await signup(api, "redirect");
-      await subscribe("/moved", {}, [302, 204], owner);
+      await subscribe("/moved", { event_types: ["agent.created"] }, [302, 204], owner);
       await post("/agents", { name: "Redirected" }, owner);
       const attempts = await receiver.hits("/moved", 2);
       expect(attempts.map((a) => a.answered)).toEqual([302, 204]);
@@ -421,7 +447,7 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
 
     it("a delivery claimed by a dispatcher that died is taken over when its lease expires", async () => {
       const { token: owner, user } = await signup(api, "lease");
-      const sub = await subscribe("/orphan", {}, undefined, owner);
+      const sub = await subscribe("/orphan", { event_types: ["task.created"] }, undefined, owner);
       const leaseEnds = Date.now() + 1500;
       const body = JSON.stringify({ type: "task.created", timestamp: new Date().toISOString(), data: { id: 42 } });
       // What a dispatcher leaves behind when it dies mid-attempt: a pending delivery it still holds.
@@ -450,5 +476,36 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
       await sleep(500);
       expect(receiver.at("/orphan")).toHaveLength(1);
     });
+  });
+});
+
+describe("webhook deliveries where loopback targets are not allowed", () => {
+  let cluster: Cluster;
+  let api: Api;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+
+  beforeAll(async () => {
+    // The cluster's own address policy (the test run's default allows loopback, for the receiver above).
+    cluster = await startCluster({ database: "webhooks_no_loopback", env: { ALLOW_LOOPBACK_TARGETS: "false", WEBHOOK_POLL_MS: "100" }, nodes: [["gateway"], [...DEFAULT_SERVICES, "webhooks"]] });
+    api = apiClient(cluster.baseUrl);
+    receiver = await startReceiver();
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+    await receiver?.close();
+  });
+
+  it("refuses a host name that resolves to a loopback address", async () => {
+    const { token } = await signup(api, "rebind");
+    const path = "/via-localhost";
+    const created = await api("POST", "/api/v1/webhook-subscriptions", { token, body: { url: receiver.url(path).replace("127.0.0.1", "localhost"), event_types: ["agent.created"] } });
+    expect(created.status).toBe(201);
+    await api("POST", "/api/v1/agents", { token, body: { name: "Probe" } });
+    const delivery = await waitFor(async () => {
+      const [latest] = (await api("GET", `/api/v1/webhook-subscriptions/${created.body.id}/deliveries`, { token })).body.data;
+      return latest?.last_error && latest;
+    }, "refused attempt");
+    expect(delivery.last_error).toMatch(/refused to (deliver|connect) to .*(127\.0\.0\.1|::1)/);
+    expect(receiver.at(path)).toHaveLength(0);
   });
 });

@@ -15,7 +15,7 @@ describe("event log rules", () => {
   });
 
   it("lets webhooks subscribe to every resource change, each named <resource>.<change>", () => {
-    for (const resource of ["agent", "team", "tool", "trait", "api_key", "knowledge_source", "entity", "task", "scheduled_task"]) {
+    for (const resource of ["agent", "team", "tool", "trait", "api_key", "knowledge_source", "entity", "task", "scheduled_task", "webhook_subscription"]) {
       for (const change of ["created", "updated", "deleted"]) expect(WEBHOOK_EVENT_TYPES).toContain(`${resource}.${change}`);
     }
     expect(new Set(WEBHOOK_EVENT_TYPES).size).toBe(WEBHOOK_EVENT_TYPES.length);

@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { SignJWT } from "jose";
 import { loadConfig } from "../../../lib/config";
+import type { Env } from "../../../lib/env";
 import { verifyToken } from "../../../lib/auth/jwt";
 import { secretBox } from "../../../lib/secrets";
 
@@ -11,32 +12,30 @@ import { secretBox } from "../../../lib/secrets";
 const OLD_CONSTANT = "dev-only-insecure-jwt-secret-change-me";
 
 describe("JWT secret without JWT_SECRET (finding 2)", () => {
-  const saved = { ...process.env };
   let dataDir: string;
+  /** A process environment without JWT_SECRET, SECRETS_KEY or TRANSPORTER, its data in a fresh directory. */
+  const config = (env: Env = {}) => loadConfig({ DATA_DIR: dataDir, ...env });
 
   beforeEach(() => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "jwt-secret-"));
-    for (const name of ["JWT_SECRET", "SECRETS_KEY", "TRANSPORTER", "NODE_ENV"]) delete process.env[name];
-    process.env.DATA_DIR = dataDir;
   });
   afterEach(() => {
-    process.env = { ...saved };
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   it("generates a random secret on first start, kept with the data (mode 0600) and reused", () => {
-    const first = loadConfig().jwt;
+    const first = config().jwt;
     expect(first.generatedSecret).toBe(true);
     expect(first.secret).not.toBe(OLD_CONSTANT);
     expect(first.secret.length).toBeGreaterThanOrEqual(64);
     const file = path.join(dataDir, "secrets", "jwt-secret");
     expect(fs.readFileSync(file, "utf8")).toBe(first.secret);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
-    expect(loadConfig().jwt.secret).toBe(first.secret);
+    expect(config().jwt.secret).toBe(first.secret);
   });
 
   it("refuses tokens signed with the old constant", async () => {
-    const jwt = loadConfig().jwt;
+    const jwt = config().jwt;
     const forged = await new SignJWT({ acc: 1, pur: "access", ver: 0 })
       .setProtectedHeader({ alg: "HS256" })
       .setSubject("1")
@@ -48,7 +47,7 @@ describe("JWT secret without JWT_SECRET (finding 2)", () => {
   });
 
   it("seals stored credentials with a key derived from the generated secret, not from the constant", () => {
-    const box = secretBox(loadConfig().secretsKey);
+    const box = secretBox(config().secretsKey);
     const sealed = box.seal("wiki-token");
     expect(box.open(sealed)).toBe("wiki-token");
     const constantKey = createHash("sha256").update(`secrets:${OLD_CONSTANT}`).digest();
@@ -60,13 +59,9 @@ describe("JWT secret without JWT_SECRET (finding 2)", () => {
   });
 
   it("requires JWT_SECRET in production and in a cluster, and refuses a short one", () => {
-    process.env.NODE_ENV = "production";
-    expect(() => loadConfig()).toThrow(/JWT_SECRET/);
-    delete process.env.NODE_ENV;
-    process.env.TRANSPORTER = "nats://127.0.0.1:4222";
-    expect(() => loadConfig()).toThrow(/JWT_SECRET/);
-    process.env.JWT_SECRET = "short";
-    expect(() => loadConfig()).toThrow(/at least 32/);
+    expect(() => config({ NODE_ENV: "production" })).toThrow(/JWT_SECRET/);
+    expect(() => config({ TRANSPORTER: "nats://127.0.0.1:4222" })).toThrow(/JWT_SECRET/);
+    expect(() => config({ TRANSPORTER: "nats://127.0.0.1:4222", JWT_SECRET: "short" })).toThrow(/at least 32/);
     expect(fs.existsSync(path.join(dataDir, "secrets"))).toBe(false);
   });
 });

@@ -10,6 +10,7 @@ const tools = defineResource({
   model: () => null as never,
   path: "/tools",
   idParam: "tool_id",
+  event: "tool",
   fields: { name: { write: { type: "string" } } },
   list: { limits: { def: 50 }, sort: { _id: 1 } },
 });

@@ -1,4 +1,4 @@
-import { classifyAddress, isAddressAllowed } from "../../../lib/address-policy";
+import { addressPolicy, classifyAddress, isAddressAllowed } from "../../../lib/address-policy";
 import { parseRetryAfter } from "../../../lib/safe-fetch";
 
 describe("classifyAddress", () => {
@@ -36,27 +36,27 @@ describe("classifyAddress", () => {
 
 describe("isAddressAllowed", () => {
   it("opens loopback only with ALLOW_LOOPBACK_TARGETS=true", () => {
-    expect(isAddressAllowed("127.0.0.1", {})).toBe(false);
-    expect(isAddressAllowed("::1", { ALLOW_LOOPBACK_TARGETS: "1" })).toBe(false);
-    expect(isAddressAllowed("127.0.0.1", { ALLOW_LOOPBACK_TARGETS: "true" })).toBe(true);
-    expect(isAddressAllowed("::ffff:127.0.0.1", { ALLOW_LOOPBACK_TARGETS: "true" })).toBe(true);
+    expect(isAddressAllowed("127.0.0.1", addressPolicy({}))).toBe(false);
+    expect(isAddressAllowed("::1", addressPolicy({ ALLOW_LOOPBACK_TARGETS: "1" }))).toBe(false);
+    expect(isAddressAllowed("127.0.0.1", addressPolicy({ ALLOW_LOOPBACK_TARGETS: "true" }))).toBe(true);
+    expect(isAddressAllowed("::ffff:127.0.0.1", addressPolicy({ ALLOW_LOOPBACK_TARGETS: "true" }))).toBe(true);
   });
 
   it("opens private ranges only through ALLOWED_PRIVATE_CIDRS, never forbidden addresses", () => {
-    const env = { ALLOWED_PRIVATE_CIDRS: "10.20.0.0/16, fd00:abcd::/32,192.168.5.7", ALLOW_LOOPBACK_TARGETS: "true" };
-    expect(isAddressAllowed("10.20.3.4", env)).toBe(true);
-    expect(isAddressAllowed("::ffff:10.20.3.4", env)).toBe(true);
-    expect(isAddressAllowed("10.21.0.1", env)).toBe(false);
-    expect(isAddressAllowed("fd00:abcd::5", env)).toBe(true);
-    expect(isAddressAllowed("192.168.5.7", env)).toBe(true);
-    expect(isAddressAllowed("192.168.5.8", env)).toBe(false);
-    expect(isAddressAllowed("169.254.169.254", { ALLOWED_PRIVATE_CIDRS: "169.254.0.0/16" })).toBe(false);
-    expect(isAddressAllowed("0.0.0.0", { ALLOWED_PRIVATE_CIDRS: "0.0.0.0/0", ALLOW_LOOPBACK_TARGETS: "true" })).toBe(false);
-    expect(isAddressAllowed("8.8.8.8", {})).toBe(true);
+    const policy = addressPolicy({ ALLOWED_PRIVATE_CIDRS: "10.20.0.0/16, fd00:abcd::/32,192.168.5.7", ALLOW_LOOPBACK_TARGETS: "true" });
+    expect(isAddressAllowed("10.20.3.4", policy)).toBe(true);
+    expect(isAddressAllowed("::ffff:10.20.3.4", policy)).toBe(true);
+    expect(isAddressAllowed("10.21.0.1", policy)).toBe(false);
+    expect(isAddressAllowed("fd00:abcd::5", policy)).toBe(true);
+    expect(isAddressAllowed("192.168.5.7", policy)).toBe(true);
+    expect(isAddressAllowed("192.168.5.8", policy)).toBe(false);
+    expect(isAddressAllowed("169.254.169.254", addressPolicy({ ALLOWED_PRIVATE_CIDRS: "169.254.0.0/16" }))).toBe(false);
+    expect(isAddressAllowed("0.0.0.0", addressPolicy({ ALLOWED_PRIVATE_CIDRS: "0.0.0.0/0", ALLOW_LOOPBACK_TARGETS: "true" }))).toBe(false);
+    expect(isAddressAllowed("8.8.8.8", addressPolicy({}))).toBe(true);
   });
 
   it("rejects a malformed allow-list instead of ignoring it", () => {
-    expect(() => isAddressAllowed("10.0.0.1", { ALLOWED_PRIVATE_CIDRS: "10.0.0.0/33" })).toThrow(/ALLOWED_PRIVATE_CIDRS/);
+    expect(() => addressPolicy({ ALLOWED_PRIVATE_CIDRS: "10.0.0.0/33" })).toThrow(/ALLOWED_PRIVATE_CIDRS/);
   });
 });
 
