@@ -36,18 +36,25 @@ type Json = Record<string, unknown>;
 
 /**
  * Shared schema options: integer `_id` shown as `id` first, snake_case timestamps, `hidden` fields (hashes,
- * outboxes) never serialised, and fields `derived` from the stored ones.
+ * outboxes) never serialised, and `standIns`: a stored field shown, in its own place, under the name of a field
+ * the record lacks.
  */
-export function recordSchemaOptions<T>(hidden: string[] = [], derived: (stored: Json) => Json = () => ({})): SchemaOptions<T> {
+export function recordSchemaOptions<T>(hidden: string[] = [], standIns: Record<string, string> = {}): SchemaOptions<T> {
   const drop = new Set(["_id", "__v", ...hidden]);
   return {
     versionKey: false,
     timestamps: { createdAt: "created_at", updatedAt: "updated_at" },
     toJSON: {
       transform(_doc, ret) {
-        const out: Json = { id: ret._id };
-        for (const [key, value] of Object.entries(ret as Json)) if (!drop.has(key)) out[key] = value;
-        return Object.assign(out, derived(ret as Json));
+        const stored = ret as Json;
+        const out: Json = { id: stored._id };
+        for (const [key, value] of Object.entries(stored)) {
+          const standsFor = standIns[key];
+          if (standsFor !== undefined) {
+            if (stored[standsFor] === undefined) out[standsFor] = value;
+          } else if (!drop.has(key)) out[key] = value;
+        }
+        return out;
       },
     },
   };

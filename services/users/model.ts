@@ -55,10 +55,9 @@ const userSchema = new Schema<UserRecord>(
       default: [],
     },
   },
-  // The shown email is the login or, for a user without one, its contact address.
-  recordSchemaOptions(["password_hash", "outbox", "token_version", "contact_email"], (stored) =>
-    stored.email === undefined ? { email: stored.contact_email } : {},
-  ),
+  // The shown email is the login or, for a user without one, its contact address (in the same place, so both
+  // kinds of user read alike).
+  recordSchemaOptions(["password_hash", "outbox", "token_version"], { contact_email: "email" }),
 );
 // The outbox sweeper looks for users with unpublished events.
 userSchema.index({ "outbox.created_at": 1 }, { sparse: true });
