@@ -19,6 +19,17 @@ export interface IndexedChunk {
   indexedAt: number;
 }
 
+/** A chunk's place and text as the durable stores keep them (MongoDB's chunk records, Typesense's chunk documents). */
+export interface StoredChunk {
+  account_id: number;
+  source_id: number;
+  document_id: string;
+  position: number;
+  title: string;
+  url: string;
+  content: string;
+}
+
 /** Where a chunk sits and what a hit shows of it, shared by the index's records, metadata and hits. */
 export type ChunkIdentity = Pick<IndexedChunk, "id" | "sourceId" | "documentId" | "position" | "title" | "url">;
 

@@ -1,6 +1,6 @@
 import { Errors, type Client } from "typesense";
 import { TITLE_WEIGHT } from "./bm25";
-import type { IndexedChunk } from "./port";
+import type { IndexedChunk, StoredChunk } from "./port";
 import { terms } from "./tokenizer";
 
 /**
@@ -27,15 +27,8 @@ export function isSupportedTypesenseVersion(version: string): boolean {
 }
 
 /** A chunk in the chunks collection: what a hit shows, its analysed terms for matching, no vector. */
-export interface ChunkDocument {
+export interface ChunkDocument extends StoredChunk {
   id: string;
-  account_id: number;
-  source_id: number;
-  document_id: string;
-  position: number;
-  title: string;
-  url: string;
-  content: string;
   /** The platform's index terms (tokenizer.terms) of title and content, space-separated: what Typesense matches. */
   title_terms: string;
   content_terms: string;

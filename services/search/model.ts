@@ -1,6 +1,7 @@
 import { Schema, type Connection, type Model } from "mongoose";
 import { recordSchemaOptions } from "../../lib/db";
 import { crossAccount } from "../../lib/tenancy-guard";
+import type { StoredChunk } from "../../lib/search/port";
 
 /** One page or file of a knowledge source, as the loader delivered it. Its id is stable per (account, source, url). */
 export interface DocumentRecord {
@@ -27,15 +28,8 @@ export interface DocumentRecord {
 }
 
 /** A chunk of a document with its vector (Float32 bytes), the durable copy the index is rebuilt from. */
-export interface ChunkRecord {
+export interface ChunkRecord extends StoredChunk {
   _id: string;
-  account_id: number;
-  source_id: number;
-  document_id: string;
-  position: number;
-  title: string;
-  url: string;
-  content: string;
   /** Embedding cache key of the text this chunk is embedded as. */
   embed_key: string;
   vector: Buffer | null;
