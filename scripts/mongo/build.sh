@@ -116,7 +116,10 @@ fi
 # patches/per-query.patch (against the tree as patched above) removes fixed costs every query paid:
 # - queries read a table's field types (pushdown.go) as an immutable snapshot instead of copying them under one
 #   global lock; writers replace the snapshot, and a table's first scan after a start (about 1 s per 30k records)
-#   runs under that table's own lock, so queries on other tables are no longer held up by it.
+#   runs under that table's own lock, so queries on other tables are no longer held up by it;
+# - find no longer sorts again a result the backend sorted (QueryResult.Paged): sorting read the whole result into
+#   memory to leave it as it was (the backend orders as the handler compares; sort.Sort moves nothing in input in
+#   its order, ties included, which sort_sorted_test.go checks).
 for p in pushdown speed per-query; do
   if command -v patch >/dev/null 2>&1; then
     patch -s -p1 -d "$WORK_DIR/FerretDB" < "$SRC_DIR/patches/$p.patch"
