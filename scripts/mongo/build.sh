@@ -124,7 +124,9 @@ fi
 #   its order, ties included, which sort_sorted_test.go checks);
 # - a command's parameters are read with each struct's `ferretdb` tags parsed once, not on every command (~10% of
 #   a find by _id), and debug log records (SQL statements, find's parameters, cursors) are formatted only when debug
-#   logging is on (~7%).
+#   logging is on (~7%);
+# - a document's column is decoded from the driver's string in place instead of a []byte copy database/sql made
+#   of every document (the decoder only reads its input): ~9% of a 200-row page.
 # apply_patch <dir> <patch file>: fails (set -e) when the patch does not apply.
 apply_patch() {
   if command -v patch >/dev/null 2>&1; then
