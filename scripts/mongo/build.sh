@@ -126,7 +126,9 @@ fi
 #   a find by _id), and debug log records (SQL statements, find's parameters, cursors) are formatted only when debug
 #   logging is on (~7%);
 # - a document's column is decoded from the driver's string in place instead of a []byte copy database/sql made
-#   of every document (the decoder only reads its input): ~9% of a 200-row page.
+#   of every document (the decoder only reads its input): ~9% of a 200-row page;
+# - a document whose schema has the same bytes as the last one read takes that schema after one comparison, instead
+#   of finding the schema's end bracket by bracket and hashing it to look it up (~7% of a 200-row page).
 # apply_patch <dir> <patch file>: fails (set -e) when the patch does not apply.
 apply_patch() {
   if command -v patch >/dev/null 2>&1; then
