@@ -72,9 +72,9 @@ export async function* csvDocument(attributeKeys: readonly string[], rows: Async
 }
 
 /**
- * The export as a stream of text chunks, read from `rows` (the database cursor) only as fast as they are sent.
- * Destroying it (the HTTP client went away, on this node or on the gateway's) destroys `rows`: the cursor is
- * closed on the database at once instead of being read to its end.
+ * The export as a stream of text chunks, reading `rows` (the database cursor) as chunks are taken. Destroying it
+ * (the HTTP client went away, on this node or on the gateway's) destroys `rows`: the cursor is closed on the
+ * database at once instead of being read to its end.
  */
 export function csvStream(attributeKeys: readonly string[], rows: Readable & AsyncIterable<ExportRow>): Readable {
   const chunks = csvDocument(attributeKeys, rows);
@@ -86,7 +86,8 @@ export function csvStream(attributeKeys: readonly string[], rows: Readable & Asy
       chunks.next().then(({ done, value }) => this.push(done ? null : value), (err: Error) => this.destroy(err));
     },
     destroy(err, callback) {
-      // A row read in flight fails once the cursor is closed; the stream is already gone, so that is not reported.
+      // Closed once the cursor is (a row read still in flight then fails, unreported); a cursor that fails to close
+      // is left to the database's idle-cursor timeout.
       rows.destroy();
       finished(rows, () => callback(err));
     },
