@@ -1,29 +1,22 @@
 import http from "node:http";
-import type { MongoClient } from "mongodb";
+import type { Connection } from "mongoose";
 import { connectDatabase } from "../../lib/db";
 import { nextId } from "../../lib/ids";
 import { entityModel } from "../../services/entities/model";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup } from "../harness/http";
+import { until } from "../harness/wait";
 
 /**
  * Records of the exported account: the export reads them in batches of 500, so a whole export is 20 reads. Over
- * NATS the producer does not wait for the HTTP client (moleculer has no flow control across nodes): 4 to 7 of those
- * reads were done by the time it heard of the hang-up, at a load average of 3.
+ * NATS the producer does not wait for the HTTP client (moleculer has no flow control across nodes): 3 to 7 of those
+ * reads were done by the time it heard of the hang-up, at load averages of 3 to 7.
  */
 const RECORDS = 10_000;
 const READS_OF_A_WHOLE_EXPORT = RECORDS / 500;
 
-async function eventually(check: () => boolean, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 /** The export's reads as the services' own database client sends them: cursor continuations and cursor kills. */
-function watchExportReads(client: MongoClient) {
+function watchExportReads(client: ReturnType<Connection["getClient"]>) {
   const seen = { getMore: 0, killCursors: 0 };
   client.on("commandStarted", (event) => {
     if (event.commandName === "getMore" && event.command.collection === "entities") seen.getMore++;
@@ -79,7 +72,7 @@ describe.each([
     expect(await readFirstChunkAndHangUp(`${cluster.baseUrl}/api/v1/entities/export`, token)).toBe(200);
     // A cursor read to its end is closed by the database (its id comes back 0); the client kills only one it
     // abandons, so a killCursors is the export stopping before its end.
-    await eventually(() => reads.killCursors > 0, 10_000);
+    await until(async () => reads.killCursors, (kills) => kills > 0, 10_000, "a killCursors of the export's cursor");
     const readsWhenClosed = reads.getMore;
     await new Promise((r) => setTimeout(r, 500));
     expect(reads.getMore).toBe(readsWhenClosed);
