@@ -10,7 +10,8 @@ const SERVICE = "$streams";
  * to the end and the caller's transit keeps the request pending for good. With this middleware the caller's
  * node drops the request and tells the producer's node, which destroys the stream it returned (that stream's
  * own destroy frees what it holds, e.g. closes a database cursor). In one process the caller holds the
- * producer's stream itself, so there is nothing to tell. One instance per broker.
+ * producer's stream itself, so there is nothing to tell. A caller node that leaves cancels what it was sent.
+ * One instance per broker.
  */
 export function streamCancellation(): Middleware {
   let broker: ServiceBroker;
@@ -41,6 +42,12 @@ export function streamCancellation(): Middleware {
               const entry = sent.get(ctx.params.id);
               if (entry?.caller === ctx.nodeID) entry.stream.destroy();
             },
+          },
+        },
+        events: {
+          /** A caller that left (stopped or lost) reads nothing more of what it was sent. */
+          "$node.disconnected"(ctx: Context<{ node: { id: string } }>) {
+            for (const { stream, caller } of sent.values()) if (caller === ctx.params.node.id) stream.destroy();
           },
         },
       });

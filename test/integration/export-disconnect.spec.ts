@@ -1,4 +1,6 @@
+import { once } from "node:events";
 import http from "node:http";
+import type { Readable } from "node:stream";
 import type { Connection } from "mongoose";
 import { connectDatabase } from "../../lib/db";
 import { nextId } from "../../lib/ids";
@@ -48,13 +50,17 @@ describe.each([
 ])("an export whose HTTP client goes away, %s", (_label, embedded) => {
   let cluster: Cluster;
   let token: string;
+  let accountId: number;
   let reads: { getMore: number; killCursors: number };
 
   beforeAll(async () => {
-    cluster = await startCluster({ database: embedded ? "export_hangup_embedded" : "export_hangup_nats", embedded, monitorCommands: true });
+    // Over NATS, a node of its own calls the export too (the last test).
+    const extraServices = embedded ? [] : [{ name: "export-caller" }];
+    cluster = await startCluster({ database: embedded ? "export_hangup_embedded" : "export_hangup_nats", embedded, extraServices, monitorCommands: true });
     const api = apiClient(cluster.baseUrl);
     ({ token } = await signup(api, "hangup"));
     const agent = (await api("POST", "/api/v1/agents", { token, body: { name: "Exporter" } })).body as { id: number; name: string; account_id: number };
+    accountId = agent.account_id;
     const db = await connectDatabase(cluster.mongoUrl);
     const lastId = await nextId(db, "entities", RECORDS);
     const now = Date.now();
@@ -85,4 +91,16 @@ describe.each([
       expect(transit.pendingResStreams.size).toBe(0);
     }
   }, 30_000);
+
+  if (!embedded) {
+    it("closes the cursor when the node reading the export leaves before its end", async () => {
+      const caller = cluster.brokers.at(-1)!;
+      const before = { ...reads };
+      const stream = await caller.call<Readable, Record<string, unknown>>("entities.export", {}, { meta: { accountId } });
+      await once(stream, "data");
+      await caller.stop();
+      await until(async () => reads.killCursors, (kills) => kills > before.killCursors, 10_000, "a killCursors of the export's cursor");
+      expect(reads.getMore - before.getMore).toBeLessThan(READS_OF_A_WHOLE_EXPORT - 1);
+    }, 30_000);
+  }
 });
