@@ -4,8 +4,8 @@ export interface CountedCacheLimits {
   entriesPerAccount: number;
   /**
    * Bounds how long an entry answers. A change is counted after its write (lib/events changeCount), so entries
-   * never miss a counted change; this only bounds the one that is never counted in time: a writer that died
-   * between its write and the commit of its event, until another replica settles it.
+   * never miss a counted change; this only bounds one counted late: a writer that died between its write and the
+   * commit of its event, until another replica settles it.
    */
   ttlMs: number;
 }

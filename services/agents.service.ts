@@ -22,10 +22,11 @@ const agentRefParam = agents.idParams;
 /** What a directory entry is made of (pages hold up to 1,000 agents: the rest of each record is not read). */
 const DIRECTORY_FIELDS = ["name", "identifier", "image_url", "access_level", "configuration", "publication"] as const;
 /**
- * Directory pages kept per account under its count of agent changes: pickers load the directory far more often
- * than agents change, and a page reads up to 1,000 records.
+ * Directory pages kept per account under its count of agent changes (trusted for CACHE_TTL_SECONDS at most; 0
+ * turns the cache off): pickers load the directory far more often than agents change, and a page reads up to
+ * 1,000 records.
  */
-const DIRECTORY_CACHE = { accounts: 1_000, entriesPerAccount: 20, ttlMs: 60_000 };
+const DIRECTORY_CACHE = { accounts: 1_000, entriesPerAccount: 20 };
 /** The built-in tool that lets an agent search every knowledge source of its account. */
 const KNOWLEDGE_RETRIEVAL_TOOL = {
   identifier: "knowledge-retrieval",
@@ -63,7 +64,7 @@ interface Vars {
   db: Connection;
   models: { agents: Model<AgentRecord> };
   settings: { rest: string };
-  directoryPages: CountedCache<object>;
+  directoryPages: CountedCache<object> | null;
 }
 
 /** Agents: CRUD by id or identifier, associations, the directory, and the knowledge-retrieval tool. */
@@ -107,14 +108,15 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const { skip, limit } = ctx.params;
         const search = ctx.params.search?.trim().toLowerCase() ?? "";
         const accountId = this.accountOf(ctx);
-        const changes = await changeCount(this.db, "agents", accountId);
+        const pages = this.directoryPages;
+        const changes = pages ? await changeCount(this.db, "agents", accountId) : 0;
         const key = JSON.stringify([skip, limit, search]);
-        const cached = this.directoryPages.get(accountId, changes, key);
+        const cached = pages?.get(accountId, changes, key);
         if (cached) return cached;
         const filter = search ? { sort_name: { $regex: escapeRegex(search) } } : {};
         const { rows, total } = await this.listOwned(ctx, this.models.agents, filter, { skip, limit, sort: { sort_name: 1, _id: 1 }, select: DIRECTORY_FIELDS });
         const page = toPage(rows.map(directoryItem), total, skip, limit);
-        this.directoryPages.set(accountId, changes, key, page);
+        pages?.set(accountId, changes, key, page);
         return page;
       },
     },
@@ -224,7 +226,8 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   },
 
   created() {
-    this.directoryPages = new CountedCache(DIRECTORY_CACHE);
+    const { cacheTtlSeconds } = configOf(this);
+    this.directoryPages = cacheTtlSeconds > 0 ? new CountedCache({ ...DIRECTORY_CACHE, ttlMs: cacheTtlSeconds * 1000 }) : null;
   },
 };
 

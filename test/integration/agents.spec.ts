@@ -242,3 +242,18 @@ describe("the agent directory, cached per account by its count of agent changes,
     expect((await api("GET", "/api/v1/agents/directory?search=zzz", { token: other })).body).toMatchObject({ data: [], pagination: { total: 0 } });
   });
 });
+
+describe("the agent directory with caches turned off (CACHE_TTL_SECONDS=0)", () => {
+  let cluster: Cluster;
+  afterAll(() => cluster?.stop());
+
+  it("reads the database every time", async () => {
+    cluster = await startCluster({ database: "agents_directory_uncached", embedded: true, env: { CACHE_TTL_SECONDS: "0" } });
+    const api = apiClient(cluster.baseUrl);
+    const { token } = await signup(api, "uncached");
+    const directory = async () => (await api("GET", "/api/v1/agents/directory", { token })).body.data.map((e: { name: string }) => e.name);
+    expect(await directory()).toEqual([]);
+    await api("POST", "/api/v1/agents", { token, body: { name: "Solo" } });
+    expect(await directory()).toEqual(["Solo"]);
+  });
+});
