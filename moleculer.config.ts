@@ -2,6 +2,7 @@ import os from "node:os";
 import type { BrokerOptions, LogLevels } from "moleculer";
 import type { Config } from "./lib/config";
 import { CoalescingNatsTransporter } from "./lib/nats-transporter";
+import { streamCancellation } from "./lib/stream-cancellation";
 import { PlatformValidator } from "./lib/validator";
 
 /**
@@ -32,6 +33,8 @@ export function brokerOptions(config: Config, overrides: Partial<BrokerOptions> 
       ? { enabled: true, reporter: [{ type: "Prometheus", options: { port: config.metricsPort, path: "/metrics" } }] }
       : { enabled: false },
     tracking: { enabled: true, shutdownTimeout: 10_000 },
+    // A stream a caller on another node stops reading (an abandoned download) is destroyed where it is produced.
+    middlewares: [streamCancellation()],
     ...overrides,
   };
   return { ...options, transporter: natsTransporter(options.transporter) };

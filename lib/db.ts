@@ -60,6 +60,73 @@ export function recordSchemaOptions<T>(hidden: string[] = [], standIns: Record<s
   };
 }
 
+/** A schema path as mongoose keeps it (its default and sub-schema are not in its typings). */
+interface PathType {
+  defaultValue?: unknown;
+  /** A single nested sub-document's schema. */
+  $isSingleNested?: boolean;
+  schema?: Schema;
+  /** skipCast: the default as declared (free-form defaults are declared decoded; casting would encode them). */
+  getDefault(doc: undefined, init: false, options: { skipCast: true }): unknown;
+}
+/** How lean records of a schema are completed: the paths with defaults, in the two passes mongoose fills them. */
+interface LeanDefaults {
+  /** Values (and array defaults): mongoose sets them before it copies the stored fields in. */
+  before: [string, PathType][];
+  /** Computed defaults: set after the stored fields. */
+  after: [string, PathType][];
+  /** Sub-documents, completed by their own schema. */
+  nested: [string, Schema][];
+}
+const leanDefaults = new WeakMap<Schema, LeanDefaults>();
+const DECLARED = { skipCast: true } as const;
+
+function defaultsOf(schema: Schema): LeanDefaults {
+  let found = leanDefaults.get(schema);
+  if (!found) {
+    found = { before: [], after: [], nested: [] };
+    for (const [path, schemaType] of Object.entries(schema.paths)) {
+      if (path.includes(".")) continue;
+      const type = schemaType as unknown as PathType;
+      if (type.$isSingleNested && type.schema) found.nested.push([path, type.schema]);
+      const value = type.defaultValue;
+      if (value === undefined) continue;
+      const computed = typeof value === "function" && !(value as { $runBeforeSetters?: boolean }).$runBeforeSetters;
+      found[computed ? "after" : "before"].push([path, type]);
+    }
+    leanDefaults.set(schema, found);
+  }
+  return found;
+}
+
+/**
+ * A stored record with the defaults of the fields it lacks, in the order mongoose gives them: a record gets its
+ * value defaults before its stored fields, a sub-document after them; computed defaults come last in both.
+ */
+function withDefaults(schema: Schema, stored: Json, subdocument = false): Json {
+  const { before, after, nested } = defaultsOf(schema);
+  const full: Json = subdocument ? { ...stored } : {};
+  for (const [path, type] of before) if (stored[path] === undefined) full[path] = type.getDefault(undefined, false, DECLARED);
+  if (!subdocument) Object.assign(full, stored);
+  for (const [path, type] of after) if (full[path] === undefined) full[path] = type.getDefault(undefined, false, DECLARED);
+  for (const [path, sub] of nested) {
+    const value = full[path];
+    if (value && typeof value === "object" && !Array.isArray(value)) full[path] = withDefaults(sub, value as Json, true);
+  }
+  return full;
+}
+
+/**
+ * A lean record's JSON, equal to its document's `toJSON()` key for key and in the same order. Lists read lean
+ * (building documents was a quarter of a list's CPU), so a record stored before a field existed gets the field's
+ * default here where mongoose would put it. Free-form fields are already decoded by the lean read (lib/free-json).
+ */
+export function leanToJSON(model: Model<any>, record: object): Json {
+  const full = withDefaults(model.schema, record as Json);
+  const transform = (model.schema.get("toJSON") as { transform?: (doc: unknown, ret: Json) => Json } | undefined)?.transform;
+  return transform ? transform(undefined, full) : full;
+}
+
 /** What every named tenant record has: an integer id, its account, a name and an identifier unique per account. */
 export interface NamedRecord {
   _id: number;

@@ -3,7 +3,7 @@ import type { Connection } from "mongoose";
 import { isDuplicateKeyError } from "./errors";
 import { decodeFreeJson, encodeFreeJson } from "./free-json";
 import { CONSUMER_GROUPS } from "./event-types";
-import { nextId } from "./ids";
+import { nextId, readSequence } from "./ids";
 import { tenantFilter } from "./tenancy-guard";
 
 /**
@@ -166,7 +166,32 @@ export async function commitEvents(db: Connection, committed: Omit<ChangeEvent, 
     })),
   );
   if (items.length) await queue(db).insertMany(items, { ordered: false });
+  await countChanges(db, committed);
   return committed.length;
+}
+
+/** Collections whose committed changes are counted per account: reads cached by that count (changeCount) stay exact. */
+const COUNTED_COLLECTIONS = new Set(["agents"]);
+const changeSequence = (collection: string, accountId: number) => `changes/${collection}/${accountId}`;
+
+/** Bumps the change count of each account and counted collection that `committed` changed (after their writes). */
+async function countChanges(db: Connection, committed: Pick<ChangeEvent, "account_id" | "subject">[]): Promise<void> {
+  const sequences = new Set<string>();
+  for (const { subject, account_id } of committed) {
+    const collection = subject.slice(0, subject.indexOf("/"));
+    if (COUNTED_COLLECTIONS.has(collection)) sequences.add(changeSequence(collection, account_id));
+  }
+  for (const sequence of sequences) await nextId(db, sequence);
+}
+
+/**
+ * How many changes of an account's records in a counted collection have been committed (0 before the first). Each
+ * is counted after its write and before its writer answers, so a read made after seeing count N includes every
+ * change counted up to N: a cache of such reads, keyed by the count, answers what the database would.
+ */
+export async function changeCount(db: Connection, collection: string, accountId: number): Promise<number> {
+  if (!COUNTED_COLLECTIONS.has(collection)) throw new Error(`changes of ${collection} are not counted`);
+  return (await readSequence(db, changeSequence(collection, accountId))) ?? 0;
 }
 
 /** Drops prepared events whose change did not happen (the write failed). */

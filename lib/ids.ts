@@ -26,6 +26,12 @@ export async function nextId(db: Connection, sequence: string, count = 1): Promi
   }
 }
 
+/** A sequence's current value without changing it; null before its first nextId. */
+export async function readSequence(db: Connection, sequence: string): Promise<number | null> {
+  const doc = await db.collection<{ _id: string; seq: number }>(COUNTERS).findOne({ _id: sequence });
+  return doc?.seq ?? null;
+}
+
 /** Lower-case, dash-separated, URL-friendly form of a display name. */
 export function slugify(name: string): string {
   const slug = name

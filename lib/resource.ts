@@ -1,4 +1,5 @@
 import type { Connection, HydratedDocument, Model } from "mongoose";
+import { leanToJSON } from "./db";
 import { changeOf } from "./events";
 import type { EventsMethods } from "./events.mixin";
 import { nextId } from "./ids";
@@ -277,8 +278,8 @@ export interface CrudHooks<S = any, R = any> {
   removing?(this: S, ctx: Ctx<any>, doc: HydratedDocument<R>): Promise<void>;
   /** Runs after the record is deleted, within its change (e.g. removing what belonged to it). */
   removed?(this: S, ctx: Ctx<any>, doc: HydratedDocument<R>): Promise<void>;
-  /** Response objects of records (default: their toJSON); also the data of their change events. */
-  render?(this: S, ctx: Ctx<any>, docs: HydratedDocument<R>[]): Promise<object[]> | object[];
+  /** Response objects of records, documents or lean list rows (default: their toJSON); also the data of their change events. */
+  render?(this: S, ctx: Ctx<any>, records: R[]): Promise<object[]> | object[];
   /** Extra list params and the filter they make (e.g. `status`). */
   filters?: { params: Record<string, Rule>; filter(params: Record<string, any>): object };
   /** Extra params of the delete (e.g. agents' `force`). */
@@ -333,7 +334,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
         const order = sortable ? namedSort(sort_by, sort_order) : sort!;
         const filter = hooks.filters?.filter(ctx.params) ?? {};
         const { rows, total } = await this.listOwned(ctx, model(this), filter, { skip, limit, sort: order });
-        const data = await render.call(this, ctx, rows as Doc[]);
+        const data = hooks.render ? await hooks.render.call(this, ctx, rows) : rows.map((row) => leanToJSON(model(this), row));
         return bare ? data : toPage(data, total, skip, limit);
       },
     },

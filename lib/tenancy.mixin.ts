@@ -32,8 +32,8 @@ export interface ListOptions {
   sort: Record<string, 1 | -1>;
 }
 
-/** A list that needs only some fields: they come back as plain records (no mongoose documents to build). */
-export interface LeanListOptions<K extends string> extends ListOptions {
+/** A list that needs only some fields. */
+export interface SelectListOptions<K extends string> extends ListOptions {
   select: readonly K[];
 }
 
@@ -41,12 +41,13 @@ export interface LeanListOptions<K extends string> extends ListOptions {
 export interface TenancyMethods {
   accountOf(ctx: Ctx<unknown>): number;
   findOwned<T extends OwnedRecord>(ctx: Ctx<unknown>, model: Model<T>, id: number, label: string): Promise<HydratedDocument<T>>;
-  listOwned<T extends OwnedRecord>(ctx: Ctx<unknown>, model: Model<T>, filter: object, opts: ListOptions): Promise<{ rows: HydratedDocument<T>[]; total: number }>;
+  /** A page of the account's records, as plain records (lean: render them with lib/db leanToJSON), and their total. */
+  listOwned<T extends OwnedRecord>(ctx: Ctx<unknown>, model: Model<T>, filter: object, opts: ListOptions): Promise<{ rows: T[]; total: number }>;
   listOwned<T extends OwnedRecord, K extends keyof T & string>(
     ctx: Ctx<unknown>,
     model: Model<T>,
     filter: object,
-    opts: LeanListOptions<K>,
+    opts: SelectListOptions<K>,
   ): Promise<{ rows: Pick<T, K | "_id">[]; total: number }>;
   createOwned<T extends OwnedRecord>(ctx: Ctx<unknown>, model: Model<T>, fields: object): Promise<HydratedDocument<T>>;
   findOwnedByRef<T extends IdentifiedRecord>(ctx: Ctx<unknown>, model: Model<T>, ref: string | number, label: string): Promise<HydratedDocument<T>>;
@@ -80,13 +81,14 @@ export const TenancyMixin: Partial<ServiceSchema> = {
       return doc;
     },
 
-    async listOwned(this: TenancyMethods, ctx: Ctx<unknown>, model: Model<OwnedRecord>, filter: object, opts: ListOptions | LeanListOptions<string>) {
+    async listOwned(this: TenancyMethods, ctx: Ctx<unknown>, model: Model<OwnedRecord>, filter: object, opts: ListOptions | SelectListOptions<string>) {
       const scoped = { ...filter, account_id: this.accountOf(ctx) };
       // The whole page in one reply that also closes the cursor: past the driver's default batch (101) a page took a
       // second round trip, and a batch exactly as long as the page leaves the cursor open until the driver kills it.
       const page = model.find(scoped).sort(opts.sort).skip(opts.skip).limit(opts.limit).batchSize(opts.limit + 1);
+      // Lean: building mongoose documents was a quarter of a list's CPU, and lists only read.
       const [rows, total] = await Promise.all([
-        "select" in opts ? page.select(opts.select.join(" ")).lean() : page,
+        ("select" in opts ? page.select(opts.select.join(" ")) : page).lean(),
         model.countDocuments(scoped),
       ]);
       return { rows, total };

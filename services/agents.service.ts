@@ -6,7 +6,8 @@ import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams, toPage } from "../lib/pagination";
 import { crudActions, defineView, viewRule, type CrudHooks, type Resource } from "../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { changeOf } from "../lib/events";
+import { changeCount, changeOf } from "../lib/events";
+import { CountedCache } from "../lib/counted-cache";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { traits } from "./traits/resource";
 import { tools } from "./tools/resource";
@@ -20,6 +21,12 @@ import { configOf, type Config } from "../lib/config";
 const agentRefParam = agents.idParams;
 /** What a directory entry is made of (pages hold up to 1,000 agents: the rest of each record is not read). */
 const DIRECTORY_FIELDS = ["name", "identifier", "image_url", "access_level", "configuration", "publication"] as const;
+/**
+ * Directory pages kept per account under its count of agent changes (trusted for CACHE_TTL_SECONDS at most; 0
+ * turns the cache off): pickers load the directory far more often than agents change, and a page reads up to
+ * 1,000 records.
+ */
+const DIRECTORY_CACHE = { accounts: 1_000, entriesPerAccount: 20 };
 /** The built-in tool that lets an agent search every knowledge source of its account. */
 const KNOWLEDGE_RETRIEVAL_TOOL = {
   identifier: "knowledge-retrieval",
@@ -57,6 +64,7 @@ interface Vars {
   db: Connection;
   models: { agents: Model<AgentRecord> };
   settings: { rest: string };
+  directoryPages: CountedCache<object> | null;
 }
 
 /** Agents: CRUD by id or identifier, associations, the directory, and the knowledge-retrieval tool. */
@@ -97,10 +105,19 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: { ...paginationParams({ max: 1000, def: 200 }), search: { type: "string", max: 100, optional: true } },
       response: DirectoryItem.page(),
       async handler(ctx: Ctx<{ skip: number; limit: number; search?: string }>) {
-        const { skip, limit, search } = ctx.params;
-        const filter = search?.trim() ? { sort_name: { $regex: escapeRegex(search.trim().toLowerCase()) } } : {};
+        const { skip, limit } = ctx.params;
+        const search = ctx.params.search?.trim().toLowerCase() ?? "";
+        const accountId = this.accountOf(ctx);
+        const pages = this.directoryPages;
+        const changes = pages ? await changeCount(this.db, "agents", accountId) : 0;
+        const key = JSON.stringify([skip, limit, search]);
+        const cached = pages?.get(accountId, changes, key);
+        if (cached) return cached;
+        const filter = search ? { sort_name: { $regex: escapeRegex(search) } } : {};
         const { rows, total } = await this.listOwned(ctx, this.models.agents, filter, { skip, limit, sort: { sort_name: 1, _id: 1 }, select: DIRECTORY_FIELDS });
-        return toPage(rows.map(directoryItem), total, skip, limit);
+        const page = toPage(rows.map(directoryItem), total, skip, limit);
+        pages?.set(accountId, changes, key, page);
+        return page;
       },
     },
 
@@ -206,6 +223,11 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       if (!this.broker.registry.getServiceList({ onlyAvailable: true }).some((s) => s.name === "entities")) return 0;
       return ctx.call("entities.countForAgent", { agentId }) as Promise<number>;
     },
+  },
+
+  created() {
+    const { cacheTtlSeconds } = configOf(this);
+    this.directoryPages = cacheTtlSeconds > 0 ? new CountedCache({ ...DIRECTORY_CACHE, ttlMs: cacheTtlSeconds * 1000 }) : null;
   },
 };
 

@@ -1,4 +1,3 @@
-import { Readable } from "node:stream";
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
 import { ERRORS } from "../lib/errors";
@@ -12,7 +11,7 @@ import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import { changeOf } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { agentModel } from "./agents/model";
-import { csvDocument, EXPORT_FIELDS, exportFilename } from "./entities/csv";
+import { csvStream, EXPORT_FIELDS, exportFilename } from "./entities/csv";
 import { sessionExcerpt, VISIBLE_ROLES } from "./entities/excerpt";
 import { entityModel, sessionMessageModel } from "./entities/model";
 import {
@@ -163,7 +162,7 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           .cursor({ batchSize: EXPORT_BATCH_SIZE });
         ctx.meta.$responseType = "text/csv; charset=utf-8";
         ctx.meta.$responseHeaders = { "Content-Disposition": `attachment; filename="${exportFilename(new Date())}"` };
-        return Readable.from(csvDocument(keys, rows as AsyncIterable<EntityRecord>));
+        return csvStream(keys, rows);
       },
     },
 

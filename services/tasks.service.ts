@@ -1,5 +1,6 @@
 import type { Connection, HydratedDocument, Model } from "mongoose";
 import type { Service, ServiceSchema } from "moleculer";
+import { leanToJSON } from "../lib/db";
 import { ERRORS, type FieldProblem } from "../lib/errors";
 import { asAccount, type Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
@@ -131,7 +132,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const { skip, limit } = ctx.params;
         // Creation order: subtasks usually are the steps of their parent.
         const { rows } = await this.listOwned(ctx, this.models.tasks, { parent_id: parent._id }, { skip, limit, sort: { _id: 1 } });
-        return rows.map((t) => t.toJSON());
+        return rows.map((task) => leanToJSON(this.models.tasks, task));
       },
     },
 

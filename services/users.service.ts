@@ -1,5 +1,6 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
+import { leanToJSON } from "../lib/db";
 import { configOf } from "../lib/config";
 import { ERRORS, isDuplicateKeyError } from "../lib/errors";
 import { nextId } from "../lib/ids";
@@ -186,7 +187,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       response: UserPublic.array(),
       async handler(ctx: Ctx<{ skip: number; limit: number }>) {
         const { rows } = await this.listOwned(ctx, this.models.users, {}, { ...ctx.params, sort: { _id: 1 } });
-        return rows.map((u) => u.toJSON());
+        return rows.map((user) => leanToJSON(this.models.users, user));
       },
     },
 

@@ -1,3 +1,4 @@
+import { finished, Readable } from "node:stream";
 import type { EntityRecord } from "./types";
 
 /** The columns every export has, in order; one `attributes.<key>` column per attribute key follows. */
@@ -68,6 +69,29 @@ export async function* csvDocument(attributeKeys: readonly string[], rows: Async
     }
   }
   if (chunk) yield chunk;
+}
+
+/**
+ * The export as a stream of text chunks, reading `rows` (the database cursor) as chunks are taken. Destroying it
+ * (the HTTP client went away, on this node or on the gateway's) destroys `rows`: the cursor is closed on the
+ * database at once instead of being read to its end.
+ */
+export function csvStream(attributeKeys: readonly string[], rows: Readable & AsyncIterable<ExportRow>): Readable {
+  const chunks = csvDocument(attributeKeys, rows);
+  return new Readable({
+    // Text chunks as they are (a moleculer stream sends them as strings); one read ahead, as Readable.from does.
+    objectMode: true,
+    highWaterMark: 1,
+    read() {
+      chunks.next().then(({ done, value }) => this.push(done ? null : value), (err: Error) => this.destroy(err));
+    },
+    destroy(err, callback) {
+      // Closed once the cursor is (a row read still in flight then fails, unreported); a cursor that fails to close
+      // is left to the database's idle-cursor timeout.
+      rows.destroy();
+      finished(rows, () => callback(err));
+    },
+  });
 }
 
 /** The download's file name, dated (UTC) so repeated exports do not overwrite each other. */

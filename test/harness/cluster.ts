@@ -35,6 +35,8 @@ export interface ClusterOptions {
   embedded?: boolean;
   /** Settings of this cluster, as environment variables over the test run's (the services get the typed tree). */
   env?: Env;
+  /** The services' database client emits command events (a test counts the database reads a request caused). */
+  monitorCommands?: boolean;
 }
 
 /** Services a test file starts only when it names them. */
@@ -59,7 +61,9 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
   const natsUrl = process.env.TEST_NATS_URL;
   const mongoBase = process.env.TEST_MONGO_URL;
   if (!natsUrl || !mongoBase) throw new Error("test harness servers are not running (global setup)");
-  const mongoUrl = databaseUrl(mongoBase, options.database);
+  const url = new URL(databaseUrl(mongoBase, options.database));
+  if (options.monitorCommands) url.searchParams.set("monitorCommands", "true");
+  const mongoUrl = url.toString();
 
   // Start every file from an empty database.
   const conn = await mongoose.createConnection(mongoUrl).asPromise();

@@ -192,3 +192,68 @@ describe("agents, tools and traits over NATS", () => {
     });
   });
 });
+
+describe("the agent directory, cached per account by its count of agent changes, on two agents replicas", () => {
+  let cluster: Cluster;
+  let api: Api;
+  let token: string;
+  let other: string;
+
+  beforeAll(async () => {
+    const core = ["users", "agents", "teams", "tools", "traits", "api-keys"];
+    cluster = await startCluster({ database: "agents_directory", nodes: [["gateway"], core, ["agents"]] });
+    api = apiClient(cluster.baseUrl);
+    token = (await signup(api, "directory")).token;
+    other = (await signup(api, "directory-other")).token;
+  });
+  afterAll(() => cluster?.stop());
+
+  /** Reads the directory enough times that both replicas answer (calls are balanced between them). */
+  const directories = async (t = token) => {
+    const pages = [];
+    for (let i = 0; i < 4; i++) pages.push((await api("GET", "/api/v1/agents/directory", { token: t })).body);
+    return pages;
+  };
+  const names = async () => {
+    const pages = await directories();
+    for (const page of pages) expect(page).toEqual(pages[0]);
+    return pages[0].data.map((entry: { name: string }) => entry.name);
+  };
+
+  it("answers every change at once, whichever replica made it and whichever reads", async () => {
+    expect(await names()).toEqual([]);
+    const alpha = (await api("POST", "/api/v1/agents", { token, body: { name: "Alpha" } })).body;
+    expect(await names()).toEqual(["Alpha"]);
+    await api("PUT", `/api/v1/agents/${alpha.id}`, { token, body: { name: "Zulu", image_url: "https://img.example.com/z.png" } });
+    expect((await directories())[0].data).toEqual([{ id: alpha.id, name: "Zulu", uri: alpha.identifier, avatar: "https://img.example.com/z.png", access: "private", accent: null }]);
+    const pushed = await api("POST", "/api/v1/teams/push", { token, body: { name: "Crew", agents: [{ name: "Bravo", model: "gpt-4o-mini" }] } });
+    expect(pushed.status).toBe(200);
+    expect(await names()).toEqual(["Bravo", "Zulu"]);
+    expect((await api("DELETE", `/api/v1/agents/${alpha.id}`, { token })).status).toBe(204);
+    expect(await names()).toEqual(["Bravo"]);
+  });
+
+  it("keeps each account's pages and each query's page apart", async () => {
+    await api("POST", "/api/v1/agents", { token: other, body: { name: "Elsewhere" } });
+    expect((await directories(other))[0].data.map((e: { name: string }) => e.name)).toEqual(["Elsewhere"]);
+    expect(await names()).toEqual(["Bravo"]);
+    const searched = await api("GET", "/api/v1/agents/directory?search=else", { token: other });
+    expect(searched.body.data.map((e: { name: string }) => e.name)).toEqual(["Elsewhere"]);
+    expect((await api("GET", "/api/v1/agents/directory?search=zzz", { token: other })).body).toMatchObject({ data: [], pagination: { total: 0 } });
+  });
+});
+
+describe("the agent directory with caches turned off (CACHE_TTL_SECONDS=0)", () => {
+  let cluster: Cluster;
+  afterAll(() => cluster?.stop());
+
+  it("reads the database every time", async () => {
+    cluster = await startCluster({ database: "agents_directory_uncached", embedded: true, env: { CACHE_TTL_SECONDS: "0" } });
+    const api = apiClient(cluster.baseUrl);
+    const { token } = await signup(api, "uncached");
+    const directory = async () => (await api("GET", "/api/v1/agents/directory", { token })).body.data.map((e: { name: string }) => e.name);
+    expect(await directory()).toEqual([]);
+    await api("POST", "/api/v1/agents", { token, body: { name: "Solo" } });
+    expect(await directory()).toEqual(["Solo"]);
+  });
+});

@@ -1,4 +1,6 @@
-import { csvCell, csvDocument, csvHeader, csvLine, csvRow, exportFilename, FIXED_COLUMNS } from "../../../services/entities/csv";
+import { Readable } from "node:stream";
+import { finished } from "node:stream/promises";
+import { csvCell, csvDocument, csvHeader, csvLine, csvRow, csvStream, exportFilename, FIXED_COLUMNS } from "../../../services/entities/csv";
 import type { EntityRecord } from "../../../services/entities/types";
 import { parseCsv } from "./parse-csv";
 
@@ -91,6 +93,26 @@ describe("csv rows", () => {
     for await (const chunk of csvDocument([], rows())) chunks.push(chunk);
     expect(chunks.length).toBeGreaterThan(1);
     expect(parseCsv(chunks.join(""))).toHaveLength(2001);
+  });
+
+  it("streams the document, and stops reading its rows when destroyed", async () => {
+    const all = Readable.from(Array.from({ length: 3 }, (_, i) => record({ _id: i + 1 })));
+    let text = "";
+    for await (const chunk of csvStream([], all)) text += chunk;
+    expect(parseCsv(text)).toHaveLength(4);
+
+    let read = 0;
+    const endless = Readable.from((function* () {
+      for (;;) yield record({ _id: ++read, display_summary: "s".repeat(1000) });
+    })());
+    const stream = csvStream([], endless);
+    await new Promise((resolve) => stream.once("data", resolve));
+    stream.destroy();
+    await finished(endless).catch(() => {});
+    const readWhenDestroyed = read;
+    await new Promise((r) => setTimeout(r, 50));
+    expect(endless.destroyed).toBe(true);
+    expect(read).toBe(readWhenDestroyed);
   });
 
   it("dates the file name in UTC", () => {
