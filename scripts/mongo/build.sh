@@ -129,6 +129,7 @@ fi
 #   of every document (the decoder only reads its input): ~9% of a 200-row page;
 # - a document whose schema has the same bytes as the last one read takes that schema after one comparison, instead
 #   of finding the schema's end bracket by bracket and hashing it to look it up (~7% of a 200-row page).
+
 # apply_patch <dir> <patch file>: fails (set -e) when the patch does not apply.
 apply_patch() {
   if command -v patch >/dev/null 2>&1; then
