@@ -119,9 +119,6 @@ fi
 # - queries read a table's field types (pushdown.go) as an immutable snapshot instead of copying them under one
 #   global lock; writers replace the snapshot, and a table's first scan after a start (about 1 s per 30k records)
 #   runs under that table's own lock, so queries on other tables are no longer held up by it;
-# - find no longer sorts again a result the backend sorted (QueryResult.Paged): sorting read the whole result into
-#   memory to leave it as it was (the backend orders as the handler compares; sort.Sort moves nothing in input in
-#   its order, ties included, which sort_sorted_test.go checks);
 # - a command's parameters are read with each struct's `ferretdb` tags parsed once, not on every command (~10% of
 #   a find by _id), and debug log records (SQL statements, find's parameters, cursors) are formatted only when debug
 #   logging is on (~7%);
