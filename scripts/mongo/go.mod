@@ -2,10 +2,7 @@ module localmongo
 
 go 1.24
 
-require (
-	github.com/FerretDB/FerretDB v1.24.2
-	go.mongodb.org/mongo-driver v1.17.3
-)
+require github.com/FerretDB/FerretDB v1.24.2
 
 require (
 	filippo.io/edwards25519 v1.1.0 // indirect
@@ -43,6 +40,7 @@ require (
 	github.com/xdg-go/scram v1.1.2 // indirect
 	github.com/xdg-go/stringprep v1.0.4 // indirect
 	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
+	go.mongodb.org/mongo-driver v1.17.3 // indirect
 	go.opentelemetry.io/auto/sdk v1.1.0 // indirect
 	go.opentelemetry.io/otel v1.36.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.36.0 // indirect
