@@ -60,4 +60,4 @@ EXPOSE 3000 3100
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["node", "-e", "const e=process.env,s=(e.SERVICES||'').split(',').map(x=>x.trim()).filter(Boolean),m=s.join()==='mcp'||(!e.HEALTH_PORT&&s.includes('mcp')&&!s.includes('gateway'));fetch('http://127.0.0.1:'+(m?(e.MCP_PORT||3100):(e.HEALTH_PORT||e.PORT||3000))+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # node is PID 1 and handles SIGTERM itself (server.ts stops the broker and closes MongoDB connections).
-CMD ["node", "dist/server.js"]
+CMD ["node", "--max-semi-space-size=32", "dist/server.js"]

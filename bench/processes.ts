@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { waitForPort } from "../test/harness/servers";
 
 const STOP_GRACE_MS = 5_000;
@@ -22,9 +24,15 @@ export interface BenchProcess {
 
 const running = new Set<ChildProcess>();
 
-/** Runs `node script` with env overrides on the same Node as the bench; its output is kept for errors. */
+/** The Node flags of package.json's start script: benches run the platform as `npm start` does. */
+const PLATFORM_NODE_FLAGS: string[] = (() => {
+  const pkg = JSON.parse(readFileSync(path.resolve(__dirname, "..", "..", "package.json"), "utf8")) as { scripts: { start: string } };
+  return pkg.scripts.start.split(/\s+/).filter((arg) => arg.startsWith("--"));
+})();
+
+/** Runs `node script` (with the start script's flags) and env overrides on the same Node as the bench; its output is kept for errors. */
 export function startNode(name: string, script: string, env: Record<string, string>): BenchProcess {
-  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [...PLATFORM_NODE_FLAGS, script], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   if (child.pid === undefined) throw new Error(`${name} did not start`);
   running.add(child);
   let tail = "";
