@@ -2,6 +2,7 @@ import type { Connection } from "mongoose";
 import { isDuplicateKeyError } from "./errors";
 
 const COUNTERS = "counters";
+const counters = (db: Connection) => db.collection<{ _id: string; seq: number }>(COUNTERS);
 
 /**
  * Allocates the next integer id of a sequence with one atomic single-document update, so it needs no
@@ -9,10 +10,9 @@ const COUNTERS = "counters";
  * from "does not exist" (404) as the interface asks. With `count`, reserves that many and returns the last.
  */
 export async function nextId(db: Connection, sequence: string, count = 1): Promise<number> {
-  const counters = db.collection<{ _id: string; seq: number }>(COUNTERS);
   for (let attempt = 0; ; attempt++) {
     try {
-      const doc = await counters.findOneAndUpdate(
+      const doc = await counters(db).findOneAndUpdate(
         { _id: sequence },
         { $inc: { seq: count } },
         { upsert: true, returnDocument: "after" },
@@ -28,7 +28,7 @@ export async function nextId(db: Connection, sequence: string, count = 1): Promi
 
 /** A sequence's current value without changing it; null before its first nextId. */
 export async function readSequence(db: Connection, sequence: string): Promise<number | null> {
-  const doc = await db.collection<{ _id: string; seq: number }>(COUNTERS).findOne({ _id: sequence });
+  const doc = await counters(db).findOne({ _id: sequence });
   return doc?.seq ?? null;
 }
 
