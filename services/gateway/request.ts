@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import bodyParser from "body-parser";
 import { Errors } from "moleculer";
@@ -40,14 +41,24 @@ type Next = (err?: unknown) => void;
  * status: moleculer-web would take zlib's string code ("Z_DATA_ERROR") for a bad gzip body and answer 500.
  */
 export function jsonBodyParser(limit: string) {
-  const parse = bodyParser.json({ strict: false, limit });
+  const parse = bodyParser.json({ strict: false, limit, verify: refuseInvalidUtf8 });
   return (req: IncomingMessage, res: ServerResponse, next: Next) => parse(req, res, (err?: unknown) => next(err ? bodyError(err) : undefined));
+}
+
+const INVALID_UTF8 = "charset.invalid";
+
+/** A UTF-8 body must be UTF-8: decoding would turn bad bytes into U+FFFD and store that instead of refusing them. */
+function refuseInvalidUtf8(_req: IncomingMessage, _res: ServerResponse, body: Buffer, encoding: string): void {
+  if (encoding.toLowerCase().replace("-", "") === "utf8" && !isUtf8(body)) {
+    throw Object.assign(new Error("Request body is not valid UTF-8"), { type: INVALID_UTF8 });
+  }
 }
 
 /** A body-parser error as a client error with its status; undecodable compressed bodies get a plain message. */
 function bodyError(err: unknown): Errors.MoleculerClientError {
   const e = err as { status?: number; statusCode?: number; type?: string; message?: string };
-  const status = e.status ?? e.statusCode ?? 400;
+  // body-parser answers every failed verification 403; a body that is not what it says it is is a 400.
+  const status = e.type === INVALID_UTF8 ? 400 : (e.status ?? e.statusCode ?? 400);
   if (status === 400 && !e.type) {
     return new Errors.MoleculerClientError("Request body does not match its Content-Encoding", 400, "encoding.invalid");
   }

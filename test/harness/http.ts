@@ -8,7 +8,7 @@ export interface ApiResponse<T = any> {
 export interface RequestOptions {
   body?: unknown;
   /** Sent as-is, for malformed-body tests. */
-  rawBody?: string;
+  rawBody?: string | Buffer;
   token?: string;
   apiKey?: string;
   headers?: Record<string, string>;
@@ -20,7 +20,7 @@ export function apiClient(baseUrl: string) {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
     if (opts.apiKey) headers["x-auth-token"] = opts.apiKey;
-    let body: string | undefined = opts.rawBody;
+    let body: string | Buffer | undefined = opts.rawBody;
     if (opts.body !== undefined) body = JSON.stringify(opts.body);
     if (body !== undefined) headers["content-type"] ??= "application/json";
     const res = await fetch(baseUrl + path, { method, headers, body });

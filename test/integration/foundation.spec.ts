@@ -288,6 +288,9 @@ describe("foundation over NATS: gateway on one node, users and api-keys on anoth
       expect(bad.body).toEqual({ detail: "Malformed JSON in request body" });
       const huge = await api("POST", "/api/v1/login/access-token", { rawBody: JSON.stringify({ email: "a@b.co", password: "x".repeat(2 * 1024 * 1024) }) });
       expect(huge.status).toBe(413);
+      const notUtf8 = await api("POST", "/api/v1/login/access-token", { rawBody: Buffer.from('{"email": "\xff\xfe"}', "latin1") });
+      expect(notUtf8.status).toBe(400);
+      expect(notUtf8.body).toEqual({ detail: "Request body is not valid UTF-8" });
     });
 
     it("404 with a detail body for unknown paths", async () => {
