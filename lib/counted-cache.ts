@@ -3,7 +3,7 @@ export interface CountedCacheLimits {
   accounts: number;
   entriesPerAccount: number;
   /**
-   * Bounds how long an entry answers. A change is counted after its write (lib/events changeCount), so entries
+   * Bounds how long an entry answers. A change is counted after its write (lib/events changeCounts), so entries
    * never miss a counted change; this only bounds one counted late: a writer that died between its write and the
    * commit of its event, until another replica settles it.
    */

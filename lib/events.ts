@@ -3,7 +3,7 @@ import type { Connection } from "mongoose";
 import { isDuplicateKeyError } from "./errors";
 import { decodeFreeJson, encodeFreeJson } from "./free-json";
 import { CONSUMER_GROUPS } from "./event-types";
-import { nextId, readSequence } from "./ids";
+import { nextId, readSequences } from "./ids";
 import { tenantFilter } from "./tenancy-guard";
 
 /**
@@ -170,8 +170,8 @@ export async function commitEvents(db: Connection, committed: Omit<ChangeEvent, 
   return committed.length;
 }
 
-/** Collections whose committed changes are counted per account: reads cached by that count (changeCount) stay exact. */
-const COUNTED_COLLECTIONS = new Set(["agents"]);
+/** Collections whose committed changes are counted per account: reads cached by that count (changeCounts) stay exact. */
+const COUNTED_COLLECTIONS = new Set(["agents", "traits", "tools"]);
 const changeSequence = (collection: string, accountId: number) => `changes/${collection}/${accountId}`;
 
 /** Bumps the change count of each account and counted collection that `committed` changed (after their writes). */
@@ -185,13 +185,15 @@ async function countChanges(db: Connection, committed: Pick<ChangeEvent, "accoun
 }
 
 /**
- * How many changes of an account's records in a counted collection have been committed (0 before the first). Each
- * is counted after its write and before its writer answers, so a read made after seeing count N includes every
- * change counted up to N: a cache of such reads, keyed by the count, answers what the database would.
+ * How many changes of an account's records in each counted collection have been committed (0 before the first),
+ * read in one query. Each is counted after its write and before its writer answers, so a read made after seeing
+ * count N includes every change counted up to N: a cache of such reads, keyed by the count, answers what the
+ * database would.
  */
-export async function changeCount(db: Connection, collection: string, accountId: number): Promise<number> {
-  if (!COUNTED_COLLECTIONS.has(collection)) throw new Error(`changes of ${collection} are not counted`);
-  return (await readSequence(db, changeSequence(collection, accountId))) ?? 0;
+export async function changeCounts<const C extends readonly string[]>(db: Connection, accountId: number, collections: C): Promise<{ [K in keyof C]: number }> {
+  const uncounted = collections.filter((collection) => !COUNTED_COLLECTIONS.has(collection));
+  if (uncounted.length) throw new Error(`changes of ${uncounted.join(", ")} are not counted`);
+  return (await readSequences(db, collections.map((collection) => changeSequence(collection, accountId)))) as { [K in keyof C]: number };
 }
 
 /** Drops prepared events whose change did not happen (the write failed). */

@@ -26,10 +26,10 @@ export async function nextId(db: Connection, sequence: string, count = 1): Promi
   }
 }
 
-/** A sequence's current value without changing it; null before its first nextId. */
-export async function readSequence(db: Connection, sequence: string): Promise<number | null> {
-  const doc = await counters(db).findOne({ _id: sequence });
-  return doc?.seq ?? null;
+/** Current values of sequences without changing them, in one query; 0 for one before its first nextId. */
+export async function readSequences(db: Connection, sequences: string[]): Promise<number[]> {
+  const found = new Map((await counters(db).find({ _id: { $in: sequences } }).toArray()).map((doc) => [doc._id, doc.seq]));
+  return sequences.map((sequence) => found.get(sequence) ?? 0);
 }
 
 /** Lower-case, dash-separated, URL-friendly form of a display name. */

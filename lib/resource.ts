@@ -7,7 +7,7 @@ import { valueSchema, type JsonSchema } from "./json-schema";
 import type { Ctx } from "./meta";
 import { namedSort, paginationParams, sortParams, toPage, type PageLimits } from "./pagination";
 import { respondCreated, respondNoContent } from "./responses";
-import type { OwnedRecord, TenancyMethods } from "./tenancy.mixin";
+import type { ListOptions, OwnedRecord, TenancyMethods } from "./tenancy.mixin";
 
 /**
  * Resource declarations: each resource (and each response shape that is not a stored resource) is declared once,
@@ -280,6 +280,8 @@ export interface CrudHooks<S = any, R = any> {
   removed?(this: S, ctx: Ctx<any>, doc: HydratedDocument<R>): Promise<void>;
   /** Response objects of records, documents or lean list rows (default: their toJSON); also the data of their change events. */
   render?(this: S, ctx: Ctx<any>, records: R[]): Promise<object[]> | object[];
+  /** Reads and renders a page itself (default: listOwned, then `render`). */
+  list?(this: S, ctx: Ctx<any>, filter: object, opts: ListOptions): Promise<{ data: object[]; total: number }>;
   /** Extra list params and the filter they make (e.g. `status`). */
   filters?: { params: Record<string, Rule>; filter(params: Record<string, any>): object };
   /** Extra params of the delete (e.g. agents' `force`). */
@@ -300,6 +302,10 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
 
   async function render(this: Host, ctx: Ctx<any>, docs: Doc[]): Promise<object[]> {
     return hooks.render ? hooks.render.call(this, ctx, docs) : docs.map((d) => d.toJSON());
+  }
+  async function listed(this: Host, ctx: Ctx<any>, filter: object, opts: ListOptions): Promise<{ data: object[]; total: number }> {
+    const { rows, total } = await this.listOwned(ctx, model(this), filter, opts);
+    return { data: hooks.render ? await hooks.render.call(this, ctx, rows) : rows.map((row) => leanToJSON(model(this), row)), total };
   }
   async function find(this: Host, ctx: Ctx<any>): Promise<Doc> {
     const ref = ctx.params[idParam];
@@ -333,8 +339,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
         const { skip, limit, sort_by, sort_order } = ctx.params;
         const order = sortable ? namedSort(sort_by, sort_order) : sort!;
         const filter = hooks.filters?.filter(ctx.params) ?? {};
-        const { rows, total } = await this.listOwned(ctx, model(this), filter, { skip, limit, sort: order });
-        const data = hooks.render ? await hooks.render.call(this, ctx, rows) : rows.map((row) => leanToJSON(model(this), row));
+        const { data, total } = await (hooks.list ?? listed).call(this, ctx, filter, { skip, limit, sort: order });
         return bare ? data : toPage(data, total, skip, limit);
       },
     },

@@ -6,7 +6,7 @@ import { MongoMixin } from "../lib/mongo.mixin";
 import { paginationParams, toPage } from "../lib/pagination";
 import { crudActions, defineView, viewRule, type CrudHooks, type Resource } from "../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { changeCount, changeOf } from "../lib/events";
+import { changeCounts, changeOf } from "../lib/events";
 import { CountedCache } from "../lib/counted-cache";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { traits } from "./traits/resource";
@@ -14,7 +14,7 @@ import { tools } from "./tools/resource";
 import { AGENT_ACCESS_LEVELS, agentModel, type AgentRecord } from "./agents/model";
 import { resolveRefs, type AssociationKind } from "./agents/associations";
 import { agents, type AgentParams } from "./agents/resource";
-import { renderAgents } from "./agents/render";
+import { renderAgents, type ReferenceCache } from "./agents/render";
 import { DEFAULT_TEMPERATURE, directoryItem, escapeRegex, mergeConfiguration, normalizeAccessLevel } from "./agents/rules";
 import { configOf, type Config } from "../lib/config";
 
@@ -22,11 +22,16 @@ const agentRefParam = agents.idParams;
 /** What a directory entry is made of (pages hold up to 1,000 agents: the rest of each record is not read). */
 const DIRECTORY_FIELDS = ["name", "identifier", "image_url", "access_level", "configuration", "publication"] as const;
 /**
- * Directory pages kept per account under its count of agent changes (trusted for CACHE_TTL_SECONDS at most; 0
- * turns the cache off): pickers load the directory far more often than agents change, and a page reads up to
- * 1,000 records.
+ * Reads kept per account under its counts of changes (lib/counted-cache; trusted for CACHE_TTL_SECONDS at most, 0
+ * turns them off). Directory pages: pickers load the directory far more often than agents change, and a page reads
+ * up to 1,000 records. List totals, and the traits and tools agents refer to: without them a list page took three
+ * queries in two rounds instead of one round of two.
  */
-const DIRECTORY_CACHE = { accounts: 1_000, entriesPerAccount: 20 };
+const CACHE_SIZES = {
+  directory: { accounts: 1_000, entriesPerAccount: 20 },
+  totals: { accounts: 1_000, entriesPerAccount: 20 },
+  references: { accounts: 1_000, entriesPerAccount: 500 },
+};
 /** The built-in tool that lets an agent search every knowledge source of its account. */
 const KNOWLEDGE_RETRIEVAL_TOOL = {
   identifier: "knowledge-retrieval",
@@ -64,7 +69,7 @@ interface Vars {
   db: Connection;
   models: { agents: Model<AgentRecord> };
   settings: { rest: string };
-  directoryPages: CountedCache<object> | null;
+  caches: { directory: CountedCache<object>; totals: CountedCache<number>; references: ReferenceCache["entries"] } | null;
 }
 
 /** Agents: CRUD by id or identifier, associations, the directory, and the knowledge-retrieval tool. */
@@ -88,6 +93,22 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       render(ctx, docs) {
         return renderAgents(this.db, this.accountOf(ctx), docs);
       },
+      async list(ctx, filter, opts) {
+        const accountId = this.accountOf(ctx);
+        const caches = this.caches;
+        if (!caches) {
+          const { rows, total } = await this.listOwned(ctx, this.models.agents, filter, opts);
+          return { data: await renderAgents(this.db, accountId, rows), total };
+        }
+        // The counts are read with the page; what they find cached spares the count and the reference queries.
+        const counts = changeCounts(this.db, accountId, ["agents", "traits", "tools"]);
+        const key = JSON.stringify(filter);
+        const knownTotal = counts.then(([agentChanges]) => caches.totals.get(accountId, agentChanges, key));
+        const { rows, total } = await this.listOwned(ctx, this.models.agents, filter, { ...opts, knownTotal });
+        const [agentChanges, traitChanges, toolChanges] = await counts;
+        caches.totals.set(accountId, agentChanges, key, total);
+        return { data: await renderAgents(this.db, accountId, rows, { entries: caches.references, count: traitChanges + toolChanges }), total };
+      },
       removeParams: { force: { type: "boolean", convert: true, default: false, optional: true } },
       async removing(ctx, agent) {
         const collected = await this.collectedDataCount(ctx, agent._id);
@@ -108,8 +129,8 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const { skip, limit } = ctx.params;
         const search = ctx.params.search?.trim().toLowerCase() ?? "";
         const accountId = this.accountOf(ctx);
-        const pages = this.directoryPages;
-        const changes = pages ? await changeCount(this.db, "agents", accountId) : 0;
+        const pages = this.caches?.directory;
+        const [changes] = pages ? await changeCounts(this.db, accountId, ["agents"]) : [0];
         const key = JSON.stringify([skip, limit, search]);
         const cached = pages?.get(accountId, changes, key);
         if (cached) return cached;
@@ -227,7 +248,10 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
   created() {
     const { cacheTtlSeconds } = configOf(this);
-    this.directoryPages = cacheTtlSeconds > 0 ? new CountedCache({ ...DIRECTORY_CACHE, ttlMs: cacheTtlSeconds * 1000 }) : null;
+    const cache = <T>(sizes: { accounts: number; entriesPerAccount: number }) => new CountedCache<T>({ ...sizes, ttlMs: cacheTtlSeconds * 1000 });
+    this.caches = cacheTtlSeconds > 0
+      ? { directory: cache(CACHE_SIZES.directory), totals: cache(CACHE_SIZES.totals), references: cache(CACHE_SIZES.references) }
+      : null;
   },
 };
 

@@ -193,7 +193,7 @@ describe("agents, tools and traits over NATS", () => {
   });
 });
 
-describe("the agent directory, cached per account by its count of agent changes, on two agents replicas", () => {
+describe("agent reads cached per account by its counts of changes (directory, list totals, traits and tools), on two agents replicas", () => {
   let cluster: Cluster;
   let api: Api;
   let token: string;
@@ -233,6 +233,43 @@ describe("the agent directory, cached per account by its count of agent changes,
     expect(await names()).toEqual(["Bravo"]);
   });
 
+  /** Reads the agents list enough times that both replicas answer; every read must be the same. */
+  const lists = async (t = token) => {
+    const pages = [];
+    for (let i = 0; i < 4; i++) pages.push((await api("GET", "/api/v1/agents?sort_by=name", { token: t })).body);
+    for (const page of pages) expect(page).toEqual(pages[0]);
+    return pages[0] as { data: { name: string; traits: object[]; tools: object[] }[]; pagination: { total: number } };
+  };
+
+  it("lists agents with their traits, tools and total as they are now, whichever replica changed them", async () => {
+    const trait = (await api("POST", "/api/v1/traits", { token, body: { name: "Calm", category: "tone" } })).body;
+    const tool = (await api("POST", "/api/v1/tools", { token, body: { name: "Lookup", identifier: "lookup", tool_type: "function" } })).body;
+    const agent = (await api("POST", "/api/v1/agents", { token, body: { name: "Referrer", traits: [trait.id], tools: [tool.id] } })).body;
+    const referrer = async () => (await lists()).data.find((a) => a.name === "Referrer")!;
+    expect((await lists()).pagination.total).toBe(2);
+    expect(await referrer()).toMatchObject({ traits: [{ id: trait.id, name: "Calm", category: "tone" }], tools: [{ id: tool.id, name: "Lookup", tool_type: "function" }] });
+
+    // One change at a time: the references are cached under the sum of the two counts.
+    await api("PUT", `/api/v1/traits/${trait.id}`, { token, body: { name: "Serene", category: "mood" } });
+    expect((await referrer()).traits).toMatchObject([{ id: trait.id, name: "Serene", category: "mood" }]);
+    await api("PUT", `/api/v1/tools/${tool.id}`, { token, body: { name: "Finder" } });
+    expect((await referrer()).tools).toMatchObject([{ id: tool.id, name: "Finder" }]);
+    const pushed = await api("POST", "/api/v1/teams/push", { token, body: { name: "Crew", traits: [{ name: "Serene", category: "pushed" }] } });
+    expect(pushed.status).toBe(200);
+    expect((await referrer()).traits).toMatchObject([{ id: trait.id, category: "pushed" }]);
+
+    expect((await api("DELETE", `/api/v1/tools/${tool.id}`, { token })).status).toBe(204);
+    expect((await referrer()).tools).toEqual([]);
+    expect((await api("DELETE", `/api/v1/traits/${trait.id}`, { token })).status).toBe(204);
+    expect((await referrer()).traits).toEqual([]);
+    const extra = (await api("POST", "/api/v1/agents", { token, body: { name: "Extra" } })).body;
+    expect((await lists()).pagination.total).toBe(3);
+    expect((await lists(other)).pagination.total).toBe(0);
+    await api("DELETE", `/api/v1/agents/${extra.id}`, { token });
+    await api("DELETE", `/api/v1/agents/${agent.id}`, { token });
+    expect((await lists()).data.map((a) => a.name)).toEqual(["Bravo"]);
+  });
+
   it("keeps each account's pages and each query's page apart", async () => {
     await api("POST", "/api/v1/agents", { token: other, body: { name: "Elsewhere" } });
     expect((await directories(other))[0].data.map((e: { name: string }) => e.name)).toEqual(["Elsewhere"]);
@@ -247,13 +284,18 @@ describe("the agent directory with caches turned off (CACHE_TTL_SECONDS=0)", () 
   let cluster: Cluster;
   afterAll(() => cluster?.stop());
 
-  it("reads the database every time", async () => {
+  it("reads the database every time (directory, list totals, references)", async () => {
     cluster = await startCluster({ database: "agents_directory_uncached", embedded: true, env: { CACHE_TTL_SECONDS: "0" } });
     const api = apiClient(cluster.baseUrl);
     const { token } = await signup(api, "uncached");
     const directory = async () => (await api("GET", "/api/v1/agents/directory", { token })).body.data.map((e: { name: string }) => e.name);
     expect(await directory()).toEqual([]);
-    await api("POST", "/api/v1/agents", { token, body: { name: "Solo" } });
+    const trait = (await api("POST", "/api/v1/traits", { token, body: { name: "Calm" } })).body;
+    await api("POST", "/api/v1/agents", { token, body: { name: "Solo", traits: [trait.id] } });
     expect(await directory()).toEqual(["Solo"]);
+    await api("PUT", `/api/v1/traits/${trait.id}`, { token, body: { name: "Serene" } });
+    const list = (await api("GET", "/api/v1/agents", { token })).body;
+    expect(list.pagination.total).toBe(1);
+    expect(list.data[0].traits).toMatchObject([{ id: trait.id, name: "Serene" }]);
   });
 });
