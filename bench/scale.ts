@@ -30,8 +30,8 @@ import { machine, writeResults } from "./report";
  *
  * Runs on the embedded default (the local MongoDB-compatible server, started here) unless MONGO_URL is set (the
  * bench's two databases on it are dropped at the end). Env: BENCH_DURATION (s measured per run, default 5:
- * a p99 at 32 connections counts the slowest 1% of the run, and one stall of the machine holds all 32 requests at once,
- * so over 2 s a single stall decides it),
+ * a p99 at 32 connections is the slowest 1% of the run, and requests in flight together are slow together, so over
+ * 2 s a few bursts of the queue decided it: docs/decisions.md, fifth pass),
  * BENCH_ROUNDS (3), BENCH_ACCOUNTS (100), BENCH_RECORDS (1000), BENCH_ENDPOINTS=lists (only the list endpoints).
  */
 
