@@ -41,7 +41,8 @@ export class CountedCache<T> {
       account = { count, until: now + this.limits.ttlMs, entries: new Map() };
       this.accounts.set(accountId, account);
     }
-    if (account.entries.size >= this.limits.entriesPerAccount) account.entries.delete(account.entries.keys().next().value!);
+    // Replacing a kept key (a list re-stores the total it read from here) must not push out another entry.
+    if (!account.entries.has(key) && account.entries.size >= this.limits.entriesPerAccount) account.entries.delete(account.entries.keys().next().value!);
     account.entries.set(key, value);
   }
 }

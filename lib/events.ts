@@ -181,7 +181,7 @@ async function countChanges(db: Connection, committed: Pick<ChangeEvent, "accoun
     const collection = subject.slice(0, subject.indexOf("/"));
     if (COUNTED_COLLECTIONS.has(collection)) sequences.add(changeSequence(collection, account_id));
   }
-  for (const sequence of sequences) await nextId(db, sequence);
+  await Promise.all([...sequences].map((sequence) => nextId(db, sequence)));
 }
 
 /**

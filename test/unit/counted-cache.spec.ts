@@ -35,4 +35,12 @@ describe("a cache of reads kept under an account's change count", () => {
     cache.set(3, 1, "a", "3a", 0);
     expect([cache.get(1, 1, "b", 0), cache.get(2, 1, "a", 0), cache.get(3, 1, "a", 0)]).toEqual([undefined, "2a", "3a"]);
   });
+
+  it("replaces a kept key's value without pushing out another entry", () => {
+    const cache = new CountedCache<string>(limits);
+    cache.set(1, 1, "a", "1a", 0);
+    cache.set(1, 1, "b", "1b", 0);
+    cache.set(1, 1, "b", "1b again", 0);
+    expect([cache.get(1, 1, "a", 0), cache.get(1, 1, "b", 0)]).toEqual(["1a", "1b again"]);
+  });
 });
