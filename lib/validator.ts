@@ -1,7 +1,7 @@
 import { Validators } from "moleculer";
 
 /** A field rule, or a `$$` schema option such as `$$async: true`. */
-type Rule = string | boolean | { type?: string; optional?: boolean; nullable?: boolean; props?: Record<string, Rule> } | Rule[];
+type Rule = string | boolean | { type?: string; optional?: boolean; nullable?: boolean; props?: Record<string, Rule>; values?: readonly unknown[] } | Rule[];
 type Checker = ReturnType<InstanceType<typeof Validators.Fastest>["compile"]>;
 
 /**
@@ -11,6 +11,11 @@ type Checker = ReturnType<InstanceType<typeof Validators.Fastest>["compile"]>;
  * null where a field declares `nullable`.
  */
 export class PlatformValidator extends Validators.Fastest {
+  constructor() {
+    // fastest-validator's own enum message shows the allowed values as if they were the value sent.
+    super({ messages: { enumValue: "The '{field}' field must be one of: {expected}." } });
+  }
+
   override compile(schema: Record<string, Rule>): Checker {
     const check = super.compile(schema);
     const strip = schema.$$root ? undefined : nullStripper(schema);

@@ -30,3 +30,12 @@ describe("params validator: null in an optional field that is not nullable is no
     expect(params).toEqual({});
   });
 });
+
+describe("params validator: messages", () => {
+  it("names the allowed values of an enum as allowed, not as the value sent", () => {
+    const check = new PlatformValidator().compile({ sort_by: { type: "enum", values: ["name", "created_at"] } });
+    expect(check({ sort_by: "$where" })).toEqual([
+      expect.objectContaining({ type: "enumValue", field: "sort_by", message: "The 'sort_by' field must be one of: name, created_at." }),
+    ]);
+  });
+});
