@@ -41,7 +41,7 @@ const ERROR_RESPONSES = {
 const WRITE_ERROR_RESPONSES = { "409": errorResponse("Conflict with the current state (e.g. a taken email or identifier)") };
 const BODY_ERROR_RESPONSES = {
   "413": errorResponse("Request body too large (BODY_LIMIT)"),
-  "415": errorResponse("Unsupported Content-Encoding"),
+  "415": errorResponse("Unsupported Content-Type, charset or Content-Encoding"),
 };
 
 const OBJECT: JsonSchema = { type: "object" };

@@ -39,10 +39,29 @@ type Next = (err?: unknown) => void;
 /**
  * The JSON body parser of the API routes (gzip, deflate and br bodies are decoded). Its errors keep their HTTP
  * status: moleculer-web would take zlib's string code ("Z_DATA_ERROR") for a bad gzip body and answer 500.
+ * A body of another media type is a 415, as on the MCP route: body-parser would skip it, and the action would
+ * report its fields missing although they were sent.
  */
 export function jsonBodyParser(limit: string) {
-  const parse = bodyParser.json({ strict: false, limit, verify: refuseInvalidUtf8 });
-  return (req: IncomingMessage, res: ServerResponse, next: Next) => parse(req, res, (err?: unknown) => next(err ? bodyError(err) : undefined));
+  const parse = bodyParser.json({ strict: false, limit, type: isJsonBody, verify: refuseInvalidUtf8 });
+  return (req: IncomingMessage, res: ServerResponse, next: Next) => {
+    if (carriesBody(req) && !isJsonBody(req)) {
+      return next(new Errors.MoleculerClientError("Request body must be JSON (Content-Type: application/json)", 415, "UNSUPPORTED_MEDIA_TYPE"));
+    }
+    parse(req, res, (err?: unknown) => next(err ? bodyError(err) : undefined));
+  };
+}
+
+/** application/json, or a JSON-based type (RFC 6839 `+json` suffix), with any parameters. */
+function isJsonBody(req: IncomingMessage): boolean {
+  const media = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  return media === "application/json" || /^application\/[\w.-]+\+json$/.test(media);
+}
+
+/** A request with content: chunked, or a Content-Length above 0 (an empty POST may name any type, or none). */
+function carriesBody(req: IncomingMessage): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
 }
 
 const INVALID_UTF8 = "charset.invalid";

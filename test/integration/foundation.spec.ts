@@ -293,6 +293,20 @@ describe("foundation over NATS: gateway on one node, users and api-keys on anoth
       expect(notUtf8.body).toEqual({ detail: "Request body is not valid UTF-8" });
     });
 
+    it("415 for a body that is not JSON; a +json type is read, an empty POST may name any type", async () => {
+      const login = { email: "nobody@example.com", password: "whatever-password" };
+      for (const type of ["text/plain", "application/x-www-form-urlencoded", "application/xml"]) {
+        const res = await api("POST", "/api/v1/login/access-token", { rawBody: JSON.stringify(login), headers: { "content-type": type } });
+        expect(res.status).toBe(415);
+        expect(res.body).toEqual({ detail: "Request body must be JSON (Content-Type: application/json)" });
+      }
+      const { token } = await signup(api, "media");
+      const suffixed = await api("POST", "/api/v1/agents", { token, rawBody: '{"name":"Suffixed"}', headers: { "content-type": "application/vnd.api+json; charset=utf-8" } });
+      expect(suffixed.status).toBe(201);
+      const empty = await api("POST", `/api/v1/agents/${suffixed.body.id}/tools/knowledge-retrieval`, { token, rawBody: "", headers: { "content-type": "text/plain" } });
+      expect(empty.status).toBeLessThan(300);
+    });
+
     it("404 with a detail body for unknown paths", async () => {
       const res = await api("GET", "/api/v1/does-not-exist");
       expect(res.status).toBe(404);
