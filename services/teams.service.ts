@@ -12,6 +12,7 @@ import { toolEventData } from "./tools/store";
 import { traitEventData } from "./traits/store";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
+import { passwordHashing } from "../lib/auth/hashing-queue";
 import { configOf } from "../lib/config";
 import { renderAgents } from "./agents/render";
 import { accountAgents, agentEventData } from "./agents/store";
@@ -168,10 +169,10 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         case "needs-password":
           throw ERRORS.unauthorized("This team is password protected: send its password in X-Access-Password");
         case "check-password": {
-          const attempt = attemptKeys(configOf(this).throttle, `team:${team._id}`, ctx.meta.clientIp);
-          await this.throttle.check(attempt);
-          if (team.access_password_hash && (await verifyPassword(password!, team.access_password_hash))) return team;
-          await this.throttle.fail(attempt);
+          const stored = team.access_password_hash;
+          const keys = attemptKeys(configOf(this).throttle, `team:${team._id}`, ctx.meta.clientIp);
+          const right = await this.throttle.attempt(keys, async () => Boolean(stored) && passwordHashing.run(ctx.meta.clientIp, () => verifyPassword(password!, stored!)));
+          if (right) return team;
           throw ERRORS.forbidden("Wrong team password");
         }
         case "forbidden":

@@ -22,6 +22,19 @@ export function userChanges(params: { email?: string; full_name?: string | null;
   return changes;
 }
 
+/** The throttle counter of password guesses at an email's login. */
+export function loginKey(email: string): string {
+  return `login:${email}`;
+}
+
+/**
+ * The throttle counter of guesses at a user's password: its login's, so guessing through a password change and
+ * guessing at login share one budget (a user without a login address of its own has one by id).
+ */
+export function passwordKey(user: { _id: number; email?: string }): string {
+  return user.email ? loginKey(user.email) : `user:${user._id}`;
+}
+
 /** The user.registered outbox entry, carrying the email-verification link. */
 export function registrationEvent(
   user: { id: number; account_id: number; email: string; locale: string | null },
