@@ -13,6 +13,7 @@ import { traitEventData } from "./traits/store";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
 import { passwordHashing } from "../lib/auth/hashing-queue";
+import { credentialsRefused } from "../lib/auth/identity";
 import { configOf } from "../lib/config";
 import { renderAgents } from "./agents/render";
 import { accountAgents, agentEventData } from "./agents/store";
@@ -165,7 +166,7 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         case "allow":
           return team;
         case "needs-credentials":
-          throw ERRORS.unauthorized();
+          throw credentialsRefused("Not authenticated");
         case "needs-password":
           throw ERRORS.unauthorized("This team is password protected: send its password in X-Access-Password");
         case "check-password": {

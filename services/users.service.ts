@@ -14,6 +14,7 @@ import { signToken, verifyToken } from "../lib/auth/jwt";
 import { SESSION_CHANGED_EVENT } from "../lib/auth/identity";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
 import { passwordHashing } from "../lib/auth/hashing-queue";
+import { grantsKeyPermissions } from "../lib/auth/api-keys";
 import { publishOutbox, sweepOutbox } from "../lib/outbox";
 import type { UserRole } from "../lib/meta";
 import { eventIdFor } from "../lib/events";
@@ -274,7 +275,14 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     update: {
       rest: "PUT /users/:user_id",
-      params: { ...userIdParam, ...userParams, email: { ...userParams.email, optional: true }, ...managedFields },
+      params: {
+        ...userIdParam,
+        ...userParams,
+        email: { ...userParams.email, optional: true },
+        ...managedFields,
+        // Offboarding in one call: with is_active false, also deletes the API keys the user is answerable for.
+        revoke_api_keys: { type: "boolean", optional: true },
+      },
       response: UserPublic.one(),
       handler(ctx: Ctx<{ user_id: number } & Record<string, unknown>>) {
         return this.applyUpdate(ctx, ctx.params.user_id, ctx.params);
@@ -366,6 +374,12 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const changes = userChanges(params);
       const refusal = userUpdateRefusal(actor, { _id: user._id, role: user.role ?? "member" }, changes);
       if (refusal) throw ERRORS.forbidden(refusal);
+      const revokeKeys = params.revoke_api_keys === true;
+      if (revokeKeys && changes.is_active !== false) {
+        throw ERRORS.validation([{ field: "revoke_api_keys", message: "revoke_api_keys goes with is_active: false", type: "revoke_api_keys.disable" }]);
+      }
+      // Some of the keys may hold permissions: revoking them needs what revoking them directly needs.
+      if (revokeKeys && !grantsKeyPermissions(ctx.meta)) throw ERRORS.forbidden("Only account owners and admins can revoke a person's API keys");
       user.set(changes);
       // A user that signed up with a taken address logs in once it sets an address of its own.
       if (changes.email) user.set("contact_email", undefined);
@@ -379,6 +393,10 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         throw err;
       }
       await this.forgetCachedReads();
+      if (revokeKeys) {
+        await ctx.call("api-keys.revoke", { created_by_user_id: user._id });
+        fields.push("api_keys");
+      }
       if (fields.length) await this.audit(ctx, actor, { accountId: user.account_id, action: "user.updated", targetUserId: user._id, fields });
       return user.toJSON();
     },

@@ -106,13 +106,15 @@ export interface ManagedChanges {
 
 /**
  * Why `actor` may not apply `changes` to `target`, or null when it may. Everyone edits their own profile;
- * changing another user (profile, role, active flag) needs an owner or admin; an owner is changed only by
- * owners; nobody changes their own role or disables themselves (an account never loses its last owner that way).
+ * changing another user (profile, role, active flag) needs an owner or admin; a key with users:manage changes
+ * members only; an owner is changed only by owners; nobody changes their own role or disables themselves (an
+ * account never loses its last owner that way).
  */
 export function userUpdateRefusal(actor: UserActor, target: { _id: number; role: UserRole }, changes: ManagedChanges): string | null {
   const self = actor.kind === "user" && actor.userId === target._id;
   if (self) return changes.role !== undefined || changes.is_active !== undefined ? "You cannot change your own role or active status" : null;
   if (!managesUsers(actor)) return "Only account owners and admins can change other users";
+  if (actor.kind === "api_key" && target.role !== "member") return `A key with ${MANAGE_USERS_PERMISSION} manages members only, not admins or owners`;
   if (target.role === "owner" && !grantsRoles(actor)) return "Only account owners can change an owner";
   if (changes.role !== undefined && !grantsRoles(actor)) return "Only account owners can change roles";
   return null;
