@@ -172,7 +172,9 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         case "check-password": {
           const stored = team.access_password_hash;
           const keys = attemptKeys(configOf(this).throttle, `team:${team._id}`, ctx.meta.clientIp);
-          const right = await this.throttle.attempt(keys, async () => Boolean(stored) && passwordHashing.run(ctx.meta.clientIp, () => verifyPassword(password!, stored!)));
+          const right = await passwordHashing.admit(ctx.meta.clientIp, (slot) =>
+            this.throttle.attempt(keys, async () => Boolean(stored) && slot(() => verifyPassword(password!, stored!))),
+          );
           if (right) return team;
           throw ERRORS.forbidden("Wrong team password");
         }

@@ -347,19 +347,22 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
 
     /**
-     * Checks a password of `identity` (a login email or a user) within its throttle: the attempt is counted on the
-     * identity and the client address before hashing, so parallel guesses never check more than the limits allow
+     * Checks a password of `identity` (a login email or a user) within the hashing queue and the throttle: the
+     * attempt is counted on the identity and the client address before hashing, so parallel guesses never check more than the limits allow
      * (429 beyond them), and given back when the password is right, which also clears the identity's count.
      * Without a stored hash (an unknown email) a dummy is checked instead, so a miss costs the same time.
      */
     async checkPassword(ctx, identity, password, stored) {
       const keys = attemptKeys(configOf(this).throttle, identity, ctx.meta.clientIp);
-      const right = await this.throttle.attempt(keys, async () => {
-        const matches = await passwordHashing.run(ctx.meta.clientIp, async () => verifyPassword(password, stored ?? (await DUMMY_PASSWORD_HASH)));
-        return matches && stored !== undefined;
+      // Admitted by the hashing queue first, so a burst beyond it costs no database write either.
+      return passwordHashing.admit(ctx.meta.clientIp, async (slot) => {
+        const right = await this.throttle.attempt(keys, async () => {
+          const matches = await slot(async () => verifyPassword(password, stored ?? (await DUMMY_PASSWORD_HASH)));
+          return matches && stored !== undefined;
+        });
+        if (right) await this.throttle.clear(identity);
+        return right;
       });
-      if (right) await this.throttle.clear(identity);
-      return right;
     },
 
     /** The calling user's id; API keys act for an account, not a user. */
