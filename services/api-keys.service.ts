@@ -6,7 +6,7 @@ import { MongoMixin } from "../lib/mongo.mixin";
 import { crudActions, defineResource, defineView, eventRecords, type CrudHooks } from "../lib/resource";
 import { respondCreated } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { API_KEY_PERMISSIONS, generateApiKey, grantsKeyPermissions, hashApiKey, type ApiKeyPermission } from "../lib/auth/api-keys";
+import { API_KEY_PERMISSIONS, generateApiKey, hashApiKey, keyRevocationRefusal, type ApiKeyPermission } from "../lib/auth/api-keys";
 import { changeOf } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { nextId } from "../lib/ids";
@@ -113,7 +113,8 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMet
       response: plainResponse({ revoked: { type: "number", integer: true }, ids: { type: "array", items: { type: "number", integer: true } } }),
       async handler(ctx: Ctx<{ created_by_user_id: number }>) {
         const accountId = this.accountOf(ctx);
-        if (!grantsKeyPermissions(ctx.meta)) throw ERRORS.forbidden("Only account owners and admins can revoke a person's API keys");
+        const refusal = keyRevocationRefusal(ctx.meta);
+        if (refusal) throw ERRORS.forbidden(refusal);
         const filter = { account_id: accountId, created_by_user_id: ctx.params.created_by_user_id };
         const ids = (await this.models.keys.find(filter, { _id: 1 }).sort({ _id: 1 }).lean<{ _id: number }[]>()).map((k) => k._id);
         const drafts = ids.map((id) => changeOf("api_key.deleted", apiKeys.collection, { _id: id, account_id: accountId }));

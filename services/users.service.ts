@@ -14,7 +14,7 @@ import { signToken, verifyToken } from "../lib/auth/jwt";
 import { SESSION_CHANGED_EVENT } from "../lib/auth/identity";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
 import { passwordHashing } from "../lib/auth/hashing-queue";
-import { grantsKeyPermissions } from "../lib/auth/api-keys";
+import { keyRevocationRefusal } from "../lib/auth/api-keys";
 import { publishOutbox, sweepOutbox } from "../lib/outbox";
 import type { UserRole } from "../lib/meta";
 import { eventIdFor } from "../lib/events";
@@ -158,7 +158,8 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       async handler(ctx: Ctx<{ email: string; password: string }>) {
         const email = normalizeEmail(ctx.params.email);
         const user = await crossAccount("login by email", this.models.users.findOne({ email }));
-        if (!(await this.checkPassword(ctx, loginKey(email), ctx.params.password, user?.password_hash)) || !user) throw ERRORS.unauthorized("Incorrect email or password");
+        const right = await this.checkPassword(ctx, loginKey(email), ctx.params.password, user?.password_hash);
+        if (!right || !user) throw ERRORS.unauthorized("Incorrect email or password");
         if (!user.is_active) throw ERRORS.forbidden("Inactive user");
         return this.accessToken(user);
       },
@@ -381,8 +382,9 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       if (revokeKeys && changes.is_active !== false) {
         throw ERRORS.validation([{ field: "revoke_api_keys", message: "revoke_api_keys goes with is_active: false", type: "revoke_api_keys.disable" }]);
       }
-      // Some of the keys may hold permissions: revoking them needs what revoking them directly needs.
-      if (revokeKeys && !grantsKeyPermissions(ctx.meta)) throw ERRORS.forbidden("Only account owners and admins can revoke a person's API keys");
+      // Checked here too, so a refused revocation leaves the user unchanged.
+      const revocationRefusal = revokeKeys ? keyRevocationRefusal(ctx.meta) : null;
+      if (revocationRefusal) throw ERRORS.forbidden(revocationRefusal);
       user.set(changes);
       // A user that signed up with a taken address logs in once it sets an address of its own.
       if (changes.email) user.set("contact_email", undefined);

@@ -17,6 +17,11 @@ export function grantsKeyPermissions(meta: { authType?: string; role?: string })
   return meta.authType === "master" || (meta.authType === "jwt" && (meta.role === "owner" || meta.role === "admin"));
 }
 
+/** Why the caller may not revoke a person's keys (some may hold permissions), or null when it may. */
+export function keyRevocationRefusal(meta: { authType?: string; role?: string }): string | null {
+  return grantsKeyPermissions(meta) ? null : "Only account owners and admins can revoke a person's API keys";
+}
+
 /** How much of the key is kept in clear so users can tell keys apart. */
 const VISIBLE_CHARS = 12;
 

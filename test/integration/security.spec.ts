@@ -128,6 +128,11 @@ describe("security over NATS: users, sessions, throttling, malformed requests", 
       expect((await api("GET", "/api/v1/agents", { apiKey: keptKey })).status).toBe(200);
       const alone = await api("PUT", `/api/v1/users/${revoked.id}`, { token: owner.token, body: { revoke_api_keys: true } });
       expect(alone.status).toBe(422);
+      // A users:manage key disables members but does not revoke keys; refused, it changes nothing.
+      const manager = (await createKey(owner.token, { permissions: ["users:manage"] })).body.key;
+      const byKey = await api("PUT", `/api/v1/users/${revoked.id}`, { apiKey: manager, body: { is_active: false, revoke_api_keys: true } });
+      expect(byKey.status).toBe(403);
+      expect((await api("GET", `/api/v1/users/${revoked.id}`, { token: owner.token })).body.is_active).toBe(true);
       const disabled = await api("PUT", `/api/v1/users/${revoked.id}`, { token: owner.token, body: { is_active: false, revoke_api_keys: true } });
       expect(disabled.status).toBe(200);
       expect(disabled.body.is_active).toBe(false);
