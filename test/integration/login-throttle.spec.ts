@@ -58,6 +58,16 @@ describe("throttling under concurrency, across two users replicas", () => {
     expect(status).toBe(429);
   });
 
+  it("a right password gives its place back: an address's right logins never use up its budget", async () => {
+    const owner = await signup(api, "regular");
+    const from = addresses()();
+    const statuses: number[] = [];
+    for (let i = 0; i < 45; i++) statuses.push((await login(uniqueEmail("typo"), "guess-guess", from)).status);
+    for (let i = 0; i < 10; i++) statuses.push((await login(owner.email, owner.password, from)).status);
+    for (let i = 0; i < 6; i++) statuses.push((await login(uniqueEmail("typo"), "guess-guess", from)).status);
+    expect(statuses).toEqual([...Array(45).fill(401), ...Array(10).fill(200), ...Array(5).fill(401), 429]);
+  });
+
   it("a burst of 120 logins from one address is refused fast beyond a few hashes, and another address logs in meanwhile", async () => {
     const owner = await signup(api, "bystander");
     const from = addresses();
