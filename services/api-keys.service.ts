@@ -6,15 +6,17 @@ import { MongoMixin } from "../lib/mongo.mixin";
 import { crudActions, defineResource, defineView, eventRecords, type CrudHooks } from "../lib/resource";
 import { respondCreated } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { API_KEY_PERMISSIONS, generateApiKey, hashApiKey, type ApiKeyPermission } from "../lib/auth/api-keys";
+import { API_KEY_PERMISSIONS, generateApiKey, hashApiKey, keyRevocationRefusal, type ApiKeyPermission } from "../lib/auth/api-keys";
 import { changeOf } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { nextId } from "../lib/ids";
 import { apiKeyModel, API_KEY_STATUSES, type ApiKeyRecord } from "./api-keys/model";
-import { keyRejection, permissionGrantRefusal, shouldTouch } from "./api-keys/rules";
+import { keyCreator, keyRejection, permissionGrantRefusal, privilegedKeyRefusal, shouldTouch } from "./api-keys/rules";
 import { crossAccount } from "../lib/tenancy-guard";
+import { plainResponse } from "../lib/resource";
 
 const nullableDate = { type: "date", nullable: true } as const;
+const userIdRule = { type: "number", integer: true, positive: true, convert: true } as const;
 
 /** Account API keys: the plaintext key is shown once at creation; only its hash is stored (never shown). */
 export const apiKeys = defineResource({
@@ -33,6 +35,7 @@ export const apiKeys = defineResource({
     prefix: { read: { type: "string" } },
     last_used_at: { read: nullableDate },
     created_by_user_id: { read: { type: "number", integer: true, nullable: true } },
+    created_by_api_key_id: { read: { type: "number", integer: true, nullable: true } },
   },
   list: { limits: { max: 1000, def: 100 }, sort: { _id: 1 }, bare: true },
 });
@@ -52,12 +55,21 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMet
   actions: {
     ...crudActions(apiKeys, {
       actions: ["list", "get", "update", "remove"],
+      // One person's keys (offboarding: see revoke).
+      filters: {
+        params: { created_by_user_id: { ...userIdRule, optional: true } },
+        filter: (params) => (params.created_by_user_id ? { created_by_user_id: params.created_by_user_id } : {}),
+      },
       updating(ctx, key, changes) {
-        // Dropping permissions is always allowed; adding any needs an owner or admin.
+        // A key holding permissions is changed only by who may grant them; adding any needs an owner or admin.
         const added = (changes.permissions as ApiKeyPermission[] | undefined)?.filter((p) => !key.permissions.includes(p)) ?? [];
-        const refusal = permissionGrantRefusal(ctx.meta, added);
+        const refusal = privilegedKeyRefusal(ctx.meta, key) ?? permissionGrantRefusal(ctx.meta, added);
         if (refusal) throw ERRORS.forbidden(refusal);
         return changes;
+      },
+      async removing(ctx, key) {
+        const refusal = privilegedKeyRefusal(ctx.meta, key);
+        if (refusal) throw ERRORS.forbidden(refusal);
       },
     } satisfies CrudHooks<unknown, ApiKeyRecord>),
 
@@ -73,6 +85,7 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMet
           throw ERRORS.validation([{ field: "expires_at", message: "expires_at must be in the future", type: "date.min" }]);
         }
         const { key, hash, prefix } = generateApiKey();
+        const creatingKey = ctx.meta.apiKeyId ? await this.models.keys.findOne({ _id: ctx.meta.apiKeyId, account_id: this.accountOf(ctx) }).lean<ApiKeyRecord>() : null;
         const id = await nextId(this.db, apiKeys.collection);
         const record = await this.recordChange(changeOf("api_key.created", apiKeys.collection, { _id: id, account_id: this.accountOf(ctx) }), async () => {
           const fields = {
@@ -82,11 +95,34 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMet
             permissions: ctx.params.permissions ?? [],
             key_hash: hash,
             prefix,
-            created_by_user_id: ctx.meta.userId ?? null,
+            ...keyCreator(ctx.meta, creatingKey),
           };
           return (await this.createOwned(ctx, this.models.keys, fields)).toJSON();
         });
         return respondCreated(ctx, apiKeys.location(id), { ...record, key });
+      },
+    },
+
+    /**
+     * Offboarding: deletes every key a person is answerable for (made by them, or with one of their keys), in one
+     * call, each with its api_key.deleted event. Owners and admins only, as it may end keys holding permissions.
+     */
+    revoke: {
+      rest: "POST /account-api-keys/revoke",
+      params: { created_by_user_id: userIdRule },
+      response: plainResponse({ revoked: { type: "number", integer: true }, ids: { type: "array", items: { type: "number", integer: true } } }),
+      async handler(ctx: Ctx<{ created_by_user_id: number }>) {
+        const accountId = this.accountOf(ctx);
+        const refusal = keyRevocationRefusal(ctx.meta);
+        if (refusal) throw ERRORS.forbidden(refusal);
+        const filter = { account_id: accountId, created_by_user_id: ctx.params.created_by_user_id };
+        const ids = (await this.models.keys.find(filter, { _id: 1 }).sort({ _id: 1 }).lean<{ _id: number }[]>()).map((k) => k._id);
+        const drafts = ids.map((id) => changeOf("api_key.deleted", apiKeys.collection, { _id: id, account_id: accountId }));
+        await this.recordChanges(drafts, async () => {
+          await this.models.keys.deleteMany({ ...filter, _id: { $in: ids } });
+          return ids.map((id) => ({ id }));
+        });
+        return { revoked: ids.length, ids };
       },
     },
 

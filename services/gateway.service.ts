@@ -3,7 +3,7 @@ import type { Context, ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { configOf, type Config } from "../lib/config";
 import { ERRORS } from "../lib/errors";
-import { identityResolver, SESSION_CHANGED_EVENT, type IdentityResolver } from "../lib/auth/identity";
+import { credentialsRefused, identityResolver, SESSION_CHANGED_EVENT, type IdentityResolver } from "../lib/auth/identity";
 import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
 import { Health, healthReport } from "../lib/health";
 import { renderError } from "../lib/http-errors";
@@ -63,7 +63,7 @@ interface Vars {
 
 /**
  * HTTP entry point: maps /api/v1 paths to actions (each action's `rest`), authenticates every request
- * (Bearer JWT or X-AUTH-TOKEN key), enforces each action's `auth`, and renders every error in one place.
+ * (Bearer JWT or API key, or X-AUTH-TOKEN key), enforces each action's `auth`, and renders every error in one place.
  */
 const GatewayService: ServiceSchema<ApiSettingsSchema, Record<string, never>, Vars> = {
   name: "gateway",
@@ -200,7 +200,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema, Record<string, never>, Va
     /** Enforces the action's `auth` requirement (default "required"). */
     authorize(ctx: Ctx, _route: unknown, req: GatewayRequest) {
       const requirement = req.$action?.auth ?? "required";
-      if (requirement === "required" && typeof ctx.meta.accountId !== "number") throw ERRORS.unauthorized();
+      if (requirement === "required" && typeof ctx.meta.accountId !== "number") throw credentialsRefused("Not authenticated");
     },
   },
 

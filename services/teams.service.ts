@@ -12,6 +12,8 @@ import { toolEventData } from "./tools/store";
 import { traitEventData } from "./traits/store";
 import { hashPassword, verifyPassword } from "../lib/auth/passwords";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
+import { passwordHashing } from "../lib/auth/hashing-queue";
+import { credentialsRefused } from "../lib/auth/identity";
 import { configOf } from "../lib/config";
 import { renderAgents } from "./agents/render";
 import { accountAgents, agentEventData } from "./agents/store";
@@ -164,14 +166,16 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         case "allow":
           return team;
         case "needs-credentials":
-          throw ERRORS.unauthorized();
+          throw credentialsRefused("Not authenticated");
         case "needs-password":
           throw ERRORS.unauthorized("This team is password protected: send its password in X-Access-Password");
         case "check-password": {
-          const attempt = attemptKeys(configOf(this).throttle, `team:${team._id}`, ctx.meta.clientIp);
-          await this.throttle.check(attempt);
-          if (team.access_password_hash && (await verifyPassword(password!, team.access_password_hash))) return team;
-          await this.throttle.fail(attempt);
+          const stored = team.access_password_hash;
+          const keys = attemptKeys(configOf(this).throttle, `team:${team._id}`, ctx.meta.clientIp);
+          const right = await passwordHashing.admit(ctx.meta.clientIp, (slot) =>
+            this.throttle.attempt(keys, async () => Boolean(stored) && slot(() => verifyPassword(password!, stored!))),
+          );
+          if (right) return team;
           throw ERRORS.forbidden("Wrong team password");
         }
         case "forbidden":

@@ -13,6 +13,8 @@ import { hashPassword, verifyPassword } from "../lib/auth/passwords";
 import { signToken, verifyToken } from "../lib/auth/jwt";
 import { SESSION_CHANGED_EVENT } from "../lib/auth/identity";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
+import { passwordHashing } from "../lib/auth/hashing-queue";
+import { keyRevocationRefusal } from "../lib/auth/api-keys";
 import { publishOutbox, sweepOutbox } from "../lib/outbox";
 import type { UserRole } from "../lib/meta";
 import { eventIdFor } from "../lib/events";
@@ -23,8 +25,10 @@ import { NO_CONTENT, plainResponse } from "../lib/resource";
 import { auditEntry, userAuditModel, type UserAuditAction, type UserAuditRecord } from "./users/audit";
 import {
   actorOf,
+  loginKey,
   managesUsers,
   normalizeEmail,
+  passwordKey,
   registrationEvent,
   userChanges,
   userCreateRefusal,
@@ -60,6 +64,7 @@ interface Methods extends TenancyMethods, EventsMethods {
   publishEvents(userId: number): Promise<number>;
   relayOutboxEntry(type: string, data: Record<string, unknown>, occurredAt: Date): Promise<void>;
   accessToken(user: { _id: number; account_id: number; token_version: number }): Promise<{ access_token: string; token_type: string; expires_in: number }>;
+  checkPassword(ctx: Ctx<unknown>, identity: string, password: string, stored: string | undefined): Promise<boolean>;
   requireSelf(ctx: Ctx<unknown>): number;
   applyUpdate(ctx: Ctx<unknown>, userId: number, params: Record<string, unknown>): Promise<object>;
   audit(ctx: Ctx<unknown>, actor: UserActor, change: { accountId: number; action: UserAuditAction; targetUserId: number; fields?: string[] }): Promise<void>;
@@ -106,7 +111,8 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const role: UserRole = joining ? (ctx.params.role ?? "member") : "owner";
         const refusal = joining ? userCreateRefusal(actorOf(ctx.meta), role) : null;
         if (refusal) throw ERRORS.forbidden(refusal);
-        // Adding a taken email to an account answers 409, so such probes cost the budget of password guesses.
+        // Adding a taken email to an account answers 409, so such probes cost the budget of password guesses
+        // (counted before the insert, given back when it was no probe); a signup only has to be within it.
         const probes = attemptKeys(configOf(this).throttle, null, ctx.meta.clientIp);
         await this.throttle.check(probes);
         const accountId = ctx.meta.accountId ?? (await nextId(this.db, "accounts"));
@@ -119,25 +125,24 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           _id: id,
           account_id: accountId,
           full_name: ctx.params.full_name ?? null,
-          password_hash: await hashPassword(ctx.params.password),
+          password_hash: await passwordHashing.run(ctx.meta.clientIp, () => hashPassword(ctx.params.password)),
           locale,
           role,
           outbox: [event],
         };
+        const probe = joining ? await this.throttle.reserve(probes) : null;
         let user;
         try {
           user = await users.create({ ...record, email });
         } catch (err) {
           if (!isDuplicateKeyError(err)) throw err;
-          if (joining) {
-            await this.throttle.fail(probes);
-            throw ERRORS.conflict("A user with this email already exists");
-          }
+          if (joining) throw ERRORS.conflict("A user with this email already exists");
           // An anonymous signup answers alike whether or not the address is taken, so nobody learns who is
           // registered: it opens its account all the same, holding the address as contact only. The address
           // keeps logging in to its first user; the new user works with the token answered here.
           user = await users.create({ ...record, contact_email: email });
         }
+        await probe?.refund();
         await this.publishEvents(id);
         const actor: UserActor = joining ? actorOf(ctx.meta) : { kind: "user", userId: id, role };
         await this.audit(ctx, actor, { accountId, action: "user.created", targetUserId: id, fields: ["email", "role"] });
@@ -152,15 +157,9 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       response: Token.one(),
       async handler(ctx: Ctx<{ email: string; password: string }>) {
         const email = normalizeEmail(ctx.params.email);
-        const attempt = attemptKeys(configOf(this).throttle, `login:${email}`, ctx.meta.clientIp);
-        await this.throttle.check(attempt);
         const user = await crossAccount("login by email", this.models.users.findOne({ email }));
-        const ok = await verifyPassword(ctx.params.password, user?.password_hash ?? (await DUMMY_PASSWORD_HASH));
-        if (!user || !ok) {
-          await this.throttle.fail(attempt);
-          throw ERRORS.unauthorized("Incorrect email or password");
-        }
-        await this.throttle.clear(`login:${email}`);
+        const right = await this.checkPassword(ctx, loginKey(email), ctx.params.password, user?.password_hash);
+        if (!right || !user) throw ERRORS.unauthorized("Incorrect email or password");
         if (!user.is_active) throw ERRORS.forbidden("Inactive user");
         return this.accessToken(user);
       },
@@ -227,10 +226,11 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       response: Token.one(),
       async handler(ctx: Ctx<{ current_password: string; new_password: string }>) {
         const user = await this.findOwned(ctx, this.models.users, this.requireSelf(ctx), "User");
-        if (!(await verifyPassword(ctx.params.current_password, user.password_hash))) {
+        // Guessing the current password with a stolen token costs the same budget as guessing it at login.
+        if (!(await this.checkPassword(ctx, passwordKey(user), ctx.params.current_password, user.password_hash))) {
           throw ERRORS.validation([{ field: "current_password", message: "The current password is not correct", type: "password.mismatch" }]);
         }
-        user.password_hash = await hashPassword(ctx.params.new_password);
+        user.password_hash = await passwordHashing.run(ctx.meta.clientIp, () => hashPassword(ctx.params.new_password));
         user.token_version += 1;
         await user.save();
         await this.forgetCachedReads();
@@ -276,7 +276,14 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     update: {
       rest: "PUT /users/:user_id",
-      params: { ...userIdParam, ...userParams, email: { ...userParams.email, optional: true }, ...managedFields },
+      params: {
+        ...userIdParam,
+        ...userParams,
+        email: { ...userParams.email, optional: true },
+        ...managedFields,
+        // Offboarding in one call: with is_active false, also deletes the API keys the user is answerable for.
+        revoke_api_keys: { type: "boolean", optional: true },
+      },
       response: UserPublic.one(),
       handler(ctx: Ctx<{ user_id: number } & Record<string, unknown>>) {
         return this.applyUpdate(ctx, ctx.params.user_id, ctx.params);
@@ -340,6 +347,25 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       return { access_token, token_type: "bearer", expires_in: configOf(this).jwt.ttlSeconds };
     },
 
+    /**
+     * Checks a password of `identity` (a login email or a user) within the hashing queue and the throttle: the
+     * attempt is counted on the identity and the client address before hashing, so parallel guesses never check more than the limits allow
+     * (429 beyond them), and given back when the password is right, which also clears the identity's count.
+     * Without a stored hash (an unknown email) a dummy is checked instead, so a miss costs the same time.
+     */
+    async checkPassword(ctx, identity, password, stored) {
+      const keys = attemptKeys(configOf(this).throttle, identity, ctx.meta.clientIp);
+      // Admitted by the hashing queue first, so a burst beyond it costs no database write either.
+      return passwordHashing.admit(ctx.meta.clientIp, async (slot) => {
+        const right = await this.throttle.attempt(keys, async () => {
+          const matches = await slot(async () => verifyPassword(password, stored ?? (await DUMMY_PASSWORD_HASH)));
+          return matches && stored !== undefined;
+        });
+        if (right) await this.throttle.clear(identity);
+        return right;
+      });
+    },
+
     /** The calling user's id; API keys act for an account, not a user. */
     requireSelf(ctx) {
       if (typeof ctx.meta.userId !== "number") throw ERRORS.forbidden("This endpoint needs a user's access token, not an API key");
@@ -352,6 +378,13 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const changes = userChanges(params);
       const refusal = userUpdateRefusal(actor, { _id: user._id, role: user.role ?? "member" }, changes);
       if (refusal) throw ERRORS.forbidden(refusal);
+      const revokeKeys = params.revoke_api_keys === true;
+      if (revokeKeys && changes.is_active !== false) {
+        throw ERRORS.validation([{ field: "revoke_api_keys", message: "revoke_api_keys goes with is_active: false", type: "revoke_api_keys.disable" }]);
+      }
+      // Checked here too, so a refused revocation leaves the user unchanged.
+      const revocationRefusal = revokeKeys ? keyRevocationRefusal(ctx.meta) : null;
+      if (revocationRefusal) throw ERRORS.forbidden(revocationRefusal);
       user.set(changes);
       // A user that signed up with a taken address logs in once it sets an address of its own.
       if (changes.email) user.set("contact_email", undefined);
@@ -365,6 +398,10 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         throw err;
       }
       await this.forgetCachedReads();
+      if (revokeKeys) {
+        await ctx.call("api-keys.revoke", { created_by_user_id: user._id });
+        fields.push("api_keys");
+      }
       if (fields.length) await this.audit(ctx, actor, { accountId: user.account_id, action: "user.updated", targetUserId: user._id, fields });
       return user.toJSON();
     },

@@ -9,6 +9,19 @@ export const API_KEY_PREFIX = "apk_";
 export const API_KEY_PERMISSIONS = ["users:manage"] as const;
 export type ApiKeyPermission = (typeof API_KEY_PERMISSIONS)[number];
 
+/**
+ * Who may give keys permissions, and so change, delete or revoke keys that hold them: an account owner or admin
+ * signed in as themselves, or the operator. Never a key, so no key widens its own or another key's rights.
+ */
+export function grantsKeyPermissions(meta: { authType?: string; role?: string }): boolean {
+  return meta.authType === "master" || (meta.authType === "jwt" && (meta.role === "owner" || meta.role === "admin"));
+}
+
+/** Why the caller may not revoke a person's keys (some may hold permissions), or null when it may. */
+export function keyRevocationRefusal(meta: { authType?: string; role?: string }): string | null {
+  return grantsKeyPermissions(meta) ? null : "Only account owners and admins can revoke a person's API keys";
+}
+
 /** How much of the key is kept in clear so users can tell keys apart. */
 const VISIBLE_CHARS = 12;
 

@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { ERRORS } from "../errors";
 import type { RequestMeta } from "../meta";
-import { isMasterKey } from "./api-keys";
+import { API_KEY_PREFIX, isMasterKey } from "./api-keys";
 import { cachedVerifier, type JwtSettings } from "./jwt";
 
 /** Who the caller is: what an HTTP edge puts on ctx.meta for the services it calls. */
@@ -27,6 +27,14 @@ export interface IdentityResolver {
   forgetSessions(): void;
 }
 
+/** Said by every 401 of an HTTP edge, so a client that sent the wrong thing learns what to send. */
+export const ACCEPTED_CREDENTIALS = "send Authorization: Bearer <access token or API key>, or X-AUTH-TOKEN: <API key>";
+
+/** A 401 whose detail says what went wrong and which credentials are accepted. */
+export function credentialsRefused(problem: string) {
+  return ERRORS.unauthorized(`${problem}; ${ACCEPTED_CREDENTIALS}`);
+}
+
 /** Broadcast by the users service after every user write; each HTTP edge then drops its cached session states. */
 export const SESSION_CHANGED_EVENT = "users.session-changed";
 /**
@@ -40,9 +48,10 @@ const SESSION_CACHE_MAX = 10_000;
 /**
  * The one credential check of every HTTP edge (the REST gateway and the MCP server), so both accept exactly
  * the same callers: a Bearer JWT (signature verified here, then checked against the user's session state, cached
- * here for seconds and dropped on every user write, so deleting, disabling or a password change ends it at once), an X-AUTH-TOKEN account key (checked against
- * the api-keys service on every request, so a disabled key stops working at once), or the operator's master
- * key acting for the account in X-Account-Id. Invalid credentials throw (401, or 400 for a master key without
+ * here for seconds and dropped on every user write, so deleting, disabling or a password change ends it at once), an
+ * account key as X-AUTH-TOKEN or as a Bearer token (bearer-only clients; told apart by its apk_ prefix, checked
+ * against the api-keys service on every request, so a disabled key stops working at once), or the operator's
+ * master key (X-AUTH-TOKEN only) acting for the account in X-Account-Id. Invalid credentials throw (401, or 400 for a master key without
  * an account): a bad token is never silently treated as no token.
  */
 export function identityResolver(config: { jwt: JwtSettings; masterApiKey: string }): IdentityResolver {
@@ -56,25 +65,33 @@ export function identityResolver(config: { jwt: JwtSettings; masterApiKey: strin
     sessions.set(userId, { state, until: Date.now() + SESSION_CACHE_MS });
     return state;
   };
+  const accountKey = async (key: string, caller: ActionCaller): Promise<Identity> => {
+    try {
+      return { ...(await caller.call<Identity, { key: string }>("api-keys.authenticate", { key })), authType: "api_key" };
+    } catch (err) {
+      if ((err as { code?: number }).code === 401) throw credentialsRefused((err as Error).message);
+      throw err;
+    }
+  };
   const resolve = async (headers: IncomingHttpHeaders, caller: ActionCaller): Promise<Identity | null> => {
     const authorization = headers.authorization;
     const apiKey = headers["x-auth-token"];
     if (authorization) {
       const [scheme, token] = authorization.split(" ");
-      if (scheme?.toLowerCase() !== "bearer" || !token) throw ERRORS.unauthorized("Invalid authorization header");
+      if (scheme?.toLowerCase() !== "bearer" || !token) throw credentialsRefused("Invalid authorization header");
+      if (token.startsWith(API_KEY_PREFIX)) return accountKey(token, caller);
       const claims = await verifyAccessToken(token);
-      if (!claims) throw ERRORS.unauthorized("Invalid or expired token");
+      if (!claims) throw credentialsRefused("Invalid or expired token");
       const session = await sessionOf(claims.userId, caller);
       if (!session || session.account_id !== claims.accountId || session.token_version !== (claims.tokenVersion ?? 0)) {
-        throw ERRORS.unauthorized("Invalid or expired token");
+        throw credentialsRefused("Invalid or expired token");
       }
       if (!session.is_active) throw ERRORS.unauthorized("This user is disabled");
       return { accountId: claims.accountId, userId: claims.userId, authType: "jwt", role: session.role };
     }
     if (typeof apiKey === "string" && apiKey) {
       if (isMasterKey(apiKey, config.masterApiKey)) return masterIdentity(headers);
-      const key = await caller.call<Identity, { key: string }>("api-keys.authenticate", { key: apiKey });
-      return { ...key, authType: "api_key" };
+      return accountKey(apiKey, caller);
     }
     return null;
   };

@@ -1,15 +1,16 @@
 import { Schema, type Connection, type Model } from "mongoose";
-import { ERRORS } from "../errors";
+import { ERRORS, isDuplicateKeyError } from "../errors";
 
-/** At most `max` failures per `windowSeconds`; the window starts at the first failure. */
+/** At most `max` failures per `windowSeconds`; the window starts at the first attempt. */
 export interface ThrottleLimit {
   max: number;
   windowSeconds: number;
 }
 
-/** One counter of failed attempts (a login email, a team, a client address). */
+/** One counter of attempts (a login email, a team, a client address). */
 interface FailureCounter {
   _id: string;
+  /** Attempts reserved in this window and not refunded: failures, plus checks still in progress. */
   failures: number;
   window_ends: Date;
 }
@@ -18,7 +19,7 @@ const counterSchema = new Schema<FailureCounter>(
   {
     _id: { type: String, required: true },
     failures: { type: Number, required: true },
-    // Expired windows are pruned by the users service (the bundled server has no TTL indexes) and reset on the next failure.
+    // Expired windows are pruned by the users service (the bundled server has no TTL indexes) and reset on the next attempt.
     window_ends: { type: Date, required: true, index: true },
   },
   { collection: "auth_failures", versionKey: false },
@@ -47,27 +48,74 @@ export function retryAfterSeconds(counters: Pick<FailureCounter, "_id" | "failur
   return wait;
 }
 
+/** One attempt counted in advance on each of its keys: kept when it fails, given back when it succeeds. */
+export interface Reservation {
+  /** The attempt succeeded: its places go back to every key (the counts stay as they were before it). */
+  refund(): Promise<void>;
+}
+
+/** A place taken in one counter's window (the window is named by its end, so a refund never lands in a later one). */
+interface Place {
+  key: string;
+  windowEnds: Date;
+}
+
+/** How often a reservation retries when another replica starts the same window at the same moment. */
+const RESERVE_RACE_RETRIES = 3;
+
 /**
- * Throttling of credential guessing (logins, team passwords, signups hitting a taken email) per identity and
- * per client address, with the state in the database so all replicas count together. A caller over a limit is
- * refused with 429 and Retry-After before its credentials are even checked.
+ * Throttling of credential guessing (logins, password changes, team passwords, an account adding a taken email)
+ * per identity and per client address, with the state in the database so all replicas count together. Every
+ * attempt takes its place in each counter with one atomic conditional update before its credentials are checked
+ * (count first, refund on success), so concurrent attempts can never check more credentials than the limit; a
+ * caller over a limit is refused with 429 and Retry-After without any check.
  */
 export class FailureThrottle {
   constructor(private readonly counters: Model<FailureCounter>) {}
 
-  /** Throws 429 when any of `keys` has used up its failures in the current window. */
+  /** Throws 429 when any of `keys` has used up its attempts in the current window (reads only: counts nothing). */
   async check(keys: ThrottledKey[], now = Date.now()): Promise<void> {
     const counters = await this.counters.find({ _id: { $in: keys.map((k) => k.key) } }).lean<FailureCounter[]>();
     const wait = retryAfterSeconds(counters, keys, now);
     if (wait > 0) throw ERRORS.tooManyRequests("Too many failed attempts; try again later", wait);
   }
 
-  /** Counts one failure against every key. */
-  async fail(keys: ThrottledKey[], now = Date.now()): Promise<void> {
-    await Promise.all(keys.map((k) => this.failOne(k, now)));
+  /**
+   * Counts one attempt against every key, or throws 429 (counting nothing) when any key is at its limit. The
+   * caller checks the credentials only after this, and refunds the reservation when they were right.
+   */
+  async reserve(keys: ThrottledKey[], now = Date.now()): Promise<Reservation> {
+    const places: Place[] = [];
+    for (const key of keys) {
+      const taken = await this.takePlace(key, now);
+      if (taken instanceof Date) {
+        places.push({ key: key.key, windowEnds: taken });
+        continue;
+      }
+      await this.giveBack(places);
+      throw ERRORS.tooManyRequests("Too many failed attempts; try again later", taken.retryAfter);
+    }
+    return { refund: () => this.giveBack(places) };
   }
 
-  /** Forgets the failures of `key` (a successful login clears its email's counter, not the address's). */
+  /**
+   * Runs one credential check as an attempt against `keys`: reserved before `check` runs (429 without running it
+   * when over a limit), kept when it answers false, given back when it answers true or cannot run at all.
+   */
+  async attempt(keys: ThrottledKey[], check: () => Promise<boolean>): Promise<boolean> {
+    const reservation = await this.reserve(keys);
+    let right: boolean;
+    try {
+      right = await check();
+    } catch (err) {
+      await reservation.refund();
+      throw err;
+    }
+    if (right) await reservation.refund();
+    return right;
+  }
+
+  /** Forgets the attempts of `key` (a successful login clears its email's counter, not the address's). */
   async clear(key: string): Promise<void> {
     await this.counters.deleteOne({ _id: key });
   }
@@ -77,21 +125,36 @@ export class FailureThrottle {
     await this.counters.deleteMany({ window_ends: { $lte: new Date(now) } });
   }
 
-  private async failOne({ key, limit }: ThrottledKey, now: number): Promise<void> {
-    const live = await this.counters.updateOne({ _id: key, window_ends: { $gt: new Date(now) } }, { $inc: { failures: 1 } });
-    if (live.matchedCount) return;
-    try {
-      // No live window: start one (an expired counter is reset in place, a missing one inserted).
-      await this.counters.updateOne(
-        { _id: key, window_ends: { $lte: new Date(now) } },
-        { $set: { failures: 1, window_ends: new Date(now + limit.windowSeconds * 1000) } },
-        { upsert: true },
-      );
-    } catch (err) {
-      // Another replica started the window first: count this failure in it.
-      if ((err as { code?: number }).code !== 11000) throw err;
-      await this.counters.updateOne({ _id: key }, { $inc: { failures: 1 } });
+  /** Takes one place in `key`'s live window (or starts a window): the window's end, or how long until one frees. */
+  private async takePlace({ key, limit }: ThrottledKey, now: number): Promise<Date | { retryAfter: number }> {
+    const at = new Date(now);
+    for (let attempt = 0; attempt < RESERVE_RACE_RETRIES; attempt++) {
+      // One conditional update: concurrent attempts are serialised by the database, and none passes a full window.
+      const live = await this.counters
+        .findOneAndUpdate({ _id: key, window_ends: { $gt: at }, failures: { $lt: limit.max } }, { $inc: { failures: 1 } }, { returnDocument: "after" })
+        .lean<FailureCounter>();
+      if (live) return live.window_ends;
+      const windowEnds = new Date(now + limit.windowSeconds * 1000);
+      try {
+        // No place in a live window: start one if none is live (an expired counter is reset, a missing one inserted).
+        const started = await this.counters.updateOne({ _id: key, window_ends: { $lte: at } }, { $set: { failures: 1, window_ends: windowEnds } }, { upsert: true });
+        if (started.matchedCount || started.upsertedCount) return windowEnds;
+      } catch (err) {
+        // A live window exists (the insert met its _id): full, or started by another replica a moment ago.
+        if (!isDuplicateKeyError(err)) throw err;
+      }
+      const counter = await this.counters.findById(key).lean<FailureCounter>();
+      const wait = counter ? retryAfterSeconds([counter], [{ key, limit }], now) : 0;
+      if (wait > 0) return { retryAfter: wait };
     }
+    return { retryAfter: 1 };
+  }
+
+  /** Gives back places taken by a reservation (only in the windows they were taken in). */
+  private async giveBack(places: Place[]): Promise<void> {
+    await Promise.all(
+      places.map((p) => this.counters.updateOne({ _id: p.key, window_ends: p.windowEnds, failures: { $gt: 0 } }, { $inc: { failures: -1 } })),
+    );
   }
 }
 

@@ -17,7 +17,10 @@ export interface ApiKeyRecord {
   expires_at: Date | null;
   permissions: ApiKeyPermission[];
   last_used_at: Date | null;
+  /** The person answerable for the key: who made it, or who made the key it was made with (revoked with them). */
   created_by_user_id: number | null;
+  /** The key it was made with, when a key made it. */
+  created_by_api_key_id: number | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -35,6 +38,7 @@ const apiKeySchema = new Schema<ApiKeyRecord>(
     permissions: { type: [{ type: String, enum: API_KEY_PERMISSIONS }], default: [] },
     last_used_at: { type: Date, default: null },
     created_by_user_id: { type: Number, default: null },
+    created_by_api_key_id: { type: Number, default: null },
   },
   recordSchemaOptions<ApiKeyRecord>(["key_hash"]),
 );

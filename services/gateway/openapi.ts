@@ -72,7 +72,7 @@ function securityOf(auth: string | undefined) {
 
 const COMPONENTS = {
   securitySchemes: {
-    HTTPBearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
+    HTTPBearer: { type: "http", scheme: "bearer", description: "An access token (JWT) from login or signup, or an account API key (apk_...)" },
     APIKeyHeader: { type: "apiKey", in: "header", name: "X-AUTH-TOKEN" },
   },
   schemas: {

@@ -1,5 +1,6 @@
 import * as z from "zod/v4";
 import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/types.js";
+import { ACCEPTED_CREDENTIALS } from "../../lib/auth/identity";
 import { ERRORS } from "../../lib/errors";
 import { renderError } from "../../lib/http-errors";
 
@@ -107,8 +108,7 @@ export function jsonResult(value: Record<string, unknown>): CallToolResult {
 }
 
 /** Why a data tool refused a call without credentials, phrased so a model can relay it to its user. */
-export const AUTH_REQUIRED_MESSAGE =
-  "Authentication required: send Authorization: Bearer <JWT> or X-AUTH-TOKEN: <API key> with the MCP HTTP request";
+export const AUTH_REQUIRED_MESSAGE = `Authentication required: ${ACCEPTED_CREDENTIALS} with the MCP HTTP request`;
 
 /**
  * A failed tool call as an isError result. The body is the one the REST API would send for the same error

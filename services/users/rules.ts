@@ -22,6 +22,19 @@ export function userChanges(params: { email?: string; full_name?: string | null;
   return changes;
 }
 
+/** The throttle counter of password guesses at an email's login. */
+export function loginKey(email: string): string {
+  return `login:${email}`;
+}
+
+/**
+ * The throttle counter of guesses at a user's password: its login's, so guessing through a password change and
+ * guessing at login share one budget (a user without a login address of its own has one by id).
+ */
+export function passwordKey(user: { _id: number; email?: string }): string {
+  return user.email ? loginKey(user.email) : `user:${user._id}`;
+}
+
 /** The user.registered outbox entry, carrying the email-verification link. */
 export function registrationEvent(
   user: { id: number; account_id: number; email: string; locale: string | null },
@@ -93,13 +106,15 @@ export interface ManagedChanges {
 
 /**
  * Why `actor` may not apply `changes` to `target`, or null when it may. Everyone edits their own profile;
- * changing another user (profile, role, active flag) needs an owner or admin; an owner is changed only by
- * owners; nobody changes their own role or disables themselves (an account never loses its last owner that way).
+ * changing another user (profile, role, active flag) needs an owner or admin; a key with users:manage changes
+ * members only; an owner is changed only by owners; nobody changes their own role or disables themselves (an
+ * account never loses its last owner that way).
  */
 export function userUpdateRefusal(actor: UserActor, target: { _id: number; role: UserRole }, changes: ManagedChanges): string | null {
   const self = actor.kind === "user" && actor.userId === target._id;
   if (self) return changes.role !== undefined || changes.is_active !== undefined ? "You cannot change your own role or active status" : null;
   if (!managesUsers(actor)) return "Only account owners and admins can change other users";
+  if (actor.kind === "api_key" && target.role !== "member") return `A key with ${MANAGE_USERS_PERMISSION} manages members only, not admins or owners`;
   if (target.role === "owner" && !grantsRoles(actor)) return "Only account owners can change an owner";
   if (changes.role !== undefined && !grantsRoles(actor)) return "Only account owners can change roles";
   return null;

@@ -115,7 +115,7 @@ describe("MCP server over NATS", () => {
       for (const [name, args] of [["svc_collected_data", {}], ["svc_collected_data_delete", { entity_ids: [1], confirmed: true }]] as const) {
         const result = await call(client, name, args);
         expect(result.isError).toBe(true);
-        expect(textOf(result)).toMatch(/^Authentication required: send Authorization: Bearer <JWT> or X-AUTH-TOKEN/);
+        expect(textOf(result)).toMatch(/^Authentication required: send Authorization: Bearer <access token or API key>, or X-AUTH-TOKEN/);
         expect(result.structuredContent).toMatchObject({ status: 401 });
       }
     });
@@ -126,7 +126,7 @@ describe("MCP server over NATS", () => {
         const client = await connect(headers);
         const result = await call(client, "svc_collected_data", { action: "stats" });
         expect(result.isError).toBe(true);
-        expect(textOf(result)).toMatch(/^Invalid (or expired token|authorization header|API key)$/);
+        expect(textOf(result)).toMatch(/^Invalid (or expired token|authorization header|API key); send Authorization: Bearer <access token or API key>, or X-AUTH-TOKEN: <API key>$/);
         expect((await call(client, "svc_health")).isError).toBeFalsy();
       }
     });
@@ -299,6 +299,8 @@ describe("MCP server over NATS", () => {
       expect(key.status).toBe(201);
       const byKey = await data({ action: "stats" }, await connect({ "x-auth-token": key.body.key }));
       expect(byKey.total).toBe(5);
+      // Bearer-only MCP clients send the key as Authorization: Bearer apk_... (issue 23).
+      expect((await data({ action: "stats" }, await connect({ authorization: `Bearer ${key.body.key}` }))).total).toBe(5);
       const master = await connect({ "x-auth-token": process.env.MASTER_API_KEY!, "x-account-id": String(intruderAccountId) });
       expect(listedIds(await data({}, master))).toEqual([ids.foreign]);
     });

@@ -92,6 +92,109 @@ describe("security over NATS: users, sessions, throttling, malformed requests", 
     });
   });
 
+  describe("key lifecycle (issue 25, item 5)", () => {
+    const createKey = (token: string, body: object = {}) => api("POST", "/api/v1/account-api-keys", { token, body: { name: "k", ...body } });
+
+    it("keys record who made them; owners and admins list and revoke a person's keys in one call", async () => {
+      const owner = await signup(api, "offboarder");
+      const admin = await addUser(owner.token, "admin");
+      const member = await addUser(owner.token);
+      const own = (await createKey(member.token)).body;
+      expect(own).toMatchObject({ created_by_user_id: member.id, created_by_api_key_id: null });
+      // A key made with the member's key is the member's too: it goes with them.
+      const chained = (await api("POST", "/api/v1/account-api-keys", { apiKey: own.key, body: { name: "made by a key" } })).body;
+      expect(chained).toMatchObject({ created_by_user_id: member.id, created_by_api_key_id: own.id });
+      const ownerKey = (await createKey(owner.token)).body;
+      const listed = await api("GET", `/api/v1/account-api-keys?created_by_user_id=${member.id}`, { token: admin.token });
+      expect(listed.status).toBe(200);
+      expect(listed.body.map((k: { id: number }) => k.id)).toEqual([own.id, chained.id]);
+      const revoke = (token: string) => api("POST", "/api/v1/account-api-keys/revoke", { token, body: { created_by_user_id: member.id } });
+      expect((await revoke(member.token)).status).toBe(403);
+      const revoked = await revoke(admin.token);
+      expect(revoked.status).toBe(200);
+      expect(revoked.body).toEqual({ revoked: 2, ids: [own.id, chained.id] });
+      for (const key of [own.key, chained.key]) expect((await api("GET", "/api/v1/agents", { apiKey: key })).status).toBe(401);
+      expect((await api("GET", "/api/v1/agents", { apiKey: ownerKey.key })).status).toBe(200);
+      expect((await api("GET", `/api/v1/account-api-keys?created_by_user_id=${member.id}`, { token: owner.token })).body).toEqual([]);
+    });
+
+    it("disabling a user keeps their keys unless asked to revoke them", async () => {
+      const owner = await signup(api, "disabling");
+      const kept = await addUser(owner.token);
+      const revoked = await addUser(owner.token);
+      const keptKey = (await createKey(kept.token)).body.key;
+      const revokedKey = (await createKey(revoked.token)).body.key;
+      expect((await api("PUT", `/api/v1/users/${kept.id}`, { token: owner.token, body: { is_active: false } })).status).toBe(200);
+      expect((await api("GET", "/api/v1/agents", { apiKey: keptKey })).status).toBe(200);
+      const alone = await api("PUT", `/api/v1/users/${revoked.id}`, { token: owner.token, body: { revoke_api_keys: true } });
+      expect(alone.status).toBe(422);
+      // A users:manage key disables members but does not revoke keys; refused, it changes nothing.
+      const manager = (await createKey(owner.token, { permissions: ["users:manage"] })).body.key;
+      const byKey = await api("PUT", `/api/v1/users/${revoked.id}`, { apiKey: manager, body: { is_active: false, revoke_api_keys: true } });
+      expect(byKey.status).toBe(403);
+      expect((await api("GET", `/api/v1/users/${revoked.id}`, { token: owner.token })).body.is_active).toBe(true);
+      const disabled = await api("PUT", `/api/v1/users/${revoked.id}`, { token: owner.token, body: { is_active: false, revoke_api_keys: true } });
+      expect(disabled.status).toBe(200);
+      expect(disabled.body.is_active).toBe(false);
+      expect((await api("GET", "/api/v1/agents", { apiKey: revokedKey })).status).toBe(401);
+    });
+
+    it("changing or deleting a key that holds a permission needs the rights to grant it", async () => {
+      const owner = await signup(api, "privileged");
+      const member = await addUser(owner.token);
+      const privileged = (await createKey(owner.token, { permissions: ["users:manage"] })).body;
+      expect((await api("PUT", `/api/v1/account-api-keys/${privileged.id}`, { token: owner.token, body: { status: "inactive" } })).status).toBe(200);
+      const plain = (await createKey(owner.token)).body;
+      for (const caller of [{ token: member.token }, { apiKey: plain.key }, { token: plain.key }]) {
+        expect((await api("PUT", `/api/v1/account-api-keys/${privileged.id}`, { ...caller, body: { status: "active" } })).status).toBe(403);
+        expect((await api("PUT", `/api/v1/account-api-keys/${privileged.id}`, { ...caller, body: { name: "renamed" } })).status).toBe(403);
+        expect((await api("DELETE", `/api/v1/account-api-keys/${privileged.id}`, caller)).status).toBe(403);
+      }
+      expect((await api("GET", `/api/v1/account-api-keys/${privileged.id}`, { token: owner.token })).body).toMatchObject({ status: "inactive", name: "k" });
+      // Keys without permissions stay anyone's to manage; owners and admins manage privileged ones.
+      expect((await api("PUT", `/api/v1/account-api-keys/${plain.id}`, { token: member.token, body: { name: "renamed" } })).status).toBe(200);
+      expect((await api("PUT", `/api/v1/account-api-keys/${privileged.id}`, { token: owner.token, body: { status: "active" } })).status).toBe(200);
+      expect((await api("DELETE", `/api/v1/account-api-keys/${privileged.id}`, { token: owner.token })).status).toBe(204);
+    });
+
+    it("a key with users:manage manages members only, not admins", async () => {
+      const owner = await signup(api, "keymanager");
+      const admin = await addUser(owner.token, "admin");
+      const member = await addUser(owner.token);
+      const key = (await createKey(owner.token, { permissions: ["users:manage"] })).body.key;
+      for (const body of [{ full_name: "Renamed" }, { email: uniqueEmail("taken-over") }, { is_active: false }]) {
+        expect((await api("PUT", `/api/v1/users/${admin.id}`, { apiKey: key, body })).status).toBe(403);
+      }
+      expect((await api("GET", `/api/v1/users/${admin.id}`, { token: owner.token })).body).toMatchObject({ is_active: true, email: admin.email });
+      expect((await api("PUT", `/api/v1/users/${member.id}`, { apiKey: key, body: { full_name: "Renamed" } })).status).toBe(200);
+      expect((await api("PUT", `/api/v1/users/${member.id}`, { apiKey: key, body: { is_active: false } })).status).toBe(200);
+    });
+  });
+
+  describe("API keys as Bearer (issue 23)", () => {
+    it("an account key works as Authorization: Bearer apk_..., and stops with the key", async () => {
+      const owner = await signup(api, "bearerkey");
+      const key = (await api("POST", "/api/v1/account-api-keys", { token: owner.token, body: { name: "bearer" } })).body;
+      const created = await api("POST", "/api/v1/agents", { token: key.key, body: { name: "By bearer key" } });
+      expect(created.status).toBe(201);
+      expect((await api("GET", `/api/v1/agents/${created.body.id}`, { token: key.key })).status).toBe(200);
+      // A key acts for the account, not a user, whichever header carries it.
+      expect((await api("GET", "/api/v1/users/me", { token: key.key })).status).toBe(403);
+      expect((await api("PUT", `/api/v1/account-api-keys/${key.id}`, { token: owner.token, body: { status: "inactive" } })).status).toBe(200);
+      const refused = await api("GET", "/api/v1/agents", { token: key.key });
+      expect(refused.status).toBe(401);
+      expect(refused.body.detail).toMatch(/inactive/);
+    });
+
+    it("401 details say which credentials are accepted", async () => {
+      for (const headers of [{}, { authorization: "Bearer apk_not-a-key" }, { authorization: "Bearer not-a-jwt" }, { authorization: "Basic abc" }, { "x-auth-token": "apk_nope" }] as Record<string, string>[]) {
+        const res = await api("GET", "/api/v1/agents", { headers });
+        expect(res.status).toBe(401);
+        expect(res.body.detail).toMatch(/Authorization: Bearer <access token or API key>.*X-AUTH-TOKEN: <API key>/);
+      }
+    });
+  });
+
   describe("sessions end with their user (finding 3)", () => {
     it("a deleted user's token stops working at once", async () => {
       const { token, user } = await signup(api, "deleted");

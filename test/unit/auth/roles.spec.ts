@@ -1,6 +1,6 @@
 import { retryAfterSeconds } from "../../../lib/auth/throttle";
 import { actorOf, managesUsers, userCreateRefusal, userUpdateRefusal } from "../../../services/users/rules";
-import { permissionGrantRefusal } from "../../../services/api-keys/rules";
+import { keyCreator, permissionGrantRefusal, privilegedKeyRefusal } from "../../../services/api-keys/rules";
 
 const owner = actorOf({ authType: "jwt", userId: 1, role: "owner" });
 const admin = actorOf({ authType: "jwt", userId: 2, role: "admin" });
@@ -34,11 +34,32 @@ describe("who manages users", () => {
     expect(userUpdateRefusal(owner, { _id: 2, role: "admin" }, { role: "member" })).toBeNull();
   });
 
+  it("a users:manage key changes members only (issue 25, item 5)", () => {
+    expect(userUpdateRefusal(managingKey, { _id: 3, role: "member" }, { is_active: false })).toBeNull();
+    expect(userUpdateRefusal(managingKey, { _id: 2, role: "admin" }, {})).toMatch(/members only/);
+    expect(userUpdateRefusal(managingKey, { _id: 1, role: "owner" }, {})).toMatch(/members only/);
+  });
+
   it("key permissions are granted by owners, admins and the operator only", () => {
     expect(permissionGrantRefusal({ authType: "api_key" }, ["users:manage"])).not.toBeNull();
     expect(permissionGrantRefusal({ authType: "jwt", role: "member" }, ["users:manage"])).not.toBeNull();
     expect(permissionGrantRefusal({ authType: "jwt", role: "admin" }, ["users:manage"])).toBeNull();
     expect(permissionGrantRefusal({ authType: "api_key" }, [])).toBeNull();
+  });
+
+  it("keys holding permissions are changed and deleted only by who may grant them; plain keys by anyone", () => {
+    const privileged = { permissions: ["users:manage" as const] };
+    expect(privilegedKeyRefusal({ authType: "jwt", role: "member" }, privileged)).toMatch(/users:manage/);
+    expect(privilegedKeyRefusal({ authType: "api_key" }, privileged)).not.toBeNull();
+    expect(privilegedKeyRefusal({ authType: "jwt", role: "admin" }, privileged)).toBeNull();
+    expect(privilegedKeyRefusal({ authType: "master" }, privileged)).toBeNull();
+    expect(privilegedKeyRefusal({ authType: "api_key" }, { permissions: [] })).toBeNull();
+  });
+
+  it("a key made with a key is answerable to that key's person", () => {
+    expect(keyCreator({ userId: 3 }, null)).toEqual({ created_by_user_id: 3, created_by_api_key_id: null });
+    expect(keyCreator({ apiKeyId: 9 }, { created_by_user_id: 3 })).toEqual({ created_by_user_id: 3, created_by_api_key_id: 9 });
+    expect(keyCreator({}, null)).toEqual({ created_by_user_id: null, created_by_api_key_id: null });
   });
 });
 

@@ -1,5 +1,5 @@
 import { Errors } from "moleculer";
-import { identityResolver, type ActionCaller } from "../../../lib/auth/identity";
+import { ACCEPTED_CREDENTIALS, identityResolver, type ActionCaller } from "../../../lib/auth/identity";
 import { signToken } from "../../../lib/auth/jwt";
 
 const jwt = { secret: "unit-test-secret-0123456789abcdef0123", issuer: "test", audience: "test-api", ttlSeconds: 60 };
@@ -37,18 +37,23 @@ describe("identityResolver (shared by the gateway and the MCP server)", () => {
   it("refuses a token of an older version, another account or a deleted user", async () => {
     for (const claims of [{ userId: 2, accountId: 3 }, { userId: 2, accountId: 4, tokenVersion: 1 }, { userId: 9, accountId: 3 }]) {
       const token = await signToken(jwt, claims);
-      expect(await rejection(resolve({ authorization: `Bearer ${token}` }, apiKeys))).toEqual({ code: 401, message: "Invalid or expired token" });
+      expect(await rejection(resolve({ authorization: `Bearer ${token}` }, apiKeys))).toEqual({ code: 401, message: `Invalid or expired token; ${ACCEPTED_CREDENTIALS}` });
     }
   });
 
   it("refuses a malformed header or an invalid token with 401", async () => {
-    expect(await rejection(resolve({ authorization: "Basic abc" }, apiKeys))).toEqual({ code: 401, message: "Invalid authorization header" });
-    expect(await rejection(resolve({ authorization: "Bearer not-a-jwt" }, apiKeys))).toEqual({ code: 401, message: "Invalid or expired token" });
+    expect(await rejection(resolve({ authorization: "Basic abc" }, apiKeys))).toEqual({ code: 401, message: `Invalid authorization header; ${ACCEPTED_CREDENTIALS}` });
+    expect(await rejection(resolve({ authorization: "Bearer not-a-jwt" }, apiKeys))).toEqual({ code: 401, message: `Invalid or expired token; ${ACCEPTED_CREDENTIALS}` });
   });
 
   it("checks an X-AUTH-TOKEN with the api-keys service and passes its refusal on", async () => {
     expect(await resolve({ "x-auth-token": "apk_known" }, apiKeys)).toEqual({ accountId: 4, apiKeyId: 11, authType: "api_key" });
-    expect(await rejection(resolve({ "x-auth-token": "apk_unknown" }, apiKeys))).toEqual({ code: 401, message: "Invalid API key" });
+    expect(await rejection(resolve({ "x-auth-token": "apk_unknown" }, apiKeys))).toEqual({ code: 401, message: `Invalid API key; ${ACCEPTED_CREDENTIALS}` });
+  });
+
+  it("takes an account key sent as a Bearer token (issue 23)", async () => {
+    expect(await resolve({ authorization: "Bearer apk_known" }, apiKeys)).toEqual({ accountId: 4, apiKeyId: 11, authType: "api_key" });
+    expect(await rejection(resolve({ authorization: "Bearer apk_unknown" }, apiKeys))).toEqual({ code: 401, message: `Invalid API key; ${ACCEPTED_CREDENTIALS}` });
   });
 
   it("lets the master key act for the account in X-Account-Id, and only with one", async () => {
