@@ -19,10 +19,10 @@ interface GatewayAlias {
   fullPath: string;
   action?: string;
 }
-import { allowedMethods, bodyProblem, clientAddress, jsonBodyParser, preferredLocale, type MatchableAlias } from "./gateway/request";
+import { allowedMethods, bodyProblem, clientAddress, jsonBodyParser, preferredLocale, unknownBodyFields, type BodyFieldsDecl, type MatchableAlias } from "./gateway/request";
 
 type GatewayRequest = IncomingMessage & {
-  $action?: { auth?: AuthRequirement; name?: string };
+  $action?: { auth?: AuthRequirement; name?: string } & BodyFieldsDecl;
   $alias?: { path?: string };
   /** Full path without the query string and trailing slash (moleculer-web strips the route prefix from req.url). */
   parsedUrl?: string;
@@ -54,6 +54,9 @@ function configuredSettings(config: Config): Partial<ApiSettingsSchema> {
     logResponse: config.logLevel === "debug" ? "debug" : null,
   };
 }
+
+type CallAction = (route: unknown, actionName: string, req: GatewayRequest, res: ServerResponse, params: unknown, isStream: boolean) => Promise<unknown>;
+const libraryCallAction = (ApiGateway.methods as unknown as { callAction: CallAction }).callAction;
 
 interface Vars {
   resolveIdentity: IdentityResolver;
@@ -201,6 +204,17 @@ const GatewayService: ServiceSchema<ApiSettingsSchema, Record<string, never>, Va
     authorize(ctx: Ctx, _route: unknown, req: GatewayRequest) {
       const requirement = req.$action?.auth ?? "required";
       if (requirement === "required" && typeof ctx.meta.accountId !== "number") throw ERRORS.unauthorized();
+    },
+
+    /**
+     * moleculer-web's call of the action, once the caller is known: a body field the action does not take is a
+     * 422 naming it.
+     */
+    async callAction(route: unknown, actionName: string, req: GatewayRequest, res: ServerResponse, params: unknown, isStream: boolean) {
+      const call = () => libraryCallAction.call(this, route, actionName, req, res, params, isStream);
+      const unknown = unknownBodyFields(req.method ?? "", req.body, req.$action ?? {});
+      if (unknown.length) throw ERRORS.validation(unknown);
+      return call();
     },
   },
 
