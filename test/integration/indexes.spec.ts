@@ -62,7 +62,7 @@ describe("query shapes and their indexes", () => {
       name: "Pushed",
       traits: [{ name: "Warm", category: "tone" }],
       tools: [{ name: "Search", type: "function" }],
-      agents: [{ name: "Pusher", model: "gpt-4o-mini", traits: ["Warm"], tools: ["Search"] }],
+      agents: [{ name: "Pusher", model: "gpt-4o-mini", traits: ["Warm"] }],
     });
 
     const parent = await call("POST", "/tasks", { title: "Parent", agent_id: agent.id, team_id: team.id });

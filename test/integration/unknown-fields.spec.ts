@@ -90,6 +90,36 @@ describe("unknown body fields", () => {
       body: { paths: ["https://example.com/a"], data_type: "website", refresh: { interval_seconds: 3600, prun: false } },
     });
     expect(source.status).toBe(422);
-    expect(source.body.detail).toEqual([{ loc: ["body", "refresh"], msg: expect.stringMatching(/unknown fields: prun /), type: "objectStrict" }]);
+    expect(source.body.detail).toEqual([{ loc: ["body", "refresh"], msg: expect.stringMatching(/^Unknown fields: prun; /), type: "objectStrict" }]);
+  });
+
+  it("team push refuses unknown fields in its document with the interface's 400, free-form parts aside; pull pushes back", async () => {
+    const doc = {
+      name: "Pushed team",
+      agents: [
+        {
+          name: "Pusher",
+          model: "gpt-4o-mini",
+          publication: { access_level: "public" },
+          configuration: { chat_ui: { greeting: "Hi" }, routing: { any: "thing" } },
+          events: [{ type: "email.received", config: { mailbox: "x@example.com" } }],
+        },
+      ],
+      tools: [{ name: "Lookup", type: "mcp", config: { server_name: "crm", extra: [1] } }],
+      overrides: { global: { temperature: 0.3 } },
+    };
+    const typos = { ...doc, nmae: "x", agents: [{ ...doc.agents[0], instruction: "Be brief", publication: { access_level: "public", pasword: "secret-123" } }] };
+    const refused = await call("POST", "/teams/push", typos);
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors.map((e: { loc: unknown[]; msg: string }) => `${e.loc.join(".")} ${e.msg.split(";")[0]}`).sort()).toEqual([
+      "body Unknown fields: nmae",
+      "body.agents.0 Unknown fields: instruction",
+      "body.agents.0.publication Unknown fields: pasword",
+    ]);
+    const pushed = await call("POST", "/teams/push", doc);
+    expect(pushed.status).toBe(200);
+    const pulled = await call("GET", `/teams/${pushed.body.identifier}/pull`, undefined);
+    expect(pulled.status).toBe(200);
+    expect((await call("POST", "/teams/push", pulled.body)).status).toBe(200);
   });
 });
