@@ -158,7 +158,16 @@ export class IdempotencyStore {
     }
     if (existing.state === "running") throw ERRORS.conflict("A request with this Idempotency-Key is in progress; retry once it has finished");
     const answer = existing.answer!;
-    return { run: false, answer: { ...answer, ...(answer.body !== undefined ? { body: this.box.open(answer.body) } : {}) } };
+    return { run: false, answer: { ...answer, ...(answer.body !== undefined ? { body: this.opened(answer.body) } : {}) } };
+  }
+
+  /** A kept body, opened; sealed under a secrets key since changed, it cannot be replayed (nor safely run again). */
+  private opened(sealed: string): string {
+    try {
+      return this.box.open(sealed);
+    } catch {
+      throw ERRORS.conflict("The first answer to this Idempotency-Key can no longer be read (the secrets key changed); use a new key");
+    }
   }
 
   /** Keeps the answer for replays. */

@@ -151,6 +151,13 @@ describe("Idempotency-Key across two gateway replicas", () => {
       await store.keep(claim, { status: 201, body: "{}" });
       expect(await store.claim(claim, new Date(now + 2 * IDEMPOTENCY_LOCK_MS))).toEqual({ run: false, answer: expect.objectContaining({ status: 201, body: "{}" }) });
       expect(await store.claim({ ...claim, fingerprint: "g" }, new Date(now + 2 * IDEMPOTENCY_TTL_MS))).toEqual({ run: true });
+      // Kept under one secrets key, read under another: refused, never a 500 and never run twice.
+      await store.keep(claim, { status: 201, body: "{}" });
+      const rotated = new IdempotencyStore(idempotencyModel(db), secretBox("another key"));
+      await expect(rotated.claim({ ...claim, fingerprint: "g" }, new Date(now + 2 * IDEMPOTENCY_TTL_MS + 1))).rejects.toMatchObject({
+        code: 409,
+        message: expect.stringMatching(/can no longer be read/),
+      });
       await store.prune(new Date(now + 3 * IDEMPOTENCY_TTL_MS));
       expect(await idempotencyModel(db).countDocuments({ _id: claim.id, account_id: 1 })).toBe(0);
     } finally {
