@@ -12,7 +12,7 @@ import { secretBox } from "../lib/secrets";
 import { SECURITY_HEADERS } from "../lib/security-headers";
 import { openApiDocument, type RoutedAction } from "./gateway/openapi";
 import { mcpHttpHandler } from "./mcp/http";
-import { IDEMPOTENCY_HEADER, IdempotencyStore, idempotencyModel, keyClaim, REPLAYED_HEADER, type KeyClaim } from "./gateway/idempotency";
+import { IDEMPOTENCY_HEADER, IdempotencyStore, idempotencyModel, keyClaim, REPLAYED_HEADER, type KeyClaim, type StoredAnswer } from "./gateway/idempotency";
 
 type McpProxy = ReturnType<typeof mcpHttpHandler>;
 
@@ -280,7 +280,7 @@ async function runOnce(store: IdempotencyStore, claim: KeyClaim, req: GatewayReq
 }
 
 /** The first answer to an Idempotency-Key, again, marked as a replay. */
-function replay(res: ServerResponse, answer: { status: number; location?: string; body?: string }) {
+function replay(res: ServerResponse, answer: StoredAnswer) {
   res.setHeader(REPLAYED_HEADER, "true");
   if (answer.location) res.setHeader("Location", answer.location);
   if (answer.body !== undefined) res.setHeader("Content-Type", "application/json; charset=utf-8");
