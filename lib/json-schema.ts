@@ -63,6 +63,7 @@ export function ruleToSchema(rule: unknown): JsonSchema {
       break;
     case "object":
       schema = r.props || r.properties ? objectSchema((r.props ?? r.properties) as Record<string, unknown>) : { type: "object" };
+      if (r.strict === true) schema.additionalProperties = false;
       break;
     case "record":
       schema = { type: "object", ...(r.key ? { propertyNames: ruleToSchema(r.key) } : {}), ...(r.value ? { additionalProperties: ruleToSchema(r.value) } : {}) };

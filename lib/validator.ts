@@ -4,6 +4,14 @@ import { Validators } from "moleculer";
 type Rule = string | boolean | { type?: string; optional?: boolean; nullable?: boolean; props?: Record<string, Rule>; values?: readonly unknown[] } | Rule[];
 type Checker = ReturnType<InstanceType<typeof Validators.Fastest>["compile"]>;
 
+/** Messages of every validator of the platform where fastest-validator's own mislead. */
+export const PLATFORM_MESSAGES = {
+  // The default shows the allowed values as if they were the value sent.
+  enumValue: "The '{field}' field must be one of: {expected}.",
+  // The default names the object by its path, empty at the top of a document; the 422's loc says where.
+  objectStrict: "Unknown fields: {actual}; this object takes {expected}.",
+};
+
 /**
  * fastest-validator accepts null in an optional field that is not nullable (it reads null as missing) but
  * leaves the null in the params. The platform's contract is the same reading everywhere: such a null is
@@ -12,8 +20,7 @@ type Checker = ReturnType<InstanceType<typeof Validators.Fastest>["compile"]>;
  */
 export class PlatformValidator extends Validators.Fastest {
   constructor() {
-    // fastest-validator's own enum message shows the allowed values as if they were the value sent.
-    super({ messages: { enumValue: "The '{field}' field must be one of: {expected}." } });
+    super({ messages: PLATFORM_MESSAGES });
   }
 
   override compile(schema: Record<string, Rule>): Checker {

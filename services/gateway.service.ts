@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Context, ServiceSchema } from "moleculer";
+import { Errors, type Context, type ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { configOf, type Config } from "../lib/config";
 import { ERRORS } from "../lib/errors";
@@ -7,9 +7,12 @@ import { credentialsRefused, identityResolver, SESSION_CHANGED_EVENT, type Ident
 import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
 import { Health, healthReport } from "../lib/health";
 import { renderError } from "../lib/http-errors";
+import { MongoMixin } from "../lib/mongo.mixin";
+import { secretBox } from "../lib/secrets";
 import { SECURITY_HEADERS } from "../lib/security-headers";
 import { openApiDocument, type RoutedAction } from "./gateway/openapi";
 import { mcpHttpHandler } from "./mcp/http";
+import { IDEMPOTENCY_HEADER, IdempotencyStore, idempotencyModel, keyClaim, REPLAYED_HEADER, type KeyClaim, type StoredAnswer } from "./gateway/idempotency";
 
 type McpProxy = ReturnType<typeof mcpHttpHandler>;
 
@@ -19,10 +22,13 @@ interface GatewayAlias {
   fullPath: string;
   action?: string;
 }
-import { allowedMethods, bodyProblem, clientAddress, jsonBodyParser, preferredLocale, type MatchableAlias } from "./gateway/request";
+import { allowedMethods, bodyProblem, clientAddress, jsonBodyParser, preferredLocale, unknownBodyFields, type BodyFieldsDecl, type MatchableAlias } from "./gateway/request";
 
 type GatewayRequest = IncomingMessage & {
-  $action?: { auth?: AuthRequirement; name?: string };
+  $action?: { auth?: AuthRequirement; name?: string } & BodyFieldsDecl;
+  $ctx: Context<unknown, RequestMeta>;
+  /** What the action answered (onAfterCall), kept for Idempotency-Key replays. */
+  $answer?: unknown;
   $alias?: { path?: string };
   /** Full path without the query string and trailing slash (moleculer-web strips the route prefix from req.url). */
   parsedUrl?: string;
@@ -45,7 +51,8 @@ function configuredSettings(config: Config): Partial<ApiSettingsSchema> {
       ? {
           origin: config.corsOrigins.includes("*") ? "*" : config.corsOrigins,
           methods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-          allowedHeaders: ["Authorization", "Content-Type", "X-AUTH-TOKEN", "X-Access-Password", "Accept-Language"],
+          allowedHeaders: ["Authorization", "Content-Type", "X-AUTH-TOKEN", "X-Access-Password", "Accept-Language", "Idempotency-Key"],
+          exposedHeaders: ["Location", REPLAYED_HEADER],
           maxAge: 600,
         }
       : undefined,
@@ -55,7 +62,16 @@ function configuredSettings(config: Config): Partial<ApiSettingsSchema> {
   };
 }
 
+/** How often a gateway deletes expired Idempotency-Keys where the database has no TTL index. */
+const IDEMPOTENCY_PRUNE_MS = 3600_000;
+
+type CallAction = (route: unknown, actionName: string, req: GatewayRequest, res: ServerResponse, params: unknown, isStream: boolean) => Promise<unknown>;
+const libraryCallAction = (ApiGateway.methods as unknown as { callAction: CallAction }).callAction;
+
 interface Vars {
+  models: { idempotencyKeys: ReturnType<typeof idempotencyModel> };
+  idempotency?: IdempotencyStore;
+  idempotencyPrune?: NodeJS.Timeout;
   resolveIdentity: IdentityResolver;
   parseJsonBody: ReturnType<typeof jsonBodyParser>;
   mcpProxy: McpProxy;
@@ -67,7 +83,7 @@ interface Vars {
  */
 const GatewayService: ServiceSchema<ApiSettingsSchema, Record<string, never>, Vars> = {
   name: "gateway",
-  mixins: [ApiGateway],
+  mixins: [ApiGateway, MongoMixin((db) => ({ idempotencyKeys: idempotencyModel(db) }))],
 
   settings: {
     ip: "0.0.0.0",
@@ -112,6 +128,10 @@ const GatewayService: ServiceSchema<ApiSettingsSchema, Record<string, never>, Va
           meta.headers = Object.fromEntries(
             FORWARDED_HEADERS.map((h) => [h, req.headers[h] as string | undefined]),
           );
+        },
+        onAfterCall(_ctx: Context, _route: unknown, req: GatewayRequest, _res: ServerResponse, data: unknown) {
+          req.$answer = data;
+          return data;
         },
       },
       {
@@ -202,6 +222,35 @@ const GatewayService: ServiceSchema<ApiSettingsSchema, Record<string, never>, Va
       const requirement = req.$action?.auth ?? "required";
       if (requirement === "required" && typeof ctx.meta.accountId !== "number") throw credentialsRefused("Not authenticated");
     },
+
+    /**
+     * moleculer-web's call of the action, once the caller is known: a body field the action does not take is a
+     * 422 naming it, and a POST with an Idempotency-Key runs once per key (services/gateway/idempotency.ts).
+     */
+    async callAction(route: unknown, actionName: string, req: GatewayRequest, res: ServerResponse, params: unknown, isStream: boolean) {
+      const call = () => libraryCallAction.call(this, route, actionName, req, res, params, isStream);
+      const unknown = unknownBodyFields(req.method ?? "", req.body, req.$action ?? {});
+      if (unknown.length) throw ERRORS.validation(unknown);
+      if (req.method !== "POST") return call();
+      const claim = keyClaim(req.headers[IDEMPOTENCY_HEADER], req.$ctx.meta, { method: req.method, path: req.parsedUrl ?? "", query: req.query, body: req.body });
+      if (!claim) return call();
+      if (!this.idempotency) throw new Errors.ServiceNotAvailableError({ action: "gateway.idempotency" });
+      const outcome = await this.idempotency.claim(claim);
+      if (!outcome.run) return replay(res, outcome.answer);
+      return runOnce(this.idempotency, claim, req, call);
+    },
+  },
+
+  async started() {
+    this.idempotency = new IdempotencyStore(this.models.idempotencyKeys, secretBox(configOf(this).secretsKey));
+    if (!(await this.idempotency.ensureExpiry())) {
+      const prune = () => this.idempotency!.prune().catch((err) => this.logger.warn("Pruning idempotency keys failed", err));
+      this.idempotencyPrune = setInterval(prune, IDEMPOTENCY_PRUNE_MS).unref();
+    }
+  },
+
+  stopped() {
+    clearInterval(this.idempotencyPrune);
   },
 
   created() {
@@ -214,5 +263,30 @@ const GatewayService: ServiceSchema<ApiSettingsSchema, Record<string, never>, Va
     });
   },
 };
+
+/** Runs a claimed request and keeps its answer; a 4xx wrote nothing, so its key is let go for a corrected retry. */
+async function runOnce(store: IdempotencyStore, claim: KeyClaim, req: GatewayRequest, call: () => Promise<unknown>) {
+  try {
+    const result = await call();
+    const { $statusCode: status = 200, $location: location } = req.$ctx.meta;
+    await store.keep(claim, { status, location, body: req.$answer == null ? undefined : JSON.stringify(req.$answer) });
+    return result;
+  } catch (err) {
+    const rendered = renderError(err as Error, req);
+    if (rendered.status < 500) await store.release(claim);
+    else await store.keep(claim, { status: rendered.status, body: JSON.stringify(rendered.body) });
+    throw err;
+  }
+}
+
+/** The first answer to an Idempotency-Key, again, marked as a replay. */
+function replay(res: ServerResponse, answer: StoredAnswer) {
+  res.setHeader(REPLAYED_HEADER, "true");
+  if (answer.location) res.setHeader("Location", answer.location);
+  if (answer.body !== undefined) res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.writeHead(answer.status);
+  res.end(answer.body);
+  return true;
+}
 
 export default GatewayService;

@@ -61,7 +61,7 @@ const provenanceRule = freeJsonRule({
   },
   value: {
     type: "object",
-    strict: "remove",
+    strict: true,
     props: {
       message_id: { type: "number", integer: true, positive: true, optional: true, nullable: true },
       quote: { type: "string", max: 2000, default: "", optional: true },

@@ -90,9 +90,9 @@ const COMPONENTS = {
   },
 };
 
-/** A JSON body of the given params; optional as a whole when every field is. */
+/** A JSON body of the given params, and nothing else (the gateway refuses unknown fields); optional as a whole when every field is. */
 function requestBody(params: Record<string, unknown>) {
-  const schema = objectSchema(params);
+  const schema: JsonSchema = { ...objectSchema(params), additionalProperties: false };
   return { required: Boolean(schema.required), content: json(schema) };
 }
 

@@ -116,3 +116,62 @@ export function allowedMethods(aliases: MatchableAlias[], path: string): string[
   const methods = new Set(aliases.filter((a) => a.method !== "*" && a.match(path)).map((a) => a.method.toUpperCase()));
   return METHOD_ORDER.filter((m) => methods.has(m));
 }
+
+/** What the gateway knows of an action: its params, and how it answers (lib/resource.ts ResponseDecl). */
+export interface BodyFieldsDecl {
+  params?: Record<string, unknown>;
+  response?: { status: number; body: unknown; schemas?: Record<string, unknown> };
+}
+
+/**
+ * The fields of the record a create (201) or an update (PUT, PATCH) answers with: its body may carry them, as a
+ * record read and sent back does, and those the params do not take (ids, timestamps, computed fields) are ignored.
+ */
+function recordFields(method: string, response: BodyFieldsDecl["response"]): string[] {
+  const writesRecord = method === "PUT" || method === "PATCH" || (method === "POST" && response?.status === 201);
+  const ref = (response?.body as { $ref?: unknown } | undefined)?.$ref;
+  if (!writesRecord || typeof ref !== "string") return [];
+  const schema = response?.schemas?.[ref.slice(ref.lastIndexOf("/") + 1)] as { properties?: object } | undefined;
+  return Object.keys(schema?.properties ?? {});
+}
+
+/**
+ * Body fields the action does not take, one 422 problem each naming it, with the nearest field it does take when
+ * one is close (`instruction`: did you mean `instructions`?), as Stripe answers unknown parameters. Fields of the
+ * record the action answers with are taken (recordFields). An action without params, or whose params describe
+ * the whole body (`$$root`), checks its body itself.
+ */
+export function unknownBodyFields(method: string, body: unknown, action: BodyFieldsDecl): FieldProblem[] {
+  const { params } = action;
+  if (!params || params.$$root || !body || typeof body !== "object" || Array.isArray(body)) return [];
+  const taken = Object.keys(params).filter((key) => !key.startsWith("$$"));
+  const accepted = new Set([...taken, ...recordFields(method.toUpperCase(), action.response)]);
+  return Object.keys(body)
+    .filter((key) => !accepted.has(key))
+    .map((field) => {
+      const near = nearestName(field, taken);
+      return { field, location: "body", type: "extra_forbidden", message: `Unknown field '${field}'${near ? `; did you mean '${near}'?` : ""}` };
+    });
+}
+
+/** The name closest to `name` by edit distance, when close enough to be a typo of it (at most a third of its length, and 3). */
+function nearestName(name: string, names: string[]): string | undefined {
+  const limit = Math.min(3, Math.floor(name.length / 3));
+  let best: { name: string; distance: number } | undefined;
+  for (const candidate of names) {
+    const distance = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    if (distance <= limit && (!best || distance < best.distance)) best = { name: candidate, distance };
+  }
+  return best?.name;
+}
+
+/** Levenshtein distance (insertions, deletions, substitutions). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = row;
+  }
+  return previous[b.length]!;
+}

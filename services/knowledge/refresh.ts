@@ -12,7 +12,7 @@ export const refreshParam = {
   type: "object",
   optional: true,
   nullable: true,
-  strict: "remove",
+  strict: true,
   props: {
     interval_seconds: { type: "number", integer: true, min: MIN_REFRESH_INTERVAL_SECONDS, max: MAX_REFRESH_INTERVAL_SECONDS, optional: true, nullable: true },
     cron: { type: "string", min: 1, max: 200, trim: true, optional: true, nullable: true },

@@ -21,8 +21,8 @@ export const scheduledTasks = defineResource({
     schedule: { write: { type: "string", min: 1, max: 200, trim: true } },
     timezone: { write: { type: "string", min: 1, max: 100, trim: true, optional: true } },
     enabled: { write: { type: "boolean", optional: true } },
-    // Unknown template keys are dropped like unknown body keys; a given template replaces the stored one whole.
-    task_template: { write: { type: "object", strict: "remove", props: taskTemplateProps }, read: { type: "object", props: taskTemplateProps } },
+    // Unknown template keys are a 422 like unknown body keys; a given template replaces the stored one whole.
+    task_template: { write: { type: "object", strict: true, props: taskTemplateProps }, read: { type: "object", props: taskTemplateProps } },
     next_run_at: { read: nullable("date") },
     last_run_at: { read: nullable("date") },
     last_task_id: { read: { type: "number", integer: true, nullable: true } },

@@ -1,6 +1,7 @@
 import Validator from "fastest-validator";
 import type { FieldProblem } from "../../lib/errors";
 import { freeJsonRule } from "../../lib/free-json";
+import { PLATFORM_MESSAGES } from "../../lib/validator";
 import { chatUiRule } from "../agents/resource";
 
 /** Tool types a team configuration may declare. */
@@ -117,12 +118,29 @@ export const documentSchema = {
   },
 };
 
-// The new custom checker signature, as moleculer's validator uses it (free-form rules rely on it).
-const check = new Validator({ haltOnFirstError: false, useNewCustomCheckerFunction: true }).compile(documentSchema);
+/**
+ * A rule whose objects defined field by field refuse unknown fields (`strict`); free-form ones (with the free-form
+ * `custom` check: config, processing, configuration, overrides.global) take any. Copies: the original stays lenient.
+ */
+function strictRule(rule: unknown): unknown {
+  if (!rule || typeof rule !== "object" || Array.isArray(rule)) return rule;
+  const r = rule as Record<string, unknown>;
+  if (r.custom) return { ...r };
+  const props = r.type === "object" && r.props ? Object.fromEntries(Object.entries(r.props).map(([key, inner]) => [key, strictRule(inner)])) : undefined;
+  return { ...r, ...(props ? { props, strict: true } : {}), ...(r.type === "array" && r.items ? { items: strictRule(r.items) } : {}) };
+}
 
-/** Structural problems of a configuration document; empty when it is well formed. */
-export function documentProblems(doc: unknown): FieldProblem[] {
-  const result = check(doc);
+// The new custom checker signature, as moleculer's validator uses it (free-form rules rely on it).
+const validator = () => new Validator({ haltOnFirstError: false, useNewCustomCheckerFunction: true, messages: PLATFORM_MESSAGES });
+const check = validator().compile(documentSchema);
+const checkStrict = validator().compile(strictRule(documentSchema) as typeof documentSchema);
+
+/**
+ * Structural problems of a configuration document; empty when it is well formed. `strict`: an unknown field is
+ * one too (push reads a client's document so; pull checks what it built from teams pushed before that, leniently).
+ */
+export function documentProblems(doc: unknown, { strict = false } = {}): FieldProblem[] {
+  const result = (strict ? checkStrict : check)(doc);
   if (result === true) return [];
   return (result as { field?: string; message?: string; type: string }[]).map((e) => ({
     field: e.field ?? "",

@@ -75,7 +75,7 @@ function safely(check: () => FieldProblem[]): FieldProblem[] {
 function validate(raw: unknown, state: Awaited<ReturnType<typeof loadState>>): TeamDocument {
   // References are checked on the document as written (so locations point into it), and alongside the
   // structural problems, so one answer lists everything; parts too malformed to follow are skipped.
-  const written: FieldProblem[] = [...documentProblems(raw), ...safely(() => referenceProblems(raw as TeamDocument, state))];
+  const written: FieldProblem[] = [...documentProblems(raw, { strict: true }), ...safely(() => referenceProblems(raw as TeamDocument, state))];
   if (written.length) throw ERRORS.invalidDocument("Invalid team configuration", written);
   const doc = effectiveDocument(raw as TeamDocument);
   // Overrides can set values the agent schema refuses (e.g. a temperature of 5).

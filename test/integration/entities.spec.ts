@@ -52,7 +52,7 @@ describe("entities (collected data) over NATS", () => {
   }
 
   describe("create, read, update, delete", () => {
-    it("records a record (201, Location), copies the agent name, drops unknown keys, and emits entity.created", async () => {
+    it("records a record (201, Location), copies the agent name, ignores read-only fields, and emits entity.created", async () => {
       const { req, firstAgent, accountId } = await account("crud");
       const created = await req("POST", "/entities", {
         agent_id: firstAgent.id,
@@ -66,7 +66,6 @@ describe("entities (collected data) over NATS", () => {
         session_channel: "web",
         account_id: 999,
         agent_name: "Forged",
-        search_text: "forged",
         created_at: daysAgo(100),
       });
       expect(created.status).toBe(201);

@@ -53,7 +53,7 @@ describe("query shapes and their indexes", () => {
 
     const trait = await call("POST", "/traits", { name: "Concise", category: "tone" });
     const tool = await call("POST", "/tools", { name: "Lookup", identifier: "lookup" });
-    const agent = await call("POST", "/agents", { name: "Helper", trait_ids: [trait.id], tool_ids: [tool.id] });
+    const agent = await call("POST", "/agents", { name: "Helper", traits: [trait.id], tools: [tool.id] });
     const team = await call("POST", "/teams", { name: "Core", agent_ids: [agent.id] });
     for (const path of ["/traits", "/traits/categories", "/tools", "/agents", "/agents?sort_by=name", "/agents/directory", "/agents/directory?search=help", "/teams"]) await call("GET", path);
     for (const path of [`/agents/${agent.id}`, `/agents/${agent.identifier}`, `/agents/${agent.id}/traits`, `/agents/${agent.id}/tools`, `/teams/${team.id}`, `/teams/${team.identifier}/config`]) await call("GET", path);
@@ -62,7 +62,7 @@ describe("query shapes and their indexes", () => {
       name: "Pushed",
       traits: [{ name: "Warm", category: "tone" }],
       tools: [{ name: "Search", type: "function" }],
-      agents: [{ name: "Pusher", model: "gpt-4o-mini", traits: ["Warm"], tools: ["Search"] }],
+      agents: [{ name: "Pusher", model: "gpt-4o-mini", traits: ["Warm"] }],
     });
 
     const parent = await call("POST", "/tasks", { title: "Parent", agent_id: agent.id, team_id: team.id });

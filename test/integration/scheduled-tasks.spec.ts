@@ -47,13 +47,13 @@ describe("scheduled tasks over NATS, with two scheduler replicas", () => {
   const later = { name: "Weekly digest", schedule: "0 9 * * 1", task_template: { title: "Write the digest" } };
 
   describe("CRUD", () => {
-    it("creates a schedule with defaults and a computed next_run_at; unknown keys are dropped", async () => {
+    it("creates a schedule with defaults and a computed next_run_at; read-only fields are ignored, unknown template keys refused", async () => {
       const before = Date.now();
       const res = await post("/scheduled-tasks", {
         ...later,
         next_run_at: "2000-01-01T00:00:00Z",
         run_count: 99,
-        task_template: { title: "Write the digest", task_type: "digest", priority: "high", status: "completed", colour: "red" },
+        task_template: { title: "Write the digest", task_type: "digest", priority: "high" },
       });
       expect(res.status).toBe(201);
       expect(res.headers.get("location")).toBe(`/api/v1/scheduled-tasks/${res.body.id}`);
@@ -78,6 +78,10 @@ describe("scheduled tasks over NATS, with two scheduler replicas", () => {
       expect(next.getTime()).toBeGreaterThan(before);
       expect(next.getTime() - before).toBeLessThanOrEqual(7 * 24 * 3600 * 1000);
       expect([next.getUTCDay(), next.getUTCHours(), next.getUTCMinutes(), next.getUTCSeconds()]).toEqual([1, 9, 0, 0]);
+      const typo = await post("/scheduled-tasks", { ...later, task_template: { title: "Digest", status: "completed", colour: "red" } });
+      expect(typo.status).toBe(422);
+      expect(typo.body.detail[0]).toMatchObject({ loc: ["body", "task_template"], type: "objectStrict" });
+      expect(typo.body.detail[0].msg).toMatch(/^Unknown fields: status, colour; /);
     });
 
     it("reads, updates (recomputing next_run_at only for timing changes) and deletes a schedule", async () => {

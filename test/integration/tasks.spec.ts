@@ -49,8 +49,11 @@ describe("tasks over NATS", () => {
   };
 
   describe("CRUD", () => {
-    it("creates a task with defaults, drops unknown and read-only keys, and answers 201 with Location", async () => {
-      const res = await post("/tasks", { title: "  Write the report  ", dependency_ids: [1, 2], account_id: 999, colour: "red" });
+    it("creates a task with defaults, ignores read-only keys, refuses unknown ones, and answers 201 with Location", async () => {
+      const typo = await post("/tasks", { title: "Write the report", colour: "red" });
+      expect(typo.status).toBe(422);
+      expect(typo.body.detail).toEqual([{ loc: ["body", "colour"], msg: "Unknown field 'colour'", type: "extra_forbidden" }]);
+      const res = await post("/tasks", { title: "  Write the report  ", dependency_ids: [1, 2], account_id: 999 });
       expect(res.status).toBe(201);
       expect(res.headers.get("location")).toBe(`/api/v1/tasks/${res.body.id}`);
       expect(res.body).toEqual({

@@ -136,7 +136,10 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
 
   describe("subscriptions", () => {
     it("creates, reads, lists, partially updates and deletes a subscription", async () => {
-      const created = await post("/webhook-subscriptions", { url: "https://hooks.example.com/in", description: "CRM", event_types: ["agent.created"], account_id: 999, secret: "mine" });
+      // The signing secret is the platform's to make: a client's is refused by name, not silently replaced.
+      const ownSecret = await post("/webhook-subscriptions", { url: "https://hooks.example.com/in", secret: "mine" });
+      expect([ownSecret.status, ownSecret.body.detail[0].loc]).toEqual([422, ["body", "secret"]]);
+      const created = await post("/webhook-subscriptions", { url: "https://hooks.example.com/in", description: "CRM", event_types: ["agent.created"], account_id: 999 });
       expect(created.status).toBe(201);
       expect(created.headers.get("location")).toBe(`/api/v1/webhook-subscriptions/${created.body.id}`);
       expect(created.body).toEqual({

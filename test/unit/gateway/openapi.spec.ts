@@ -67,7 +67,7 @@ describe("openApiDocument", () => {
   it("turns :params into {params}, puts the rest in the query for GET and in the body for writes", () => {
     const byId = doc.paths["/api/v1/tools/{tool_id}"] as Record<string, any>;
     expect(byId.get.parameters).toEqual([{ name: "tool_id", in: "path", required: true, schema: { type: "integer" } }]);
-    expect(byId.put.requestBody.content["application/json"].schema).toEqual({ type: "object", properties: { name: { type: "string" } } });
+    expect(byId.put.requestBody.content["application/json"].schema).toEqual({ type: "object", properties: { name: { type: "string" } }, additionalProperties: false });
     expect(byId.patch.requestBody).toBeUndefined();
     expect((doc.paths["/api/v1/tools"] as Record<string, any>).get.parameters).toEqual([{ name: "limit", in: "query", required: false, schema: { type: "number", default: 50 } }]);
   });
