@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { spawnServices, type ServiceProcess } from "../harness/process";
 import { databaseUrl, freePort } from "../harness/servers";
 import { apiClient, signup, type Api } from "../harness/http";
-import { until } from "../harness/wait";
+import { until, scaled } from "../harness/wait";
 
 /**
  * SIGKILL while clients create records (issue 25, item 1): whatever point of a change the kill hits, once the
@@ -176,7 +176,7 @@ describe("events under SIGKILL: exactly one created event per stored record", ()
       await platform?.kill("SIGKILL");
       rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 240_000);
+  }, scaled(240_000));
 
   it("a NATS cluster over the shared database, the process serving tools, traits and agents killed at random points", async () => {
     const port = await freePort();
@@ -199,5 +199,5 @@ describe("events under SIGKILL: exactly one created event per stored record", ()
     } finally {
       await Promise.all([front?.kill("SIGKILL"), resources?.kill("SIGKILL")]);
     }
-  }, 240_000);
+  }, scaled(240_000));
 });
