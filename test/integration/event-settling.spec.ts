@@ -50,6 +50,8 @@ describe("settling events of cut-off and failed writes", () => {
   });
 
   const draftOf = (id: number): ChangeDraft => changeOf("tool.created", "tools", { _id: id, account_id: accountId });
+  /** The created event of record `id`, as its writer commits it. */
+  const createdEvent = (eventId: string, id: number) => ({ id: eventId, type: "tool.created", account_id: accountId, subject: subjectOf(["tools", id]), data: { id } });
   const store = (id: number) => service.db.collection("tools").insertOne({ _id: id as never, account_id: accountId, name: `tool ${id}` });
   /** The log entries and queued items of a record, as consumers would find them. */
   async function eventsOf(id: number) {
@@ -67,7 +69,7 @@ describe("settling events of cut-off and failed writes", () => {
     const [eventId] = await prepareEvents(service.db, [draftOf(id)]);
     await abortEvents(service.db, [eventId!]); // the settler saw no record yet
     await store(id);
-    expect(await commitEvents(service.db, [{ id: eventId!, type: "tool.created", account_id: accountId, subject: subjectOf(["tools", id]), data: { id } }])).toBe(1);
+    expect(await commitEvents(service.db, [createdEvent(eventId!, id)])).toBe(1);
     expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([eventId!]) });
   });
 
@@ -75,8 +77,7 @@ describe("settling events of cut-off and failed writes", () => {
     const id = nextRecord++;
     const [eventId] = await prepareEvents(service.db, [draftOf(id)]);
     await store(id);
-    const event = { id: eventId!, type: "tool.created", account_id: accountId, subject: subjectOf(["tools", id]), data: { id } };
-    await commitEvents(service.db, [event]);
+    await commitEvents(service.db, [createdEvent(eventId!, id)]);
     // Back to the state a kill right before the last step leaves: queued, still prepared.
     await service.db.collection(EVENTS_COLLECTION).updateOne({ _id: eventId } as never, { $set: { state: "prepared", seq: null } });
     await age([eventId!]);
@@ -88,8 +89,7 @@ describe("settling events of cut-off and failed writes", () => {
     const id = nextRecord++;
     const [eventId] = await prepareEvents(service.db, [draftOf(id)]);
     await store(id);
-    const event = { id: eventId!, type: "tool.created", account_id: accountId, subject: subjectOf(["tools", id]), data: { id } };
-    const counts = await Promise.all([commitEvents(service.db, [event]), commitEvents(service.db, [event])]);
+    const counts = await Promise.all([commitEvents(service.db, [createdEvent(eventId!, id)]), commitEvents(service.db, [createdEvent(eventId!, id)])]);
     expect(counts.reduce((a, b) => a + b)).toBe(1);
     expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([eventId!]) });
   });
