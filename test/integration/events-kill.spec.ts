@@ -57,7 +57,7 @@ async function storedIds(api: Api, token: string, collection: Collection): Promi
 
 /**
  * Kill rounds against one deployment: `start` brings the platform up (or back), `victim` is the process whose
- * SIGKILL cuts writes off. Returns what was checked, for the summary line.
+ * SIGKILL cuts writes off. Prints one line of what was checked.
  */
 async function killRounds(opts: { api: Api; label: string; rounds: number; start(): Promise<void>; victim(): ServiceProcess; receiver: Awaited<ReturnType<typeof startReceiver>> }) {
   const { api, receiver, rounds } = opts;
