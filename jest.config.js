@@ -1,4 +1,7 @@
 /** Unit tests run anywhere; integration tests share one NATS + MongoDB-compatible server started in global setup. */
+/** Deadlines scale for a busy machine (test/harness/wait.ts, TIME_SCALE): a passing test takes what it takes. */
+const timeScale = Number(process.env.TEST_TIME_SCALE) || 3;
+
 module.exports = {
   testEnvironment: "node",
   roots: ["<rootDir>/test"],
@@ -8,7 +11,7 @@ module.exports = {
   setupFiles: ["<rootDir>/test/harness/env.ts"],
   globalSetup: "<rootDir>/test/harness/global-setup.ts",
   globalTeardown: "<rootDir>/test/harness/global-teardown.ts",
-  testTimeout: 30000,
+  testTimeout: 60_000 * timeScale,
   maxWorkers: 2,
   reporters: ["default", "<rootDir>/test/harness/totals-reporter.js"],
 };

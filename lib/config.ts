@@ -162,6 +162,8 @@ export function loadConfig(env: Env = process.env) {
     events: {
       pollMs: positiveIntEnv(env, "EVENTS_POLL_MS", 1000),
       leaseMs: positiveIntEnv(env, "EVENTS_LEASE_MS", 30_000),
+      /** A change prepared this long ago and still not committed was cut off (its process died): settle it. */
+      abandonedAfterMs: positiveIntEnv(env, "EVENTS_ABANDONED_MS", 30_000),
       retentionDays: numberEnv(env, "EVENTS_RETENTION_DAYS", 7, { min: 0 }),
       pendingRetentionDays: numberEnv(env, "EVENTS_PENDING_RETENTION_DAYS", 30, { min: 1 }),
     },

@@ -25,8 +25,7 @@ type Data = Record<string, unknown>;
 /** Broadcast after every commit: consumers look at the log now instead of at their next poll. */
 export const EVENTS_COMMITTED = "events.committed";
 
-/** A prepared event this old was left by a process that died mid-change (a write takes milliseconds). */
-const ABANDONED_AFTER_MS = 30_000;
+/** How often abandoned events are looked for, at most (twice per abandonment age when that is shorter). */
 const RECOVERY_EVERY_MS = 15_000;
 const PRUNE_EVERY_MS = 3_600_000;
 /** Events one consumer claims at a time. */
@@ -75,6 +74,21 @@ type Self = Service &
   };
 
 /**
+ * Settles the events of a write that threw. It may have reached the database before failing (a create whose
+ * answer failed to render), so a create or delete is settled by what the database shows, as an abandoned event
+ * is; any other change is dropped, since an update that failed cannot be told from one that never happened.
+ * When settling throws too, the events stay prepared for the sweep.
+ */
+async function settleFailedWrite(self: Self, options: EventsOptions, ids: string[], drafts: ChangeDraft[]): Promise<void> {
+  for (const [i, _id] of ids.entries()) {
+    const { type, accountId, record } = drafts[i]!;
+    const render = options.records?.[record[0]];
+    if (!render || !/\.(created|deleted)$/.test(type)) await abortEvents(self.db, [_id]);
+    else await resolvePrepared(self.db, { _id, type, account_id: accountId, subject: subjectOf(record) }, async (stored) => (await render.call(self, stored)) as Data);
+  }
+}
+
+/**
  * Durable events for a service: recording its changes into the event log (lib/events.ts), settling events a
  * crashed replica left prepared, and, for a consumer group, reading the log with claims and acknowledgements.
  * Needs this.db: list it before MongoMixin in `mixins` (Moleculer starts mixins last to first).
@@ -96,7 +110,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
         try {
           data = await write();
         } catch (err) {
-          await abortEvents(this.db, ids).catch(() => undefined);
+          await settleFailedWrite(this, options, ids, drafts).catch((settleErr) => this.logger.warn("Settling the events of a failed write failed; the sweep will", settleErr));
           throw err;
         }
         await this.commitChanges(ids.map((id, i) => ({ id, draft: drafts[i]! })), data);
@@ -179,13 +193,15 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
         }
       },
 
-      /** Settles events of this service's records that a crashed replica left prepared. */
+      /** Settles events of this service's records that a crashed replica left prepared; one that fails waits for the next look. */
       async settleAbandonedEvents(this: Self) {
         const records = options.records!;
-        const abandoned = await abandonedEvents(this.db, Object.keys(records), ABANDONED_AFTER_MS);
+        const abandoned = await abandonedEvents(this.db, Object.keys(records), configOf(this).events.abandonedAfterMs);
         for (const event of abandoned) {
           const render = records[event.subject.split("/")[0]!]!;
-          await resolvePrepared(this.db, event, async (record) => (await render.call(this, record)) as Data);
+          await resolvePrepared(this.db, event, async (record) => (await render.call(this, record)) as Data).catch((err) =>
+            this.logger.warn(`Settling the abandoned event ${event._id} (${event.type} ${event.subject}) failed`, err),
+          );
         }
       },
     },
@@ -195,7 +211,10 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
       await ensureEventIndexes(self.db);
       self.eventTimers = [];
       if (options.records) {
-        const timer = setInterval(() => self.settleAbandonedEvents().catch((err) => self.logger.warn("Settling abandoned events failed", err)), RECOVERY_EVERY_MS);
+        const settle = () => self.settleAbandonedEvents().catch((err) => self.logger.warn("Settling abandoned events failed", err));
+        // At once too: after a restart, what the previous process left is settled without waiting a period.
+        void settle();
+        const timer = setInterval(settle, Math.min(RECOVERY_EVERY_MS, configOf(self).events.abandonedAfterMs / 2));
         timer.unref();
         self.eventTimers.push(timer);
       }

@@ -128,30 +128,19 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
 }
 
 /**
- * Makes prepared events visible to consumers with their data, in the order given (one counter range): marks them
- * committed in the log and queues each for every consumer group that handles its type. An event that is no
- * longer prepared (another replica settled it) is left as it is.
+ * Makes prepared events visible to consumers with their data, in the order given (one counter range). The steps
+ * are ordered so that a process killed between any two of them leaves a state the settling of abandoned events
+ * repairs (docs/decisions.md, "Events of cut-off writes"): change counts first, then one work item per consumer
+ * group (deterministic ids: a second commit of the event queues nothing new), and last the log entry turns
+ * `committed`. An event is never committed without its work items, and an event still `prepared` is settled by
+ * what the database shows. Returns how many of the events this call committed (others were settled meanwhile).
  */
 export async function commitEvents(db: Connection, committed: Omit<ChangeEvent, "occurred_at">[]): Promise<number> {
   if (!committed.length) return 0;
   const last = await nextId(db, EVENTS_COLLECTION, committed.length);
   const now = new Date();
   const seqOf = new Map(committed.map((c, i) => [c.id, last - committed.length + 1 + i]));
-  const res = await log(db).bulkWrite(
-    committed.map((c) => ({
-      updateOne: {
-        filter: { _id: c.id, state: "prepared" },
-        update: { $set: { state: "committed", data: encodeFreeJson(c.data), seq: seqOf.get(c.id)!, occurred_at: now, committed_at: now } },
-      },
-    })),
-    { ordered: true },
-  );
-  if (res.modifiedCount !== committed.length) {
-    // Some were settled meanwhile (and queued by whoever did): queue only the ones this call committed.
-    const mine = await log(db).find({ _id: { $in: committed.map((c) => c.id) }, seq: { $in: [...seqOf.values()] } } as never, { projection: { _id: 1 } }).toArray();
-    const ids = new Set(mine.map((m) => m._id));
-    committed = committed.filter((c) => ids.has(c.id));
-  }
+  await countChanges(db, committed);
   const items = committed.flatMap((event) =>
     groupsFor(event.type).map((group) => ({
       _id: `${group}:${event.id}`,
@@ -165,9 +154,34 @@ export async function commitEvents(db: Connection, committed: Omit<ChangeEvent, 
       queued_at: now,
     })),
   );
-  if (items.length) await queue(db).insertMany(items, { ordered: false });
-  await countChanges(db, committed);
-  return committed.length;
+  if (items.length) await ignoringDuplicates(queue(db).insertMany(items, { ordered: false }));
+  const flipped = await Promise.all(
+    committed.map((c) =>
+      // An upsert: a settler that looked before this write landed may have dropped the prepared event meanwhile.
+      ignoringDuplicates(
+        log(db).updateOne(
+          { _id: c.id, state: "prepared" },
+          {
+            $set: { state: "committed", data: encodeFreeJson(c.data), seq: seqOf.get(c.id)!, occurred_at: now, committed_at: now },
+            $setOnInsert: { type: c.type, account_id: c.account_id, subject: c.subject },
+          },
+          { upsert: true },
+        ),
+      ),
+    ),
+  );
+  return flipped.filter((res) => res && (res.modifiedCount || res.upsertedCount)).length;
+}
+
+/** The write's result, or undefined when it met existing documents (what a repeated step of a commit does). */
+async function ignoringDuplicates<T>(write: Promise<T>): Promise<T | undefined> {
+  try {
+    return await write;
+  } catch (err) {
+    const writeErrors = (err as { writeErrors?: { code?: number }[] }).writeErrors;
+    if (writeErrors?.length ? writeErrors.every((e) => e.code === 11000) : isDuplicateKeyError(err)) return undefined;
+    throw err;
+  }
 }
 
 /** Collections whose committed changes are counted per account: reads cached by that count (changeCounts) stay exact. */
@@ -215,12 +229,6 @@ export async function appendEvent(db: Connection, event: ChangeEvent): Promise<b
   return (await commitEvents(db, [event])) === 1;
 }
 
-/** The ChangeEvent a consumer gets from a stored one. */
-export function toChangeEvent(stored: StoredEvent): ChangeEvent {
-  const { _id, type, account_id, subject, data, occurred_at } = stored;
-  return { id: _id, type, account_id, subject, data: decodeFreeJson(data) as ChangeEvent["data"], occurred_at };
-}
-
 /** The ChangeEvent a consumer gets from a queued one. */
 export function queuedEvent(item: QueuedEvent): ChangeEvent {
   return { ...item.event, data: decodeFreeJson(item.event.data) as ChangeEvent["data"] };
@@ -243,13 +251,17 @@ export function abandonedEvents(db: Connection, collections: string[], olderThan
  * create or update when the record exists (with `render`ed current state as data); otherwise the change never
  * happened and the event is dropped.
  */
-export async function resolvePrepared(db: Connection, event: StoredEvent, render: (record: Record<string, unknown>) => Promise<Record<string, unknown>>): Promise<"committed" | "dropped"> {
+export async function resolvePrepared(
+  db: Connection,
+  event: Pick<StoredEvent, "_id" | "type" | "account_id" | "subject">,
+  render: (record: Record<string, unknown>) => Promise<Record<string, unknown>>,
+): Promise<"committed" | "dropped"> {
   const [collection, id] = event.subject.split("/") as [string, string];
   const record = await db.collection(collection).findOne(tenantFilter(collection, { _id: Number(id), account_id: event.account_id }) as never);
   const deleted = event.type.endsWith(".deleted");
   if (deleted ? record === null : record !== null) {
     const data = deleted ? { id: Number(id) } : await render(record!);
-    await commitEvents(db, [{ ...toChangeEvent(event), data }]);
+    await commitEvents(db, [{ id: event._id, type: event.type, account_id: event.account_id, subject: event.subject, data }]);
     return "committed";
   }
   await abortEvents(db, [event._id]);

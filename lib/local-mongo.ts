@@ -14,7 +14,8 @@ const BUILD_SCRIPT_RELATIVE_PATH = path.join("scripts", "mongo", "build.sh");
 const SERVER_LOG_LEVEL = "warn";
 /** The server prints this once it has bound its port (the actual one when asked for port 0). */
 const READY_LINE = /^listening on (?:.*):(\d+)$/m;
-const READY_TIMEOUT_MS = 20_000;
+/** Generous: on a busy machine (load 15) the server took over 20 s to answer its first hello. */
+const READY_TIMEOUT_MS = 120_000;
 const READY_POLL_INTERVAL_MS = 100;
 const PROBE_TIMEOUT_MS = 2_000;
 const STOP_GRACE_MS = 5_000;
@@ -32,6 +33,8 @@ export interface LocalMongoOptions {
   port?: number;
   /** Server binary; defaults to localMongoBinary(). */
   binary?: string;
+  /** How long to wait for the server to answer (default 120 s). */
+  readyTimeoutMs?: number;
 }
 
 export interface LocalMongo {
@@ -132,7 +135,8 @@ export async function startLocalMongo(opts: LocalMongoOptions): Promise<LocalMon
 
   // Wait for the ready line (so a probe cannot reach another server that holds
   // the port), then for a successful handshake.
-  const deadline = Date.now() + READY_TIMEOUT_MS;
+  const readyTimeoutMs = opts.readyTimeoutMs ?? READY_TIMEOUT_MS;
+  const deadline = Date.now() + readyTimeoutMs;
   for (;;) {
     if (exitInfo !== undefined) {
       throw new Error(`local mongo ${exitInfo} before becoming ready:\n${stderrTail.trim()}`);
@@ -144,7 +148,7 @@ export async function startLocalMongo(opts: LocalMongoOptions): Promise<LocalMon
     }
     if (Date.now() >= deadline) {
       await stop();
-      throw new Error(`local mongo not ready after ${READY_TIMEOUT_MS} ms:\n${stderrTail.trim()}`);
+      throw new Error(`local mongo not ready after ${readyTimeoutMs} ms:\n${stderrTail.trim()}`);
     }
     await Promise.race([delay(READY_POLL_INTERVAL_MS), exited]);
   }

@@ -7,6 +7,7 @@ import { SEARCH_MODES, type IndexedChunk, type IndexResult } from "../../lib/sea
 import { TypesenseEngine } from "../../lib/search/typesense-engine";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "./corpus";
 import { CONTRACT_DIMENSIONS } from "./search-index.contract";
+import { scaled } from "../harness/wait";
 
 /**
  * The two engines are one behaviour: the same chunks and queries give the same hits in the same order with
@@ -51,7 +52,7 @@ describe("embedded engine and Typesense agree", () => {
     );
     await typesense.start();
     await Promise.all([embedded.upsertChunks(chunks), typesense.upsertChunks(chunks)]);
-  }, 120_000);
+  }, scaled(120_000));
 
   afterAll(async () => {
     await provider.close();

@@ -4,6 +4,7 @@ import { LocalEmbeddingProvider } from "../../lib/search/embeddings";
 import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS } from "../../lib/search/models";
 import type { IndexedChunk, IndexQuery, SearchIndex, SearchMode } from "../../lib/search/port";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "./corpus";
+import { scaled } from "../harness/wait";
 
 /** The calibrated minimum similarity of the bundled model, as a cosine distance. */
 const MAX_DISTANCE = 1 - (MIN_SIMILARITY_BY_MODEL[DEFAULT_LOCAL_MODEL] ?? -1);
@@ -66,7 +67,7 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
       await index.upsertChunks(CORPUS.map((d, i) => chunk(a, i < CORPUS.length / 2 ? 1 : 2, d)));
       // Account b: the same texts, no vectors yet (the embedding stage has not run).
       await index.upsertChunks(CORPUS.map((d) => chunk(b, 7, d, false)));
-    }, 120_000);
+    }, scaled(120_000));
 
     afterAll(async () => {
       await provider.close();

@@ -9,6 +9,7 @@ import { configured, SERVICE_REGISTRY } from "../../services";
 import { loadConfig } from "../../lib/config";
 import type { Env } from "../../lib/env";
 import { databaseUrl } from "./servers";
+import { scaled } from "./wait";
 
 export interface Cluster {
   /** Base URL of the gateway, e.g. http://127.0.0.1:PORT */
@@ -43,7 +44,7 @@ export interface ClusterOptions {
 const OPT_IN_SERVICES = ["search", "knowledge", "knowledge-loader", "scheduler", "webhooks"];
 
 /** Waits until the gateway has generated a REST alias for an action of every named service. */
-async function waitForAliases(gateway: { aliases?: { action?: string }[] }, services: string[], timeoutMs = 15_000) {
+async function waitForAliases(gateway: { aliases?: { action?: string }[] }, services: string[], timeoutMs = scaled(15_000)) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const actions = (gateway.aliases ?? []).map((a) => a.action ?? "");
@@ -111,7 +112,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
 
   await Promise.all(brokers.map((b) => b.start()));
   const serviceNames = nodes.flat().filter((n) => n !== "gateway");
-  await brokers[0]!.waitForServices(serviceNames, 20_000);
+  await brokers[0]!.waitForServices(serviceNames, scaled(20_000));
   if (!gateway?.server) throw new Error("cluster has no gateway");
   const routed = serviceNames.filter((n) => Object.values(SERVICE_REGISTRY[n]!.actions ?? {}).some((a) => typeof a === "object" && "rest" in a));
   await waitForAliases(gateway, routed);

@@ -5,6 +5,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { ensureLocalMongoBuilt, repoRoot, startLocalMongo } from "../../lib/local-mongo";
+import { scaled } from "./wait";
 
 /** A server the test run started, with how to stop it. */
 export interface RunningServer {
@@ -33,6 +34,7 @@ export function freePort(): Promise<number> {
 
 /** Resolves once something accepts TCP connections on host:port, or rejects after timeoutMs. */
 export async function waitForPort(port: number, timeoutMs: number, host = "127.0.0.1"): Promise<void> {
+  timeoutMs = scaled(timeoutMs);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const open = await new Promise<boolean>((resolve) => {
@@ -119,6 +121,7 @@ function typesenseBinary(): string {
 
 /** Resolves once Typesense answers /health with ok (it serves HTTP before its raft group is ready). */
 async function waitForTypesense(url: string, timeoutMs: number, child?: ChildProcess): Promise<void> {
+  timeoutMs = scaled(timeoutMs);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child && child.exitCode !== null) throw new Error(`typesense-server exited with code ${child.exitCode}`);
@@ -198,7 +201,7 @@ export async function startMongo(): Promise<RunningServer & { kind: string }> {
   }
   ensureLocalMongoBuilt();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "mongo-data-"));
-  const local = await startLocalMongo({ dataDir });
+  const local = await startLocalMongo({ dataDir, readyTimeoutMs: scaled(40_000) });
   return {
     kind: "local MongoDB-compatible server",
     url: local.url,

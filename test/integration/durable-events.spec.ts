@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { spawnServices, type ServiceProcess } from "../harness/process";
 import { databaseUrl, freePort, startNats, type RunningServer } from "../harness/servers";
 import { apiClient, signup } from "../harness/http";
+import { scaled, until } from "../harness/wait";
 
 /**
  * Fault tests of the durable event path, as an operator runs it: separate processes over a real NATS (restarted
@@ -36,13 +37,8 @@ async function startReceiver() {
   };
 }
 
-async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** Waits until `check` holds; its deadline is scaled for a busy machine (test/harness/wait.ts). */
+const waitUntil = (check: () => boolean | Promise<boolean>, what: string, timeoutMs: number) => until(async () => check(), Boolean, timeoutMs, what);
 
 describe("durable events: nothing is lost when a consumer, an emitter or NATS goes down", () => {
   let nats: RunningServer;
@@ -58,11 +54,11 @@ describe("durable events: nothing is lost when a consumer, an emitter or NATS go
   const createAgent = (name: string) => api("POST", "/api/v1/agents", { token, body: { name } });
 
   /** Waits until the gateway reaches a service (a 2xx from one of its routes). */
-  const reachable = (path: string) => until(async () => (await api("GET", path, { token }).catch(() => ({ status: 0 }))).status === 200, `GET ${path}`, 30_000);
+  const reachable = (path: string) => waitUntil(async () => (await api("GET", path, { token }).catch(() => ({ status: 0 }))).status === 200, `GET ${path}`, 30_000);
 
   /** Each subscription got each agent's agent.created exactly once (distinct webhook-ids, no extra requests). */
   async function expectExactlyOnce(agentIds: Set<number>, timeoutMs: number) {
-    await until(() => ["/a", "/b"].every((p) => new Set(receiver.about(p, agentIds).map((d) => d.agentId)).size === agentIds.size), "every delivery", timeoutMs);
+    await waitUntil(() => ["/a", "/b"].every((p) => new Set(receiver.about(p, agentIds).map((d) => d.agentId)).size === agentIds.size), "every delivery", timeoutMs);
     await new Promise((r) => setTimeout(r, 1500)); // time for a duplicate to show up, if any were coming
     for (const path of ["/a", "/b"]) {
       const deliveries = receiver.about(path, agentIds);
@@ -91,8 +87,8 @@ describe("durable events: nothing is lost when a consumer, an emitter or NATS go
     start("api");
     start("agents");
     start("webhooks");
-    await until(async () => (await api("GET", "/health").catch(() => ({ status: 0 }))).status === 200, "gateway up", 40_000);
-    await until(async () => (await api("POST", "/api/v1/users/", { body: { email: `probe-${Date.now()}@example.com`, password: "password-123" } }).catch(() => ({ status: 0 }))).status === 201, "users up", 30_000);
+    await waitUntil(async () => (await api("GET", "/health").catch(() => ({ status: 0 }))).status === 200, "gateway up", 40_000);
+    await waitUntil(async () => (await api("POST", "/api/v1/users/", { body: { email: `probe-${Date.now()}@example.com`, password: "password-123" } }).catch(() => ({ status: 0 }))).status === 201, "users up", 30_000);
     token = (await signup(api, "durable")).token;
     await reachable("/api/v1/agents");
     await reachable("/api/v1/webhook-subscriptions");
@@ -100,7 +96,7 @@ describe("durable events: nothing is lost when a consumer, an emitter or NATS go
       const sub = await api("POST", "/api/v1/webhook-subscriptions", { token, body: { url: receiver.url(path), event_types: ["agent.created"] } });
       expect(sub.status).toBe(201);
     }
-  }, 90_000);
+  }, scaled(90_000));
 
   afterAll(async () => {
     await Promise.all(Object.values(processes).map((p) => p.kill("SIGKILL")));
@@ -117,7 +113,7 @@ describe("durable events: nothing is lost when a consumer, an emitter or NATS go
     start("webhooks");
     await expectExactlyOnce(ids, 45_000);
     console.log(`FAULT (a) 50 events x 2 subscriptions delivered exactly once, ${Date.now() - restartedAt} ms after the webhooks restart`);
-  }, 60_000);
+  }, scaled(60_000));
 
   it("(c) NATS restarted mid-stream: nothing lost, and the API answers again within 5 s of NATS returning", async () => {
     const results: { sentAt: number; status: number; id?: number }[] = [];
@@ -148,7 +144,7 @@ describe("durable events: nothing is lost when a consumer, an emitter or NATS go
     console.log(`FAULT (c) first 201 for a request sent ${recoveryMs} ms after NATS returned; ${ids.size} of ${results.length} creates answered 201`);
     expect(recoveryMs).toBeLessThan(5000);
     await expectExactlyOnce(ids, 30_000);
-  }, 60_000);
+  }, scaled(60_000));
 
   it("(b) the emitting service killed right after answering 2xx: its events still arrive", async () => {
     const created = [];
@@ -157,5 +153,5 @@ describe("durable events: nothing is lost when a consumer, an emitter or NATS go
     expect(created.map((r) => r.status)).toEqual(Array(5).fill(201));
     await expectExactlyOnce(new Set(created.map((r) => r.body.id as number)), 30_000);
     console.log("FAULT (b) 5 events of a killed emitter delivered exactly once");
-  }, 60_000);
+  }, scaled(60_000));
 });

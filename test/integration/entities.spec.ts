@@ -2,6 +2,7 @@ import type { Context, ServiceSchema } from "moleculer";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
 import { parseCsv } from "../unit/entities/parse-csv";
+import { scaled } from "../harness/wait";
 
 /** Collects the entity.* events the service emits, from a node of its own. */
 const events: { name: string; payload: { account_id: number; data: { id: number } & Record<string, unknown> } }[] = [];
@@ -15,7 +16,7 @@ const listener: ServiceSchema = {
 };
 
 async function eventually(check: () => boolean, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   while (!check()) {
     if (Date.now() > deadline) throw new Error("condition not met in time");
     await new Promise((r) => setTimeout(r, 25));
@@ -527,6 +528,6 @@ describe("entities (collected data) over NATS", () => {
       const rows = parseCsv((await bulk.req("GET", "/entities/export")).body);
       expect(rows).toHaveLength(401);
       expect(new Set(rows.slice(1).map((r) => r[0])).size).toBe(400);
-    }, 120_000);
+    }, scaled(120_000));
   });
 });

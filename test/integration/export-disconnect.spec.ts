@@ -7,7 +7,7 @@ import { nextId } from "../../lib/ids";
 import { entityModel } from "../../services/entities/model";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup } from "../harness/http";
-import { until } from "../harness/wait";
+import { until, scaled } from "../harness/wait";
 
 /**
  * Records of the exported account: the export reads them in batches of 500, so a whole export is 20 reads. Over
@@ -71,7 +71,7 @@ describe.each([
     }));
     for (let i = 0; i < RECORDS; i += 1000) await entityModel(db).insertMany(records.slice(i, i + 1000));
     reads = watchExportReads(db.getClient());
-  }, 120_000);
+  }, scaled(120_000));
   afterAll(() => cluster?.stop());
 
   it("closes the export's database cursor early and reads nothing after that", async () => {
@@ -90,7 +90,7 @@ describe.each([
       expect(transit.pendingRequests.size).toBe(0);
       expect(transit.pendingResStreams.size).toBe(0);
     }
-  }, 30_000);
+  }, scaled(30_000));
 
   if (!embedded) {
     it("closes the cursor when the node reading the export leaves before its end", async () => {
@@ -101,6 +101,6 @@ describe.each([
       await caller.stop();
       await until(async () => reads.killCursors, (kills) => kills > before.killCursors, 10_000, "a killCursors of the export's cursor");
       expect(reads.getMore - before.getMore).toBeLessThan(READS_OF_A_WHOLE_EXPORT - 1);
-    }, 30_000);
+    }, scaled(30_000));
   }
 });

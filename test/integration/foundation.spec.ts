@@ -3,6 +3,7 @@ import type { ServiceSchema } from "moleculer";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, uniqueEmail, type Api } from "../harness/http";
 import { loadConfig } from "../../lib/config";
+import { scaled } from "../harness/wait";
 
 /** Builds a JWT by hand (independently of lib/auth/jwt) so tests can forge what an attacker would. */
 function handmadeJwt(header: object, payload: object, secret?: string): string {
@@ -24,7 +25,7 @@ const listener: ServiceSchema = {
 };
 
 async function eventually(check: () => boolean, timeoutMs = 5000) {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   while (!check()) {
     if (Date.now() > deadline) throw new Error("condition not met in time");
     await new Promise((r) => setTimeout(r, 25));

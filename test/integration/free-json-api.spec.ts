@@ -3,6 +3,7 @@ import { MAX_BODY_DEPTH, MAX_JSON_DEPTH } from "../../lib/free-json";
 import { mergeConfiguration } from "../../services/agents/rules";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
+import { scaled } from "../harness/wait";
 
 /**
  * Any JSON a client may send through a free-form field comes back exactly: generated values (dotted, `$`,
@@ -70,7 +71,7 @@ describe("free-form JSON through the REST API and team push/pull", () => {
     api = apiClient(cluster.baseUrl);
     token = (await signup(api, "free-json")).token;
     agentId = (await call("POST", "/agents", { name: "Collector" })).body.id;
-  }, 60_000);
+  }, scaled(60_000));
   afterAll(() => cluster?.stop());
 
   const call = (method: string, path: string, body?: unknown) => api(method, `/api/v1${path}`, { token, body });

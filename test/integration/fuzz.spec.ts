@@ -1,6 +1,7 @@
 import { startCluster, type Cluster } from "../harness/cluster";
 import { prng } from "../harness/fixture-site";
 import { apiClient, signup, type Api } from "../harness/http";
+import { scaled } from "../harness/wait";
 
 /**
  * Bad input never gets a 500: every route the gateway serves (read from its alias table, so new routes are
@@ -102,7 +103,7 @@ describe("fuzzing every route: bad input is a 4xx with an error body, never a 50
     routes = gateway.aliases
       .filter((alias) => alias.action)
       .map((alias) => ({ actionName: alias.action!, fullPath: alias.fullPath, methods: alias.method, action: actions.get(alias.action!) }));
-  }, 60_000);
+  }, scaled(60_000));
   afterAll(async () => {
     await cluster?.stop();
   });
@@ -144,5 +145,5 @@ describe("fuzzing every route: bad input is a 4xx with an error body, never a 50
     expect(sent).toBeGreaterThan(routes.length * REQUESTS_PER_ROUTE * 0.9);
     for (const status of [200, 404, 422]) expect(statuses.get(status)).toBeGreaterThan(0);
     console.log(`[fuzz] ${routes.length} routes, ${sent} requests: ${[...statuses].sort((a, b) => a[0] - b[0]).map(([k, v]) => `${k}x${v}`).join(" ")}`);
-  }, 180_000);
+  }, scaled(180_000));
 });

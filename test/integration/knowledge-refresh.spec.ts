@@ -2,7 +2,7 @@ import mongoose from "mongoose";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { startChangingSite, type ChangingSite } from "../harness/fixture-site";
 import { apiClient, signup, type Api } from "../harness/http";
-import { until } from "../harness/wait";
+import { until, scaled } from "../harness/wait";
 
 const PAGES = 30;
 
@@ -171,7 +171,7 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     expect(third.document_count).toBe(listed - 1);
     const scheduled = await db.collection("load_jobs").countDocuments({ knowledge_source_id: id, trigger: "schedule" });
     expect(scheduled).toBe(2);
-  }, 90_000);
+  }, scaled(90_000));
 
   it("refreshes a crawl: a page answering 404 once is kept and holds back pruning, then unlinked pages are pruned", async () => {
     const crawlSite = await startChangingSite(12);
@@ -194,7 +194,7 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     } finally {
       await crawlSite.stop();
     }
-  }, 60_000);
+  }, scaled(60_000));
 
   it("refreshes a crawl conditionally: a page answering 304 still leads to the pages only it links", async () => {
     // Pages 1-6 are linked from the home page; page n links page n + 6, which nothing else links.
@@ -223,7 +223,7 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     } finally {
       await crawlSite.stop();
     }
-  }, 60_000);
+  }, scaled(60_000));
 
   it("prunes documents the page registry does not know (loaded before it existed) from the index's own list", async () => {
     const legacySite = await startChangingSite(9);
@@ -239,7 +239,7 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     } finally {
       await legacySite.stop();
     }
-  }, 60_000);
+  }, scaled(60_000));
 
   it("a manual preload keeps working: force re-reads every page unconditionally and reports it unchanged", async () => {
     const created = await call("POST", "/knowledge", { paths: [site.baseUrl], data_type: "sitemap" });
@@ -253,5 +253,5 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     expect(reloaded.last_refresh).toMatchObject({ trigger: "manual", new: 0, changed: 0, removed: 0 });
     expect(reloaded.document_count).toBe(site.listed().length);
     expect(reloaded.next_refresh_at).toBeNull();
-  }, 60_000);
+  }, scaled(60_000));
 });

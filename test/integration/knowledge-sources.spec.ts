@@ -1,7 +1,7 @@
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
 import { FIXTURE_PDF, SITEMAP_SITE_PAGES, WIKI_PAGES, WIKI_SPACE, WIKI_TOKEN, sitemapSiteUrls, startFixtureSite, type FixtureSite } from "../harness/fixture-site";
-import { until } from "../harness/wait";
+import { until, scaled } from "../harness/wait";
 
 describe("loading real fixture sites end to end: sitemap ceiling, PDF, markdown, wiki", () => {
   let cluster: Cluster;
@@ -44,7 +44,7 @@ describe("loading real fixture sites end to end: sitemap ceiling, PDF, markdown,
       expect(sorted.slice(0, 300).every((u) => fixture.hits(new URL(u).pathname) > 0)).toBe(true);
       expect(sorted.slice(300).filter((u) => fixture.hits(new URL(u).pathname) > 0)).toEqual([]);
     }
-  }, 180_000);
+  }, scaled(180_000));
 
   it("loads a PDF and a markdown file as documents with titles", async () => {
     const fixture = await site("files");
@@ -58,7 +58,7 @@ describe("loading real fixture sites end to end: sitemap ceiling, PDF, markdown,
     expect(docs[0].title).toBe(FIXTURE_PDF.title);
     const hit = await call("POST", "/knowledge/search", { query: "warehouse throughput", knowledge_source_ids: [pdf.body.id] });
     expect(hit.body.results[0].content).toMatch(/Warehouse throughput/);
-  }, 120_000);
+  }, scaled(120_000));
 
   it("loads a wiki space through its REST API with a token; a wrong token fails the load", async () => {
     const fixture = await site("wiki");
@@ -72,5 +72,5 @@ describe("loading real fixture sites end to end: sitemap ceiling, PDF, markdown,
     const failed = await settle(bad.body.id);
     expect(failed.loading_status).toBe("failed");
     expect(failed.loading_error).toMatch(/401/);
-  }, 120_000);
+  }, scaled(120_000));
 });

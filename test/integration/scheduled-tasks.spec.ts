@@ -1,6 +1,7 @@
 import mongoose, { type Connection } from "mongoose";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
+import { scaled } from "../harness/wait";
 
 const CORE = ["users", "api-keys", "agents", "teams", "tasks"];
 
@@ -37,7 +38,7 @@ describe("scheduled tasks over NATS, with two scheduler replicas", () => {
   const locs = (body: { detail: { loc: (string | number)[]; msg: string }[] }) => body.detail.map((d) => d.loc.join("."));
   const tasksOfType = async (taskType: string) => (await get(`/tasks?task_type=${taskType}&limit=1000`)).body as Record<string, any>[];
   const waitFor = async <T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> => {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = Date.now() + scaled(timeoutMs);
     for (;;) {
       const value = await read();
       if (done(value) || Date.now() > deadline) return value;

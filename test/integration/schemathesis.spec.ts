@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup } from "../harness/http";
+import { scaled } from "../harness/wait";
 
 /** Whole run: install (first time only) plus the fuzzing budget; the budget stays a few minutes. */
 const FUZZ_SECONDS = Number(process.env.SCHEMATHESIS_SECONDS ?? 150);
@@ -24,7 +25,7 @@ describe("schemathesis against the served OpenAPI document", () => {
       nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], ["search", "knowledge"]],
     });
     token = (await signup(apiClient(cluster.baseUrl), "schemathesis")).token;
-  }, 60_000);
+  }, scaled(60_000));
   afterAll(() => cluster?.stop(), 60_000);
 
   it(

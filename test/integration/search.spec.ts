@@ -15,9 +15,10 @@ import type { RestoreReport, SnapshotKeeper } from "../../services/search/snapsh
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "../contract/corpus";
+import { scaled } from "../harness/wait";
 
 async function eventually<T>(check: () => Promise<T | undefined | false>, timeoutMs = 60_000, what = "condition"): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   for (;;) {
     const value = await check();
     if (value) return value;
@@ -80,7 +81,7 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
       const stats = await api("GET", "/api/v1/knowledge/documents/stats", { token: owner.token });
       return stats.body.index_status === "ready";
     }, 120_000, "all chunks embedded");
-  }, 180_000);
+  }, scaled(180_000));
   afterAll(async () => {
     await cluster?.stop();
     if ("TYPESENSE_URL" in env) {
@@ -468,7 +469,7 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
       await searchService().modelSwitch.done();
       expect((await search(semantic)).body.results).toEqual(before.body.results);
       if (engine === "typesense") await expectCollections(`${alias}__${DEFAULT_LOCAL_MODEL}_384`);
-    }, 180_000);
+    }, scaled(180_000));
   });
 });
 
@@ -484,7 +485,7 @@ describe("search without an embedding model (EMBEDDING_PROVIDER=none)", () => {
     token = a.token;
     await eventually(async () => (await api("GET", "/api/v1/knowledge/documents/stats", { token })).status === 200, 20_000, "search aliases");
     await cluster.brokers[0]!.call("search.indexDocuments", { accountId: a.user.account_id, sourceId: 1, documents: corpusDocuments });
-  }, 60_000);
+  }, scaled(60_000));
   afterAll(async () => {
     await cluster?.stop();
   });

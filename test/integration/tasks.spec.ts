@@ -2,6 +2,7 @@ import type { Context, ServiceSchema } from "moleculer";
 import type { Config } from "../../lib/config";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
+import { scaled } from "../harness/wait";
 
 type Event = { name: string; payload: { accountId: number; data: { id: number } & Record<string, unknown> } };
 
@@ -43,7 +44,7 @@ describe("tasks over NATS", () => {
   };
   const locs = (body: { detail: { loc: (string | number)[] }[] }) => body.detail.map((d) => d.loc.join("."));
   const eventually = async (check: () => boolean, timeoutMs = 5000) => {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = Date.now() + scaled(timeoutMs);
     while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(check()).toBe(true);
   };
@@ -360,7 +361,7 @@ describe("tasks over NATS", () => {
     it("when enabled, each new user gets one onboarding task in their account, in the background", async () => {
       onboarding(true);
       const fresh = await signup(api, "onboarding");
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + scaled(10_000);
       let tasks = await onboardingTasks(fresh.token);
       while (!tasks.length && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 100));

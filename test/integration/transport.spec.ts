@@ -2,6 +2,7 @@ import { ServiceBroker, type BrokerOptions } from "moleculer";
 import { brokerOptions } from "../../moleculer.config";
 import { loadConfig } from "../../lib/config";
 import { CoalescingNatsTransporter } from "../../lib/nats-transporter";
+import { scaled } from "../harness/wait";
 
 /** The coalescing NATS transporter over the test run's real NATS server: many calls in one loop turn, all answered. */
 describe("coalescing NATS transporter", () => {
@@ -32,7 +33,7 @@ describe("coalescing NATS transporter", () => {
     expect(answers).toEqual(Array.from({ length: 500 }, (_, n) => n * 2));
 
     for (let n = 0; n < 50; n++) caller.emit("echo.seen", { n });
-    const deadline = Date.now() + 5000;
+    const deadline = Date.now() + scaled(5000);
     while (received.length < 50 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect([...received].sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, n) => n));
   });

@@ -8,7 +8,7 @@ import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "../contract/corpus"
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
 import { spawnServices, type ServiceProcess } from "../harness/process";
-import { until } from "../harness/wait";
+import { until, scaled } from "../harness/wait";
 
 /** Pages of the site: the contract corpus (for ranking checks) and filler pages, each served slowly. */
 const FILLER_PAGES = 110;
@@ -150,7 +150,7 @@ describe("cluster on Typesense: two search replicas, two loaders", () => {
     // Embeddings the killed replica had queued are taken over by the survivor.
     const stats = await until(async () => (await call("GET", "/knowledge/documents/stats")).body, (s) => s.index_status === "ready", 120_000, "all chunks embedded");
     expect(stats).toMatchObject({ engine: "typesense", total_documents: total, embedded_chunks: stats.total_chunks });
-  }, 240_000);
+  }, scaled(240_000));
 
   it("searches the site in all three modes", async () => {
     const keyOf = (url: string) => url.split("/").pop();

@@ -6,6 +6,7 @@ import { SERVICE_REGISTRY } from "../../services";
 import { deliveryModel } from "../../services/webhooks/model";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
+import { scaled } from "../harness/wait";
 
 /** One request the receiver got, as raw as it arrived. */
 interface Received {
@@ -81,7 +82,7 @@ async function startReceiver() {
 type Falsy = false | 0 | "" | null | undefined;
 
 async function waitFor<T>(probe: () => T | Falsy | Promise<T | Falsy>, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   for (;;) {
     const value = await probe();
     if (value) return value;
@@ -287,7 +288,7 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
       expect(delivery).toMatchObject({ type: "team.deleted", attempts: 4, last_status: 500, last_error: expect.stringContaining("gave up after 4 attempts") });
       expect(receiver.at("/down")).toHaveLength(4);
       expect(JSON.parse(receiver.at("/down")[0]!.rawBody).data).toEqual({ id: team.id });
-    }, 30_000);
+    }, scaled(30_000));
 
     it("a 410 Gone answer disables the subscription and stops deliveries to it", async () => {
       const { token: owner } = await signup(api, "gone");

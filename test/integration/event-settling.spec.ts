@@ -1,0 +1,129 @@
+import { ServiceBroker, type Service } from "moleculer";
+import type { Connection } from "mongoose";
+import { loadConfig } from "../../lib/config";
+import { closeAllDatabases } from "../../lib/db";
+import { abortEvents, changeOf, commitEvents, EVENT_QUEUE_COLLECTION, EVENTS_COLLECTION, groupsFor, prepareEvents, subjectOf, type ChangeDraft } from "../../lib/events";
+import { decodeFreeJson } from "../../lib/free-json";
+import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
+import { MongoMixin } from "../../lib/mongo.mixin";
+import { configured } from "../../services";
+import { databaseUrl } from "../harness/servers";
+
+/**
+ * The states a change can be cut off in (docs/decisions.md, "Events of cut-off writes"), each built step by step
+ * on the real database, and what settling makes of them: a stored record ends with exactly one committed event,
+ * queued once for each consumer group; a change that never happened ends with none.
+ */
+describe("settling events of cut-off and failed writes", () => {
+  const broker = new ServiceBroker({ logger: false });
+  const config = loadConfig({ MONGO_URL: databaseUrl(process.env.TEST_MONGO_URL!, "event-settling"), EVENTS_ABANDONED_MS: "60000" });
+  let failRender = new Set<number>();
+  const service = broker.createService(
+    configured(
+      {
+        name: "settling-probe",
+        mixins: [
+          EventsMixin({
+            records: {
+              tools(record: Record<string, unknown>) {
+                if (failRender.has(record._id as number)) throw new Error("render failed");
+                return { id: record._id, name: record.name };
+              },
+            },
+          }),
+          MongoMixin(() => ({})),
+        ],
+      },
+      config,
+    ),
+  ) as Service & EventsMethods & { db: Connection; settleAbandonedEvents(): Promise<void> };
+  const accountId = 7;
+  let nextRecord = 1000;
+
+  beforeAll(async () => {
+    await broker.start();
+    await Promise.all([EVENTS_COLLECTION, EVENT_QUEUE_COLLECTION, "tools"].map((c) => service.db.collection(c).deleteMany({})));
+  });
+  afterAll(async () => {
+    await broker.stop();
+    await closeAllDatabases();
+  });
+
+  const draftOf = (id: number): ChangeDraft => changeOf("tool.created", "tools", { _id: id, account_id: accountId });
+  /** The created event of record `id`, as its writer commits it. */
+  const createdEvent = (eventId: string, id: number) => ({ id: eventId, type: "tool.created", account_id: accountId, subject: subjectOf(["tools", id]), data: { id } });
+  const store = (id: number) => service.db.collection("tools").insertOne({ _id: id as never, account_id: accountId, name: `tool ${id}` });
+  /** The log entries and queued items of a record, as consumers would find them. */
+  async function eventsOf(id: number) {
+    const subject = subjectOf(["tools", id]);
+    const log = await service.db.collection(EVENTS_COLLECTION).find({ subject }).toArray();
+    const queued = await service.db.collection(EVENT_QUEUE_COLLECTION).find({ subject }).toArray();
+    return { states: log.map((e) => e.state), queued: queued.map((q) => q._id), data: log.map((e) => decodeFreeJson(e.data)) };
+  }
+  const queuedOnce = (eventIds: string[]) => eventIds.flatMap((id) => groupsFor("tool.created").map((group) => `${group}:${id}`));
+  /** Makes prepared events old enough to count as abandoned. */
+  const age = (ids: string[]) => service.db.collection(EVENTS_COLLECTION).updateMany({ _id: { $in: ids } } as never, { $set: { occurred_at: new Date(Date.now() - 120_000) } });
+
+  it("a commit whose prepared event a settler dropped (it looked before the write landed) still commits and queues it", async () => {
+    const id = nextRecord++;
+    const [eventId] = await prepareEvents(service.db, [draftOf(id)]);
+    await abortEvents(service.db, [eventId!]); // the settler saw no record yet
+    await store(id);
+    expect(await commitEvents(service.db, [createdEvent(eventId!, id)])).toBe(1);
+    expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([eventId!]) });
+  });
+
+  it("a process killed after queuing, before the log entry turned committed: settling commits it once, queued once", async () => {
+    const id = nextRecord++;
+    const [eventId] = await prepareEvents(service.db, [draftOf(id)]);
+    await store(id);
+    await commitEvents(service.db, [createdEvent(eventId!, id)]);
+    // Back to the state a kill right before the last step leaves: queued, still prepared.
+    await service.db.collection(EVENTS_COLLECTION).updateOne({ _id: eventId } as never, { $set: { state: "prepared", seq: null } });
+    await age([eventId!]);
+    await service.settleAbandonedEvents();
+    expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([eventId!]) });
+  });
+
+  it("the live commit and a settler committing one event at once: one committed event, queued once, counted once", async () => {
+    const id = nextRecord++;
+    const [eventId] = await prepareEvents(service.db, [draftOf(id)]);
+    await store(id);
+    const counts = await Promise.all([commitEvents(service.db, [createdEvent(eventId!, id)]), commitEvents(service.db, [createdEvent(eventId!, id)])]);
+    expect(counts.reduce((a, b) => a + b)).toBe(1);
+    expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([eventId!]) });
+  });
+
+  it("a create that stored its record and then threw (its answer failed to render) still commits its created event", async () => {
+    const id = nextRecord++;
+    await expect(
+      service.recordChange(draftOf(id), async () => {
+        await store(id);
+        throw new Error("rendering the answer failed");
+      }),
+    ).rejects.toThrow("rendering the answer failed");
+    expect(await eventsOf(id)).toMatchObject({ states: ["committed"], data: [{ id, name: `tool ${id}` }] });
+  });
+
+  it("a create that threw before storing anything leaves no event", async () => {
+    const id = nextRecord++;
+    await expect(service.recordChange(draftOf(id), () => Promise.reject(new Error("duplicate name")))).rejects.toThrow("duplicate name");
+    expect(await eventsOf(id)).toEqual({ states: [], queued: [], data: [] });
+  });
+
+  it("settling goes on past an event it cannot settle now, and settles that one once it can", async () => {
+    const [broken, fine, neverWritten] = [nextRecord++, nextRecord++, nextRecord++];
+    const ids = await prepareEvents(service.db, [draftOf(broken), draftOf(fine), draftOf(neverWritten)]);
+    await store(broken);
+    await store(fine);
+    await age(ids);
+    failRender = new Set([broken]);
+    await service.settleAbandonedEvents();
+    expect((await eventsOf(broken)).states).toEqual(["prepared"]);
+    expect(await eventsOf(fine)).toMatchObject({ states: ["committed"], queued: queuedOnce([ids[1]!]) });
+    expect(await eventsOf(neverWritten)).toEqual({ states: [], queued: [], data: [] });
+    failRender = new Set();
+    await service.settleAbandonedEvents();
+    expect(await eventsOf(broken)).toMatchObject({ states: ["committed"], queued: queuedOnce([ids[0]!]) });
+  });
+});
