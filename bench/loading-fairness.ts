@@ -3,7 +3,8 @@ import { positiveIntEnv } from "../lib/env";
 import { startCluster, type Cluster } from "../test/harness/cluster";
 import { startChangingSite, startFixtureSite, type ChangingSite, type FixtureSite } from "../test/harness/fixture-site";
 import { apiClient, signup, type Api } from "../test/harness/http";
-import { startMongo, startNats, type RunningServer } from "../test/harness/servers";
+import type { RunningServer } from "../test/harness/servers";
+import { startInProcessServers } from "./in-process";
 import { machine, writeResults } from "./report";
 
 /**
@@ -60,22 +61,10 @@ async function main() {
   const sites: (FixtureSite | ChangingSite)[] = [];
   let cluster: Cluster | undefined;
   try {
-    const [nats, mongo] = await Promise.all([startNats(), startMongo()]);
-    servers.push(nats, mongo);
+    servers.push(...(await startInProcessServers({ EMBEDDING_PROVIDER: "none" })));
     // The small source: a one-page sitemap site.
     const [stalled, small] = await Promise.all([startFixtureSite("flaky"), startChangingSite(1)]);
     sites.push(stalled, small);
-    Object.assign(process.env, {
-      TEST_NATS_URL: nats.url,
-      TEST_MONGO_URL: mongo.url,
-      ALLOW_LOOPBACK_TARGETS: "true",
-      LOG_LEVEL: "warn",
-      TEST_LOG_LEVEL: "warn",
-      MCP_PORT: "0",
-      MCP_HOST: "127.0.0.1",
-      SEARCH_SNAPSHOTS: "off",
-      EMBEDDING_PROVIDER: "none",
-    });
     cluster = await startCluster({ database: "bench_loading_fairness", embedded: true });
     const api = apiClient(cluster.baseUrl);
     const [slowAccount, smallAccount] = await Promise.all([signup(api, "fair-slow"), signup(api, "fair-small")]);
