@@ -6,7 +6,8 @@ import { positiveIntEnv } from "../lib/env";
 import { startCluster, type Cluster } from "../test/harness/cluster";
 import { startChangingSite, type ChangingSite, type PageValidatorKind } from "../test/harness/fixture-site";
 import { apiClient, signup } from "../test/harness/http";
-import { startMongo, startNats, type RunningServer } from "../test/harness/servers";
+import type { RunningServer } from "../test/harness/servers";
+import { startInProcessServers } from "./in-process";
 import { machine, writeResults } from "./report";
 
 /**
@@ -174,23 +175,15 @@ async function main() {
   let cluster: Cluster | undefined;
   let db: mongoose.Connection | undefined;
   try {
-    const [nats, mongo] = await Promise.all([startNats(), startMongo()]);
-    servers.push(nats, mongo);
-    Object.assign(process.env, {
-      TEST_NATS_URL: nats.url,
-      TEST_MONGO_URL: mongo.url,
-      ALLOW_LOOPBACK_TARGETS: "true",
-      LOG_LEVEL: "warn",
-      TEST_LOG_LEVEL: "warn",
-      MCP_PORT: "0",
-      MCP_HOST: "127.0.0.1",
-      SEARCH_SNAPSHOTS: "off",
-      EMBEDDING_PROVIDER: "openai",
-      EMBEDDING_URL: embeddings.url,
-      EMBEDDING_MODEL: "bench-embeddings",
-      EMBEDDING_DIMENSIONS: String(DIMENSIONS),
-      SCHEDULER_POLL_MS: "200",
-    });
+    servers.push(
+      ...(await startInProcessServers({
+        EMBEDDING_PROVIDER: "openai",
+        EMBEDDING_URL: embeddings.url,
+        EMBEDDING_MODEL: "bench-embeddings",
+        EMBEDDING_DIMENSIONS: String(DIMENSIONS),
+        SCHEDULER_POLL_MS: "200",
+      })),
+    );
     cluster = await startCluster({ database: "bench_knowledge_refresh", embedded: true });
     db = await mongoose.createConnection(cluster.mongoUrl).asPromise();
     const rounds: Round[] = [];

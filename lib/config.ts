@@ -92,6 +92,10 @@ function loaderConfig(env: Env) {
     maxWindows: atLeastOne("LOAD_MAX_WINDOWS", 24),
     /** A loader that stops renewing its lease for this long is presumed dead and its job is taken over. */
     leaseSeconds: atLeastOne("LOAD_LEASE_SECONDS", 30),
+    /** Jobs one loader process runs at the same time (a stalled source holds one slot, not the loader). */
+    concurrency: atLeastOne("LOAD_CONCURRENCY", 4),
+    /** Of those, the most one account's jobs take, so the other slots stay free for other accounts. */
+    accountConcurrency: atLeastOne("LOAD_ACCOUNT_CONCURRENCY", 2),
     /** How often an idle loader looks for work. */
     pollMs: atLeastOne("LOAD_POLL_MS", 500),
     /** Pages fetched per batch (each batch is one index call and one progress save). */

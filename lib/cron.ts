@@ -9,7 +9,10 @@ const CANONICAL_ZONES = new Map([DEFAULT_TIMEZONE, ...Intl.supportedValuesOf("ti
 
 /**
  * Why a cron expression is refused, or null when it is usable: 5 fields (minute hour day-of-month month
- * day-of-week) or 6 with seconds first, in cron-parser's syntax, with at least one future occurrence.
+ * day-of-week) or 6 with seconds first, in cron-parser's syntax, with at least one future occurrence, firing at
+ * most once a minute. Two firings are closer than a minute exactly when the seconds field names several seconds
+ * (with one second, firings fall in different minutes at that second), so that is what is refused: a schedule
+ * polls no faster than the shortest refresh interval (60 s), and `* * * * * *` cannot flood a tenant's tasks.
  */
 export function cronProblem(expression: string): string | null {
   const fields = expression.trim().split(/\s+/).filter(Boolean);
@@ -17,7 +20,11 @@ export function cronProblem(expression: string): string | null {
     return `Invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, got ${fields.length}`;
   }
   try {
-    CronExpressionParser.parse(fields.join(" "), { tz: DEFAULT_TIMEZONE }).next();
+    const parsed = CronExpressionParser.parse(fields.join(" "), { tz: DEFAULT_TIMEZONE });
+    parsed.next();
+    if (parsed.fields.second.values.length > 1) {
+      return `Cron expression fires more than once a minute (seconds field "${fields[0]}"): a schedule fires at most once a minute, so give one second, e.g. "0 ${fields.slice(1).join(" ")}"`;
+    }
     return null;
   } catch (err) {
     return `Invalid cron expression: ${(err as Error).message}`;

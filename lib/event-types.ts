@@ -37,6 +37,8 @@ export const USER_REGISTERED = "user.registered";
 export const CONSUMER_GROUPS: Record<string, (type: string) => boolean> = {
   /** Queues a delivery per matching subscription. */
   webhooks: (type) => (WEBHOOK_EVENT_TYPES as readonly string[]).includes(type),
+  /** A renamed agent's collected-data records take its new name. */
+  entities: (type) => type === "agent.updated",
   /** A deleted agent leaves its teams. */
   teams: (type) => type === "agent.deleted",
   /** The onboarding task of a new user. */

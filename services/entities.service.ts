@@ -8,9 +8,10 @@ import { toPage } from "../lib/pagination";
 import { crudActions, defineView, schemaRef, type CrudHooks } from "../lib/resource";
 import { respondCreated } from "../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { changeOf } from "../lib/events";
+import { changeOf, type ChangeEvent } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
 import { agentModel } from "./agents/model";
+import { followAgentName } from "./entities/agent-names";
 import { csvStream, EXPORT_FIELDS, exportFilename } from "./entities/csv";
 import { sessionExcerpt, VISIBLE_ROLES } from "./entities/excerpt";
 import { entityModel, sessionMessageModel } from "./entities/model";
@@ -107,7 +108,17 @@ interface Vars {
 const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "entities",
   mixins: [
-    EventsMixin({ records: { entities: function (this: Methods, entity: Record<string, unknown>) { return this.detail(entity as unknown as EntityRecord); } } }),
+    EventsMixin({
+      records: { entities: function (this: Methods, entity: Record<string, unknown>) { return this.detail(entity as unknown as EntityRecord); } },
+      consumer: {
+        group: "entities",
+        /** A renamed agent's records show and match its new name (a deleted agent's keep the name they copied). */
+        async handle(this: Vars, event: ChangeEvent) {
+          const agent = await agentModel(this.db).findOne({ _id: event.data.id as number, account_id: event.account_id }, { name: 1 }).lean();
+          if (agent) await followAgentName(this.models.entities, event.account_id, agent._id, agent.name);
+        },
+      },
+    }),
     MongoMixin((db) => ({ entities: entityModel(db), messages: sessionMessageModel(db) })),
     TenancyMixin,
   ],

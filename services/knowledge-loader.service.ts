@@ -44,17 +44,22 @@ interface Vars {
   loader: Config["loader"];
   running: boolean;
   loop?: Promise<void>;
-  current: LoadJobRecord | null;
+  /** Jobs this loader is running, by id. */
+  current: Map<string, LoadJobRecord>;
 }
 interface Methods extends EventsMethods {
   work(): Promise<void>;
   runJob(job: LoadJobRecord): Promise<void>;
+  /** Accounts whose jobs fill their share of this loader's slots. */
+  fullAccounts(): number[];
 }
 
 /**
- * Knowledge loaders: each replica claims one job at a time from load_jobs (a lease it renews), runs a
- * window of it, and re-queues the rest. Scale replicas on the pending-job count (metric
- * knowledge_loader.jobs.pending, or KEDA's MongoDB scaler on the same query).
+ * Knowledge loaders: each replica runs up to LOAD_CONCURRENCY jobs at once, claimed from load_jobs (a lease per
+ * job, renewed), a window of each, and re-queues the rest. Fair across accounts: an account with nothing running
+ * is served first, and one account's jobs take at most LOAD_ACCOUNT_CONCURRENCY of a replica's slots, so
+ * another account's load starts while one account's slow sources run. Scale replicas on the pending-job count
+ * (metric knowledge_loader.jobs.pending, or KEDA's MongoDB scaler on the same query).
  */
 const KnowledgeLoaderService: ServiceSchema<Record<string, never>, Methods, Vars> = {
   name: "knowledge-loader",
@@ -77,25 +82,42 @@ const KnowledgeLoaderService: ServiceSchema<Record<string, never>, Methods, Vars
 
   methods: {
     async work() {
+      const slots = new Set<Promise<void>>();
+      const idle = () => new Promise((r) => setTimeout(r, this.loader.pollMs));
       while (this.running) {
-        const job = await claimJob(this.models.jobs, this.broker.nodeID, this.loader.leaseSeconds * 1000, ["load", "delete-source"]).catch((err) => {
+        if (slots.size >= this.loader.concurrency) {
+          await Promise.race(slots);
+          continue;
+        }
+        const job = await claimJob(this.models.jobs, this.broker.nodeID, this.loader.leaseSeconds * 1000, ["load", "delete-source"], this.fullAccounts()).catch((err) => {
           this.logger.warn("Claiming a job failed", err);
           return null;
         });
         this.broker.metrics.set("knowledge_loader.jobs.pending", await pendingJobs(this.models.jobs).catch(() => 0));
         if (!job) {
-          await new Promise((r) => setTimeout(r, this.loader.pollMs));
+          // A slot that frees up may let an account's next job in: look again then, or after the poll interval.
+          await Promise.race([idle(), ...slots]);
           continue;
         }
-        await this.runJob(job).catch((err) => this.logger.error(`Job ${job._id} failed`, err));
+        const slot: Promise<void> = this.runJob(job)
+          .catch((err) => this.logger.error(`Job ${job._id} failed`, err))
+          .finally(() => slots.delete(slot));
+        slots.add(slot);
       }
+      await Promise.all(slots);
+    },
+
+    fullAccounts() {
+      const perAccount = new Map<number, number>();
+      for (const job of this.current.values()) perAccount.set(job.account_id, (perAccount.get(job.account_id) ?? 0) + 1);
+      return [...perAccount].filter(([, n]) => n >= this.loader.accountConcurrency).map(([account]) => account);
     },
 
     async runJob(job) {
       const owner = this.broker.nodeID;
       const leaseMs = this.loader.leaseSeconds * 1000;
       let holdsLease = true;
-      this.current = job;
+      this.current.set(job._id, job);
       const heartbeat = setInterval(() => {
         renewLease(this.models.jobs, job, owner, leaseMs)
           .then((held) => (holdsLease &&= held))
@@ -146,7 +168,7 @@ const KnowledgeLoaderService: ServiceSchema<Record<string, never>, Methods, Vars
         }
       } finally {
         clearInterval(heartbeat);
-        this.current = null;
+        this.current.delete(job._id);
       }
     },
   },
@@ -160,15 +182,14 @@ const KnowledgeLoaderService: ServiceSchema<Record<string, never>, Methods, Vars
     this.loader = config.loader;
     this.reader = createSourceReader(this.models.urlLists, this.models.pages, { ...config.loader, addressPolicy: config.addressPolicy }, secretBox(config.secretsKey));
     this.running = true;
-    this.current = null;
+    this.current = new Map();
     this.loop = this.work();
   },
 
   async stopped() {
     this.running = false;
-    const job = this.current;
-    // Hand an unfinished job back at once instead of making another loader wait for the lease to expire.
-    if (job) await releaseJob(this.models.jobs, job, this.broker.nodeID).catch(() => undefined);
+    // Hand unfinished jobs back at once instead of making another loader wait for their leases to expire.
+    await Promise.all([...this.current.values()].map((job) => releaseJob(this.models.jobs, job, this.broker.nodeID).catch(() => undefined)));
     await this.loop;
   },
 };

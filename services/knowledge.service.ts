@@ -1,6 +1,7 @@
 import type { Connection, Model } from "mongoose";
 import type { ActionSchema, Service, ServiceSchema } from "moleculer";
 import { ERRORS } from "../lib/errors";
+import { httpUrlProblem } from "../lib/http-url";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
 import { crudActions, eventRecords, type ResponseDecl } from "../lib/resource";
@@ -31,6 +32,13 @@ function refreshFields(refresh: RefreshInput | null, now = new Date()): Pick<Kno
   const { policy, problems } = refreshPolicy(refresh);
   if (problems.length) throw ERRORS.validation(problems);
   return { refresh: policy, next_refresh_at: nextRefreshAt(policy, now) };
+}
+
+/** The paths as given; 422 at `paths[i]` for one that names no http(s) host (the body's URL rule lets `http://:3250/` through). */
+function checkedPaths(paths: string[]): string[] {
+  const problems = paths.flatMap((path, i) => httpUrlProblem(path, `paths[${i}]`) ?? []);
+  if (problems.length) throw ERRORS.validation(problems);
+  return paths;
 }
 
 interface Methods extends TenancyMethods, EventsMethods {
@@ -85,7 +93,8 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: { ...knowledgeSources.createParams, auto_load: { type: "boolean", convert: true, default: true, optional: true } },
       response: knowledgeSources.view.one(201),
       async handler(ctx: Ctx<typeof knowledgeSources.types.create & { auto_load: boolean }>) {
-        const { paths, auto_load } = ctx.params;
+        const paths = checkedPaths(ctx.params.paths);
+        const { auto_load } = ctx.params;
         const label = derivedLabel(paths);
         const name = ctx.params.name?.trim() || label;
         const fields = {
@@ -113,7 +122,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const source = await this.findOwned(ctx, this.models.sources, ctx.params.knowledge_source_id, "Knowledge source");
         const { name, description, paths, data_type, auth_token, refresh } = ctx.params;
         if (refresh !== undefined) source.set(refreshFields(refresh));
-        if (paths) source.paths = paths;
+        if (paths) source.paths = checkedPaths(paths);
         if (name?.trim()) source.name = name.trim();
         if (description !== undefined) source.description = description?.trim() || derivedLabel(source.paths);
         if (data_type) source.data_type = await resolveSourceType(data_type, source.paths, configOf(this).addressPolicy);

@@ -19,10 +19,9 @@ import {
 } from "./search/params";
 import {
   candidateDepth,
-  collapseByDocument,
   deletionResponse,
   documentDetail,
-  documentResult,
+  documentSearchPage,
   documentStats,
   MAX_URLS_PER_CALL,
   parseSourceIds,
@@ -72,9 +71,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       async handler(ctx: Ctx<SearchDocumentsParams & { accountId: number }>) {
         const { query, mode, limit, offset } = ctx.params;
         const ranked = await this.rank(this.explicitAccount(ctx.params), query, mode, parseSourceIds(ctx.params.source_ids), candidateDepth(offset, limit));
-        const docs = collapseByDocument(ranked.hits);
-        const best = docs[0]?.score ?? 0;
-        return { results: docs.slice(offset, offset + limit).map((h) => documentResult(h, best)), total: docs.length, mode_used: ranked.modeUsed };
+        return { ...documentSearchPage(ranked.hits, offset, limit), mode_used: ranked.modeUsed };
       },
     },
 

@@ -145,7 +145,10 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       },
     },
 
-    /** A new secret; the previous one keeps signing (second signature) for the configured overlap. */
+    /**
+     * A new secret; the previous one keeps signing (second signature) for the configured overlap. The secret is not
+     * part of the subscription as the API shows it, so updated_at stays and no event is recorded.
+     */
     rotateSecret: {
       rest: "POST /webhook-subscriptions/:id/secret/rotate",
       params: idParam,
@@ -159,7 +162,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           previous_secret_sealed: overlapMs > 0 ? subscription.secret_sealed : null,
           previous_secret_expires_at: overlapMs > 0 ? new Date(Date.now() + overlapMs) : null,
         });
-        await subscription.save();
+        await subscription.save({ timestamps: false });
         return { secret, previous_secret_expires_at: subscription.previous_secret_expires_at };
       },
     },

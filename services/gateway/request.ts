@@ -48,8 +48,23 @@ export function jsonBodyParser(limit: string) {
     if (carriesBody(req) && !isJsonBody(req)) {
       return next(new Errors.MoleculerClientError("Request body must be JSON (Content-Type: application/json)", 415, "UNSUPPORTED_MEDIA_TYPE"));
     }
+    const unsupported = unsupportedEncoding(req);
+    if (carriesBody(req) && unsupported) {
+      // RFC 7694: a 415 for a content coding says which codings are accepted.
+      res.setHeader("Accept-Encoding", DECODED_ENCODINGS.join(", "));
+      return next(new Errors.MoleculerClientError(`Unsupported Content-Encoding "${unsupported}": send the body as is, or with gzip, deflate or br`, 415, "encoding.unsupported"));
+    }
     parse(req, res, (err?: unknown) => next(err ? bodyError(err) : undefined));
   };
+}
+
+/** Content codings the API decodes: a fixed list, not whatever the runtime's zlib can (Node 24's body-parser also takes zstd). */
+const DECODED_ENCODINGS = ["gzip", "deflate", "br"];
+
+/** The first coding of the request's Content-Encoding the API does not decode, or null. */
+function unsupportedEncoding(req: IncomingMessage): string | null {
+  const codings = (req.headers["content-encoding"] ?? "").split(",").map((c) => c.trim().toLowerCase());
+  return codings.find((c) => c && c !== "identity" && !DECODED_ENCODINGS.includes(c)) ?? null;
 }
 
 /** application/json, or a JSON-based type (RFC 6839 `+json` suffix), with any parameters. */

@@ -24,14 +24,34 @@ export async function enqueueJob(
 }
 
 /**
- * Claims the oldest pending job, or a running one whose lease expired (its loader died), for `owner`.
- * One atomic update per claim, so two loaders never hold the same job.
+ * Claims a job for `owner`: a pending one, or a running one whose lease expired (its loader died). Fair across
+ * accounts: the oldest job of an account with nothing running anywhere goes first, then the oldest of any
+ * account; accounts in `skipAccounts` (those filling their share of the caller's slots) are never picked. One
+ * atomic update per claim, so two loaders never hold the same job; which accounts are running is read just
+ * before, so two loaders may each start one job of the same idle account (a preference, not a lock).
  */
-export async function claimJob(jobs: Model<LoadJobRecord>, owner: string, leaseMs: number, kinds: JobKind[]): Promise<LoadJobRecord | null> {
+export async function claimJob(
+  jobs: Model<LoadJobRecord>,
+  owner: string,
+  leaseMs: number,
+  kinds: JobKind[],
+  skipAccounts: number[] = [],
+): Promise<LoadJobRecord | null> {
   const now = new Date();
+  const running = await crossAccount(
+    "which accounts have loads running, to start an idle account's first",
+    jobs.find({ status: "running", lease_expires_at: { $gte: now } }, { account_id: 1 }),
+  ).lean<Pick<LoadJobRecord, "account_id">[]>();
+  const busy = [...new Set([...skipAccounts, ...running.map((job) => job.account_id)])];
+  return (await claimOldest(jobs, owner, leaseMs, kinds, busy, now)) ?? (busy.length > skipAccounts.length ? claimOldest(jobs, owner, leaseMs, kinds, skipAccounts, now) : null);
+}
+
+/** Claims the oldest claimable job of an account not in `exclude`. */
+function claimOldest(jobs: Model<LoadJobRecord>, owner: string, leaseMs: number, kinds: JobKind[], exclude: number[], now: Date): Promise<LoadJobRecord | null> {
   const claim = jobs.findOneAndUpdate(
     {
       kind: { $in: kinds },
+      ...(exclude.length ? { account_id: { $nin: exclude } } : {}),
       $or: [{ status: "pending" }, { status: "running", lease_expires_at: { $lt: now } }],
     },
     { $set: { status: "running", lease_owner: owner, lease_expires_at: new Date(now.getTime() + leaseMs) }, $inc: { attempts: 1 } },

@@ -76,7 +76,17 @@ export function parseSourceIds(ids: (string | number)[] | undefined): number[] |
   return ids.map((v) => (typeof v === "number" ? v : /^\d+$/.test(v.trim()) ? Number(v) : NaN)).filter((v) => Number.isSafeInteger(v) && v > 0);
 }
 
-/** Each document once, at the rank of its best chunk. */
+/**
+ * The hits best first (stable: the engine's order breaks ties). Engines rank their own lists, but the interface's
+ * promise (a higher normalized_score never below a lower one, 100 the best) is kept here whatever order hits come
+ * in: scores of a replica whose keyword statistics (1 s) or vectors (embeddings pending) lag are not trusted to
+ * arrive in order.
+ */
+export function bestFirst(hits: ChunkHit[]): ChunkHit[] {
+  return [...hits].sort((a, b) => b.score - a.score);
+}
+
+/** Each document once, at the rank of its best chunk (hits best first). */
 export function collapseByDocument(hits: ChunkHit[]): ChunkHit[] {
   const seen = new Set<string>();
   return hits.filter((h) => !seen.has(h.documentId) && seen.add(h.documentId));
@@ -97,11 +107,19 @@ export function documentResult(hit: ChunkHit, best: number) {
   };
 }
 
+/** A page of the document search: each document once at its best chunk, best first, scored against the best. */
+export function documentSearchPage(hits: ChunkHit[], offset: number, limit: number) {
+  const docs = collapseByDocument(bestFirst(hits));
+  const best = docs[0]?.score ?? 0;
+  return { results: docs.slice(offset, offset + limit).map((h) => documentResult(h, best)), total: docs.length };
+}
+
 /** Results of the source-level search: chunk text, title and url, and the 0..1 score min_score compares with. */
 export function sourceSearchResults(hits: ChunkHit[], minScore: number, limit: number) {
-  const best = hits[0]?.score ?? 0;
+  const ranked = bestFirst(hits);
+  const best = ranked[0]?.score ?? 0;
   const results = [];
-  for (const h of hits) {
+  for (const h of ranked) {
     if (results.length >= limit) break;
     const score = normalizedScore(h.score, best) / 100;
     if (score < minScore) continue;

@@ -20,7 +20,7 @@ export interface ScheduledTaskRecord {
   account_id: number;
   name: string;
   description: string | null;
-  /** Cron expression: 5 fields, or 6 with seconds first. */
+  /** Cron expression: 5 fields, or 6 with seconds first; fires at most once a minute (lib/cron.ts). */
   schedule: string;
   /** IANA time zone the expression is read in. */
   timezone: string;

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { FieldProblem } from "../../lib/errors";
+import { httpUrlProblem } from "../../lib/http-url";
 
 /** Event kinds a subscription can receive (the catalogue lives with the event log). */
 export { WEBHOOK_EVENT_TYPES } from "../../lib/event-types";
@@ -11,18 +12,9 @@ export const MAX_URL_LENGTH = 2048;
 /** Each retry waits its scheduled delay plus or minus this share, so failing receivers are not hit in lockstep. */
 export const RETRY_JITTER = 0.2;
 
-/** A destination must be an absolute http(s) URL; whether its address may be reached is checked at delivery. */
+/** A destination must be an absolute http(s) URL naming a host; whether its address may be reached is checked at delivery. */
 export function urlProblem(url: string): FieldProblem | null {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return { field: "url", message: "The 'url' field must be an absolute http or https URL.", type: "url" };
-  }
-  if ((parsed.protocol !== "http:" && parsed.protocol !== "https:") || !parsed.hostname) {
-    return { field: "url", message: "The 'url' field must use http or https and name a host.", type: "url" };
-  }
-  return null;
+  return httpUrlProblem(url, "url");
 }
 
 /** Whether a subscription takes an event: it is enabled, and selects all types (none listed) or this one. */

@@ -28,6 +28,9 @@ const GZIP_ENCODED_PART = 2;
 /** Upper bounds, so no fixture can stall or flood a test. */
 const MAX_DELAY_MS = 300;
 const HANG_MS = 5_000;
+/** An endless body trickles this long at most, a byte per interval (never enough to reach a size cap). */
+const ENDLESS_MS = 180_000;
+const ENDLESS_INTERVAL_MS = 200;
 const MAX_LARGE_KB = 20 * 1024;
 const BOMB_BYTES = 64 * 1024 * 1024;
 /** Wiki fixture: one space, its pages, the page size the server enforces, and the token it accepts. */
@@ -383,6 +386,16 @@ const commonRoutes: Handler = async (req, res, url) => {
       return send(res, 200, "text/plain", "too late");
     case "/_/type":
       return send(res, 200, q.get("ct") ?? "application/octet-stream", "typed body");
+    case "/_/endless": {
+      // A stalled page: headers at once, then a body that never ends (until ENDLESS_MS or the client leaves).
+      res.writeHead(200, { "content-type": "text/plain" });
+      const end = Date.now() + ENDLESS_MS;
+      while (Date.now() < end && !res.destroyed) {
+        res.write("a");
+        await new Promise((r) => setTimeout(r, ENDLESS_INTERVAL_MS).unref());
+      }
+      return void res.end();
+    }
   }
   return undefined;
 };

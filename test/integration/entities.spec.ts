@@ -171,6 +171,31 @@ describe("entities (collected data) over NATS", () => {
     });
   });
 
+  describe("an agent renamed", () => {
+    it("lists, get, export and search show and match the new agent_name, as stats do; updated_at stays", async () => {
+      const { req, agent } = await account("renamed");
+      const bot = await agent("Zephyr desk");
+      const created = (await req("POST", "/entities", { agent_id: bot.id, entity_type_name: "Lead", attributes: { city: "Oslo" } })).body;
+      expect(created.agent_name).toBe("Zephyr desk");
+      expect((await req("PUT", `/agents/${bot.id}`, { name: "Quasar desk" })).status).toBe(200);
+      // The records follow through the agent.updated event (a consumer group), a moment after the rename.
+      const deadline = Date.now() + 15_000;
+      let record = (await req("GET", `/entities/${created.id}`)).body;
+      while (record.agent_name !== "Quasar desk" && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+        record = (await req("GET", `/entities/${created.id}`)).body;
+      }
+      expect(record).toMatchObject({ agent_name: "Quasar desk", updated_at: created.updated_at });
+      expect((await req("GET", "/entities")).body.data.map((r: { agent_name: string }) => r.agent_name)).toEqual(["Quasar desk"]);
+      expect((await req("GET", "/entities?search=quasar")).body.data.map((r: { id: number }) => r.id)).toEqual([created.id]);
+      expect((await req("GET", "/entities?search=zephyr")).body.data).toEqual([]);
+      const rows = parseCsv((await req("GET", "/entities/export")).body);
+      expect(rows[1]![rows[0]!.indexOf("agent_name")]).toBe("Quasar desk");
+      const stats = (await req("GET", "/entities/stats")).body;
+      expect(stats.agent_counts).toEqual([{ agent_id: bot.id, agent_name: "Quasar desk", count: 1 }]);
+    });
+  });
+
   describe("list, filters, facets, stats and export", () => {
     let ctx: Awaited<ReturnType<typeof account>>;
     let sales: { id: number; name: string };

@@ -86,6 +86,13 @@ describe("knowledge refresh: schedules, incremental re-sync and pruning over a c
     expect(badZone.body.detail[0]).toMatchObject({ loc: ["body", "refresh", "timezone"] });
     const tooOften = await call("POST", "/knowledge?auto_load=false", { paths: [site.baseUrl], data_type: "sitemap", refresh: { interval_seconds: 5 } });
     expect(tooOften.status).toBe(422);
+    // A cron gets the interval's minimum: firings at most once a minute.
+    for (const cron of ["* * * * * *", "*/30 * * * * *"]) {
+      const everySecond = await call("POST", "/knowledge?auto_load=false", { paths: [site.baseUrl], data_type: "sitemap", refresh: { cron } });
+      expect(everySecond.status).toBe(422);
+      expect(everySecond.body.detail[0]).toMatchObject({ loc: ["body", "refresh", "cron"], msg: expect.stringMatching(/at most once a minute/) });
+    }
+    expect((await call("POST", "/knowledge?auto_load=false", { paths: [site.baseUrl], data_type: "sitemap", refresh: { cron: "15 * * * * *" } })).status).toBe(201);
 
     const plain = await call("POST", "/knowledge?auto_load=false", { paths: [site.baseUrl], data_type: "sitemap" });
     expect(plain.status).toBe(201);

@@ -236,6 +236,10 @@ describe("knowledge sources and background loading over NATS", () => {
     expect((await call("POST", "/knowledge", { name: "No paths" })).status).toBe(422);
     expect((await call("POST", "/knowledge", { paths: ["not a url"] })).status).toBe(422);
     expect((await call("POST", "/knowledge", { paths: [`${sites.base}/x`], data_type: "ftp" })).status).toBe(422);
+    // A URL naming no host is refused as webhooks refuse it, wherever it is in the list and on update too.
+    const hostless = await call("POST", "/knowledge?auto_load=false", { paths: [`${sites.base}/x`, "http://:3250/"], data_type: "website" });
+    expect(hostless.status).toBe(422);
+    expect(hostless.body.detail[0]).toMatchObject({ loc: ["body", "paths", 1], msg: expect.stringContaining("must be an absolute http or https URL") });
     expect((await call("GET", "/knowledge?limit=201")).status).toBe(422);
     expect((await call("GET", "/knowledge?status=done")).status).toBe(422);
     const mine = (await call("POST", "/knowledge?auto_load=false", { data_type: "website", paths: [`${sites.base}/map/mesa`] })).body;
@@ -243,6 +247,8 @@ describe("knowledge sources and background loading over NATS", () => {
       expect((await call(method, `/knowledge/${mine.id}${path}`, method === "PUT" ? { name: "x" } : undefined, other)).status).toBe(403);
     }
     expect((await call("GET", "/knowledge", undefined, other)).body.data).toEqual([]);
+    expect((await call("PUT", `/knowledge/${mine.id}`, { paths: ["http://:3250/"] })).status).toBe(422);
+    expect((await call("GET", `/knowledge/${mine.id}`)).body.paths).toEqual([`${sites.base}/map/mesa`]);
     const renamed = await call("PUT", `/knowledge/${mine.id}`, { name: "Renamed", description: "" });
     expect(renamed.body).toMatchObject({ name: "Renamed", description: "127.0.0.1" });
   });

@@ -1,3 +1,5 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { addressPolicy } from "../../lib/address-policy";
 import { HostLimiter } from "../../lib/host-limiter";
 import { READERS, createFetcher, resolveDataType, type ReaderDocument, type UrlListState } from "../../services/knowledge-loader/readers";
@@ -16,6 +18,24 @@ describe("sitemap sources against a 12,000-page sitemap index", () => {
   });
   afterAll(async () => {
     await Promise.all([site?.stop(), crawlSite?.stop()]);
+  });
+
+  it("keeps only pages on the sitemap's host and port: one on another port of the same host is skipped (sitemaps.org)", async () => {
+    let base = "";
+    const server = http.createServer((_req, res) => {
+      const locs = [`${base}/own-page`, `${crawlSite.baseUrl}/other-port`, "http://127.0.0.1/default-port", `${base.replace("127.0.0.1", "localhost")}/other-host`];
+      res.writeHead(200, { "content-type": "application/xml" });
+      res.end(`<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${locs.map((l) => `<url><loc>${l}</loc></url>`).join("")}</urlset>`);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const listing = await readSitemaps([`${base}/sitemap.xml`], fetch);
+      expect(listing.urls).toEqual([`${base}/own-page`]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it("resolves auto to sitemap when the site has one and to discovery when it has none", async () => {

@@ -19,7 +19,7 @@ describe("scheduled tasks over NATS, with two scheduler replicas", () => {
 
   beforeAll(async () => {
     // Two schedulers on two brokers race for every occurrence.
-    // Schedulers look for due schedules every 100 ms here, so per-second schedules run on time.
+    // Schedulers look for due schedules every 100 ms here, so an occurrence a test makes due runs at once.
     cluster = await startCluster({ database: "scheduled_tasks", env: { SCHEDULER_POLL_MS: "100" }, nodes: [["gateway"], CORE, ["scheduler"], ["scheduler"]] });
     api = apiClient(cluster.baseUrl);
     db = await mongoose.createConnection(cluster.mongoUrl).asPromise();
@@ -111,7 +111,7 @@ describe("scheduled tasks over NATS, with two scheduler replicas", () => {
     });
 
     it("accepts 5- and 6-field expressions and refuses invalid ones with 422 and a clear message", async () => {
-      expect((await post("/scheduled-tasks", { ...later, schedule: "*/15 * * * * *" })).status).toBe(201);
+      expect((await post("/scheduled-tasks", { ...later, schedule: "30 */5 * * * *" })).status).toBe(201);
       expect((await post("/scheduled-tasks", { ...later, schedule: "0 9 * * MON-FRI" })).status).toBe(201);
       for (const schedule of ["not a cron", "61 * * * *", "* * * *", "* * * * * * *", "0 0 30 2 *", ""]) {
         const res = await post("/scheduled-tasks", { ...later, schedule });
@@ -122,6 +122,18 @@ describe("scheduled tasks over NATS, with two scheduler replicas", () => {
       expect(range.body.detail[0].msg).toMatch(/^Invalid cron expression: .*61/);
       const fields = await post("/scheduled-tasks", { ...later, schedule: "* * * *" });
       expect(fields.body.detail[0].msg).toMatch(/5 fields .* or 6 with seconds first, got 4/);
+    });
+
+    it("refuses a schedule that can fire more than once a minute (422), the documented minimum", async () => {
+      for (const schedule of ["* * * * * *", "*/15 * * * * *", "0,59 * * * * *"]) {
+        const res = await post("/scheduled-tasks", { ...later, schedule });
+        expect(res.status).toBe(422);
+        expect(res.body.detail[0]).toMatchObject({ loc: ["body", "schedule"], msg: expect.stringMatching(/at most once a minute/) });
+      }
+      const { body } = await post("/scheduled-tasks", later);
+      const update = await put(`/scheduled-tasks/${body.id}`, { schedule: "*/2 * * * * *" });
+      expect(update.status).toBe(422);
+      expect((await get(`/scheduled-tasks/${body.id}`)).body.schedule).toBe(later.schedule);
     });
 
     it("refuses unknown time zones and UTC offsets (422)", async () => {
@@ -189,13 +201,24 @@ describe("scheduled tasks over NATS, with two scheduler replicas", () => {
   });
 
   describe("runs", () => {
-    it("creates one task per occurrence of a per-second schedule, however many schedulers run; disabling stops it", async () => {
-      const taskType = "every-second";
+    /** Makes the schedule's next occurrence fall due now, as if its minute had come (schedules fire at most once a minute). */
+    const fallDue = async (id: number, at: Date) => {
+      await db.collection("scheduled_tasks").updateOne({ _id: id } as never, { $set: { next_run_at: at } });
+    };
+    /** A whole second in the past, a different one each call of a test. */
+    const pastSecond = (round: number) => new Date(Math.floor(Date.now() / 1000) * 1000 - round * 1000);
+
+    it("creates one task per occurrence, however many schedulers run; disabling stops it", async () => {
+      const taskType = "every-minute";
       const { body: schedule } = await post("/scheduled-tasks", {
         name: "Heartbeat",
-        schedule: "*/1 * * * * *",
+        schedule: "* * * * *",
         task_template: { title: "Heartbeat check", task_type: taskType, input: { probe: true } },
       });
+      for (let round = 1; round <= 3; round++) {
+        await fallDue(schedule.id, pastSecond(round));
+        await waitFor(async () => (await get(`/scheduled-tasks/${schedule.id}`)).body, (s) => s.run_count >= round);
+      }
       const tasks = await waitFor(() => tasksOfType(taskType), (list) => list.length >= 3);
       expect(tasks.length).toBeGreaterThanOrEqual(3);
       expect(tasks[0]).toMatchObject({ title: "Heartbeat check", status: "pending", input: { probe: true }, scheduled_task_id: schedule.id });
@@ -205,7 +228,7 @@ describe("scheduled tasks over NATS, with two scheduler replicas", () => {
       await new Promise((r) => setTimeout(r, 500));
       const stopped = (await get(`/scheduled-tasks/${schedule.id}`)).body;
       const created = await tasksOfType(taskType);
-      expect(stopped).toMatchObject({ enabled: false, next_run_at: null });
+      expect(stopped).toMatchObject({ enabled: false, next_run_at: null, run_count: 3 });
       expect(created).toHaveLength(stopped.run_count);
       // Exactly one task per occurrence: every task names a different second.
       const occurrences = created.map((t) => t.scheduled_for);
@@ -214,7 +237,9 @@ describe("scheduled tasks over NATS, with two scheduler replicas", () => {
       expect(stopped.last_task_id).toBe(created[0]!.id);
       expect(stopped.last_run_at).toEqual(expect.any(String));
 
-      await new Promise((r) => setTimeout(r, 2000));
+      // Disabled, an occurrence that falls due runs nowhere.
+      await fallDue(schedule.id, pastSecond(9));
+      await new Promise((r) => setTimeout(r, 1000));
       expect(await tasksOfType(taskType)).toHaveLength(created.length);
     });
 
@@ -239,12 +264,14 @@ describe("scheduled tasks over NATS, with two scheduler replicas", () => {
       const agent = (await post("/agents", { name: "Short-lived", model: "gpt-4o" })).body;
       const { body: schedule } = await post("/scheduled-tasks", {
         name: "Needs agent",
-        schedule: "* * * * * *",
+        schedule: "* * * * *",
         task_template: { title: "Agent work", task_type: taskType, agent_id: agent.id },
       });
+      await fallDue(schedule.id, pastSecond(1));
       const first = await waitFor(() => tasksOfType(taskType), (list) => list.length >= 1);
       expect(first[0]).toMatchObject({ agent_id: agent.id });
       expect((await del(`/agents/${agent.id}`)).status).toBe(204);
+      await fallDue(schedule.id, pastSecond(2));
       const failed = await waitFor(
         async () => (await get(`/scheduled-tasks/${schedule.id}`)).body,
         (s) => typeof s.last_error === "string",

@@ -1,5 +1,5 @@
 import { request } from "node:http";
-import { gzipSync } from "node:zlib";
+import { gzipSync, zstdCompressSync } from "node:zlib";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, uniqueEmail, type Api } from "../harness/http";
 
@@ -241,6 +241,24 @@ describe("security over NATS: users, sessions, throttling, malformed requests", 
       expect(good.status).toBe(201);
       const unknown = await api("POST", "/api/v1/agents", { token, rawBody: "{}", headers: { "content-encoding": "br2" } });
       expect(unknown.status).toBe(415);
+    });
+
+    it("an encoding outside gzip, deflate and br answers 415 naming those, whatever the runtime could decode (zstd)", async () => {
+      const { token } = await signup(api, "zstd");
+      const zstd = await fetch(`${cluster.baseUrl}/api/v1/agents`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-encoding": "zstd" },
+        body: zstdCompressSync(JSON.stringify({ name: "Zstd" })),
+      });
+      expect(zstd.status).toBe(415);
+      expect(zstd.headers.get("accept-encoding")).toBe("gzip, deflate, br");
+      expect(((await zstd.json()) as { detail: string }).detail).toMatch(/Content-Encoding "zstd".*gzip, deflate or br/);
+      for (const encoding of ["zstd", "compress", "gzip, zstd"]) {
+        const res = await api("POST", "/api/v1/agents", { token, rawBody: "{}", headers: { "content-encoding": encoding } });
+        expect(res.status).toBe(415);
+      }
+      expect((await api("POST", "/api/v1/agents", { token, rawBody: JSON.stringify({ name: "Plain" }), headers: { "content-encoding": "identity" } })).status).toBe(201);
+      expect((await api("GET", "/api/v1/agents", { token })).body.data.map((a: { name: string }) => a.name)).toEqual(["Plain"]);
     });
 
     it("deeply nested bodies answer 4xx, never 500", async () => {

@@ -428,6 +428,15 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
       expect(verifiesWith(sub.secret, hit!.headers, Buffer.from(hit!.rawBody))).toBe(true);
     });
 
+    it("a rotation changes nothing GET shows, updated_at included (the secret is not part of the subscription)", async () => {
+      const { token: owner } = await signup(api, "rotate-quiet");
+      const sub = await subscribe("/rotated-quiet", { event_types: ["agent.created"] }, undefined, owner);
+      const before = (await get(`/webhook-subscriptions/${sub.id}`, owner)).body;
+      await new Promise((r) => setTimeout(r, 20));
+      expect((await post(`/webhook-subscriptions/${sub.id}/secret/rotate`, {}, owner)).status).toBe(200);
+      expect((await get(`/webhook-subscriptions/${sub.id}`, owner)).body).toEqual(before);
+    });
+
     it("refuses forbidden addresses at delivery time (SSRF guard) and records why", async () => {
       const { token: owner } = await signup(api, "ssrf");
       const created = await post("/webhook-subscriptions", { url: "http://169.254.169.254/latest/meta-data" }, owner);

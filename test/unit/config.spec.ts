@@ -8,7 +8,7 @@ describe("loadConfig", () => {
     const config = loadConfig(base);
     expect(config.mcp).toEqual({ port: 3100, host: "0.0.0.0" });
     expect(config.scheduler).toEqual({ pollMs: 1000, batchSize: 100 });
-    expect(config.loader).toEqual({ windowSeconds: 600, maxWindows: 24, leaseSeconds: 30, pollMs: 500, batchSize: 50, perHostConcurrency: 8, sitemapPageCeiling: 10_000 });
+    expect(config.loader).toEqual({ windowSeconds: 600, maxWindows: 24, leaseSeconds: 30, concurrency: 4, accountConcurrency: 2, pollMs: 500, batchSize: 50, perHostConcurrency: 8, sitemapPageCeiling: 10_000 });
     expect(config.webhooks.retryScheduleMs).toEqual([5000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
     expect(config.events).toEqual({ pollMs: 1000, leaseMs: 30_000, abandonedAfterMs: 30_000, retentionDays: 7, pendingRetentionDays: 30 });
     expect(config).toMatchObject({ defaultModel: "gpt-4o-mini", onboardingTaskEnabled: false, secretsKey: base.JWT_SECRET, port: 3000 });

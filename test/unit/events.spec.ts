@@ -9,9 +9,10 @@ describe("event log rules", () => {
   it("makes an event pending for every consumer group that handles its type", () => {
     expect(groupsFor("agent.deleted")).toEqual(["webhooks", "teams"]);
     expect(groupsFor("agent.created")).toEqual(["webhooks"]);
+    expect(groupsFor("agent.updated")).toEqual(["webhooks", "entities"]);
     expect(groupsFor(USER_REGISTERED)).toEqual(["tasks"]);
     expect(groupsFor("something.else")).toEqual([]);
-    expect(Object.keys(CONSUMER_GROUPS)).toEqual(["webhooks", "teams", "tasks"]);
+    expect(Object.keys(CONSUMER_GROUPS)).toEqual(["webhooks", "entities", "teams", "tasks"]);
   });
 
   it("lets webhooks subscribe to every resource change, each named <resource>.<change>", () => {

@@ -131,13 +131,19 @@ export async function discoverSitemaps(siteUrl: string, fetch: Fetcher, robots?:
   return [];
 }
 
+/**
+ * Where a site's pages live: host (www. or not) and port. sitemaps.org wants every URL on the sitemap's host and
+ * port (the crawler keeps to its port too); the scheme is not compared, so a site moved from http to https,
+ * whose sitemap lists https pages at the default port, keeps its pages.
+ */
 function siteHost(url: string): string {
-  return new URL(url).hostname.replace(/^www\./, "");
+  const { hostname, port } = new URL(url);
+  return `${hostname.replace(/^www\./, "")}:${port}`;
 }
 
 /**
  * Reads sitemaps and sitemap indexes (recursively, gzip too), keeps the distinct http(s) pages of the site
- * (`siteUrl`'s host, www. or not; default the first sitemap's) that `allow` lets through (robots.txt), and
+ * (`siteUrl`'s host, www. or not, and port; default the first sitemap's) that `allow` lets through (robots.txt), and
  * returns the first `ceiling` in sorted order: sorting makes the cut deterministic, so a reload reads the
  * same pages.
  */

@@ -5,6 +5,7 @@ import {
   candidateDepth,
   collapseByDocument,
   documentIdFor,
+  documentSearchPage,
   documentResult,
   documentSummary,
   indexKey,
@@ -51,6 +52,16 @@ describe("search rules", () => {
     expect(res.map((r) => r.score)).toEqual([1, 0.75]);
     expect(res[0]).toMatchObject({ content: "c", metadata: { title: "T", url: "u" } });
     expect(sourceSearchResults([hit("a", 4), hit("b", 3)], 0, 1)).toHaveLength(1);
+  });
+
+  it("results are best first whatever order the hits came in: a higher normalized_score never follows a lower one", () => {
+    // An engine's order is not trusted: scores of a replica whose statistics or vectors lag can come in any order.
+    const hits = [hit("a", 5), hit("b", 9, 1), hit("a", 7, 3), hit("c", 6), hit("b", 2)];
+    const page = documentSearchPage(hits, 0, 10);
+    expect(page.results.map((r) => [r.id, r.normalized_score, r.chunk_index])).toEqual([["b", 100, 1], ["a", 77.78, 3], ["c", 66.67, 0]]);
+    expect(page.total).toBe(3);
+    expect(documentSearchPage(hits, 1, 1).results.map((r) => [r.id, r.normalized_score])).toEqual([["a", 77.78]]);
+    expect(sourceSearchResults([hit("a", 5), hit("b", 10)], 0, 10).map((r) => [r.metadata.document_id, r.score])).toEqual([["b", 1], ["a", 0.5]]);
   });
 
   it("ranks enough chunk candidates for the page, within 100..250", () => {

@@ -18,9 +18,17 @@ function wallClock(at: Date, timeZone: string) {
 describe("cron expressions", () => {
   it("accepts 5 fields, and 6 with seconds first", () => {
     expect(cronProblem("0 9 * * 1-5")).toBeNull();
-    expect(cronProblem("*/1 * * * * *")).toBeNull();
+    expect(cronProblem("30 */1 * * * *")).toBeNull();
     expect(cronProblem("  0   9 * * MON  ")).toBeNull();
     expect(cronProblem("0 0 1,15 * *")).toBeNull();
+  });
+
+  it("refuses an expression that can fire more than once a minute (several seconds in a minute)", () => {
+    for (const expression of ["* * * * * *", "*/1 * * * * *", "*/15 * * * * *", "0,59 * * * * *", "0-1 0 3 * * *"]) {
+      expect(cronProblem(expression)).toMatch(/fires more than once a minute .*at most once a minute/);
+    }
+    expect(cronProblem("59 * * * * *")).toBeNull();
+    expect(cronProblem("* * * * *")).toBeNull();
   });
 
   it("refuses other field counts, out-of-range values, garbage and impossible dates with a readable message", () => {
