@@ -13,7 +13,7 @@ type Checker = ReturnType<InstanceType<typeof Validators.Fastest>["compile"]>;
 export class PlatformValidator extends Validators.Fastest {
   constructor() {
     // fastest-validator's own enum message shows the allowed values as if they were the value sent.
-    super({ messages: { enumValue: "The '{field}' field must be one of: {expected}." } });
+    super({ messages: { enumValue: "The '{field}' field must be one of: {expected}.", stringEnum: "The '{field}' field must be one of: {expected}." } });
   }
 
   override compile(schema: Record<string, Rule>): Checker {
