@@ -42,6 +42,12 @@ export interface ClusterOptions {
 /** Services a test file starts only when it names them. */
 const OPT_IN_SERVICES = ["search", "knowledge", "knowledge-loader", "scheduler", "webhooks"];
 
+/**
+ * Nodes for a cluster that serves routes: the gateway alone, the core services together, and the named opt-in
+ * services (e.g. search and knowledge) on a third node.
+ */
+export const routedNodes = (...optIn: string[]) => [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], optIn];
+
 /** Waits until the gateway has generated a REST alias for an action of every named service. */
 async function waitForAliases(gateway: { aliases?: { action?: string }[] }, services: string[], timeoutMs = 15_000) {
   const deadline = Date.now() + timeoutMs;

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { startCluster, type Cluster } from "../harness/cluster";
+import { routedNodes, startCluster, type Cluster } from "../harness/cluster";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const bin = (name: string) => path.join(ROOT, "node_modules", ".bin", name);
@@ -35,7 +35,7 @@ describe("clients generated from the served OpenAPI document", () => {
     cluster = await startCluster({
       database: "clients",
       env: { EMBEDDING_PROVIDER: "none" },
-      nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], ["search", "knowledge", "knowledge-loader", "webhooks"]],
+      nodes: routedNodes("search", "knowledge", "knowledge-loader", "webhooks"),
     });
     pythonOut = mkdtempSync(path.join(os.tmpdir(), "python-client-"));
   }, 60_000);

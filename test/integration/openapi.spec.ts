@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { WEBHOOK_EVENT_TYPES } from "../../lib/event-types";
-import { startCluster, type Cluster } from "../harness/cluster";
+import { routedNodes, startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, type Api } from "../harness/http";
 
 /** Validates a document with a real OpenAPI 3.1 schema validator (an ES module, so in its own Node process). */
@@ -23,7 +23,7 @@ describe("OpenAPI description over NATS", () => {
     cluster = await startCluster({
       database: "openapi",
       env: { EMBEDDING_PROVIDER: "none" },
-      nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], ["search", "knowledge", "webhooks"]],
+      nodes: routedNodes("search", "knowledge", "webhooks"),
     });
     api = apiClient(cluster.baseUrl);
   }, 60_000);

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
-import { startCluster, type Cluster } from "../harness/cluster";
+import { routedNodes, startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup } from "../harness/http";
 
 /** Whole run: install (first time only) plus the fuzzing budget; the budget stays a few minutes. */
@@ -21,7 +21,7 @@ describe("schemathesis against the served OpenAPI document", () => {
     cluster = await startCluster({
       database: "schemathesis",
       env: { EMBEDDING_PROVIDER: "none" },
-      nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], ["search", "knowledge"]],
+      nodes: routedNodes("search", "knowledge"),
     });
     token = (await signup(apiClient(cluster.baseUrl), "schemathesis")).token;
   }, 60_000);
