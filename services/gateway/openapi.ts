@@ -124,6 +124,9 @@ const TAGS: Record<string, string> = {
   gateway: "Health of this deployment.",
 };
 
+/** An OpenAPI path from a route's: `:name` segments become `{name}`. */
+const templated = (path: string) => path.replace(/:(\w+)/g, "{$1}");
+
 /** Where in its action's `rest` list a route is (0: its main route). */
 function routeIndex(route: RoutedAction): number {
   const declared = [route.rest ?? []].flat().map((r) => r.trim().split(/\s+/));
@@ -177,7 +180,7 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; w
   const mainRoute = (route: RoutedAction) => routes.find((r) => r.action === route.action && routeIndex(r) === 0);
   for (const route of [...routes].sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method))) {
     const method = route.method.toLowerCase();
-    const path = route.path.replace(/:(\w+)/g, "{$1}");
+    const path = templated(route.path);
     const pathKeys = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
     const params = Object.fromEntries(Object.entries(route.params ?? {}).filter(([key]) => !key.startsWith("$")));
     const inBody = ["post", "put", "patch"].includes(method);
@@ -192,7 +195,7 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; w
     ];
     const index = routeIndex(route);
     const main = index ? mainRoute(route) : undefined;
-    const summary = route.summary && main ? `${route.summary} (same as ${main.method.toUpperCase()} ${main.path.replace(/:(\w+)/g, "{$1}")})` : route.summary;
+    const summary = route.summary && main ? `${route.summary} (same as ${main.method.toUpperCase()} ${templated(main.path)})` : route.summary;
     const body = route.body
       ? { requestBody: { required: true, content: json(route.body.body) } }
       : inBody && Object.keys(bodyParams).length ? { requestBody: requestBody(bodyParams) } : {};
