@@ -43,10 +43,12 @@ export interface ClusterOptions {
 const OPT_IN_SERVICES = ["search", "knowledge", "knowledge-loader", "scheduler", "webhooks"];
 
 /**
- * Nodes for a cluster that serves routes: the gateway alone, the core services together, and the named opt-in
- * services (e.g. search and knowledge) on a third node.
+ * A cluster serving the routes the specs that read every route need: the gateway alone, the core services
+ * together, and the named opt-in services (e.g. search and knowledge) on a third node, with no embedding model.
  */
-export const routedNodes = (...optIn: string[]) => [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], optIn];
+export function routedCluster(database: string, ...optIn: string[]): ClusterOptions {
+  return { database, env: { EMBEDDING_PROVIDER: "none" }, nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], optIn] };
+}
 
 /** Waits until the gateway has generated a REST alias for an action of every named service. */
 async function waitForAliases(gateway: { aliases?: { action?: string }[] }, services: string[], timeoutMs = 15_000) {

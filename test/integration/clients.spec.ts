@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { routedNodes, startCluster, type Cluster } from "../harness/cluster";
+import { routedCluster, startCluster, type Cluster } from "../harness/cluster";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 const bin = (name: string) => path.join(ROOT, "node_modules", ".bin", name);
@@ -32,11 +32,7 @@ describe("clients generated from the served OpenAPI document", () => {
   let pythonOut: string;
 
   beforeAll(async () => {
-    cluster = await startCluster({
-      database: "clients",
-      env: { EMBEDDING_PROVIDER: "none" },
-      nodes: routedNodes("search", "knowledge", "knowledge-loader", "webhooks"),
-    });
+    cluster = await startCluster(routedCluster("clients", "search", "knowledge", "knowledge-loader", "webhooks"));
     pythonOut = mkdtempSync(path.join(os.tmpdir(), "python-client-"));
   }, 60_000);
   afterAll(async () => {

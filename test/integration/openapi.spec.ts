@@ -1,6 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { WEBHOOK_EVENT_TYPES } from "../../lib/event-types";
-import { routedNodes, startCluster, type Cluster } from "../harness/cluster";
+import { routedCluster, startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, type Api } from "../harness/http";
 
 /** Validates a document with a real OpenAPI 3.1 schema validator (an ES module, so in its own Node process). */
@@ -20,11 +20,7 @@ describe("OpenAPI description over NATS", () => {
 
   beforeAll(async () => {
     // Every service that serves routes, so the document lists them all.
-    cluster = await startCluster({
-      database: "openapi",
-      env: { EMBEDDING_PROVIDER: "none" },
-      nodes: routedNodes("search", "knowledge", "webhooks"),
-    });
+    cluster = await startCluster(routedCluster("openapi", "search", "knowledge", "webhooks"));
     api = apiClient(cluster.baseUrl);
   }, 60_000);
   afterAll(() => cluster?.stop(), 60_000);

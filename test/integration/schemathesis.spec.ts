@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
-import { routedNodes, startCluster, type Cluster } from "../harness/cluster";
+import { routedCluster, startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup } from "../harness/http";
 
 /** Whole run: install (first time only) plus the fuzzing budget; the budget stays a few minutes. */
@@ -18,11 +18,7 @@ describe("schemathesis against the served OpenAPI document", () => {
   let token: string;
 
   beforeAll(async () => {
-    cluster = await startCluster({
-      database: "schemathesis",
-      env: { EMBEDDING_PROVIDER: "none" },
-      nodes: routedNodes("search", "knowledge"),
-    });
+    cluster = await startCluster(routedCluster("schemathesis", "search", "knowledge"));
     token = (await signup(apiClient(cluster.baseUrl), "schemathesis")).token;
   }, 60_000);
   afterAll(() => cluster?.stop(), 60_000);
