@@ -1,6 +1,7 @@
 import os from "node:os";
 import type { BrokerOptions, LogLevels } from "moleculer";
 import type { Config } from "./lib/config";
+import { distinctSchemas } from "./lib/distinct-schemas";
 import { CoalescingNatsTransporter } from "./lib/nats-transporter";
 import { streamCancellation } from "./lib/stream-cancellation";
 import { PlatformValidator } from "./lib/validator";
@@ -33,8 +34,9 @@ export function brokerOptions(config: Config, overrides: Partial<BrokerOptions> 
       ? { enabled: true, reporter: [{ type: "Prometheus", options: { port: config.metricsPort, path: "/metrics" } }] }
       : { enabled: false },
     tracking: { enabled: true, shutdownTimeout: 10_000 },
-    // A stream a caller on another node stops reading (an abandoned download) is destroyed where it is produced.
-    middlewares: [streamCancellation()],
+    // Action schemas reach other nodes whole (lib/distinct-schemas.ts). A stream a caller on another node stops
+    // reading (an abandoned download) is destroyed where it is produced.
+    middlewares: [distinctSchemas(), streamCancellation()],
     ...overrides,
   };
   return { ...options, transporter: natsTransporter(options.transporter) };

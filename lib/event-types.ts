@@ -26,6 +26,26 @@ export const WEBHOOK_EVENT_TYPES = [
   ...crud("webhook_subscription"),
 ] as const;
 
+/**
+ * The response schema (OpenAPI component, lib/resource.ts) of the record each resource's events carry as data:
+ * the record as the API shows it after the change; `.deleted` events carry only its {id}.
+ */
+const EVENT_RECORD_SCHEMAS: Record<string, string> = {
+  agent: "Agent",
+  team: "Team",
+  tool: "Tool",
+  trait: "Trait",
+  api_key: "AccountApiKey",
+  knowledge_source: "KnowledgeSource",
+  entity: "EntityDetail",
+  task: "Task",
+  scheduled_task: "ScheduledTask",
+  webhook_subscription: "WebhookSubscription",
+};
+
+/** Each webhook event type with the schema of its data (the `webhooks` section of the OpenAPI document). */
+export const WEBHOOK_EVENTS = WEBHOOK_EVENT_TYPES.map((type) => ({ type, record: EVENT_RECORD_SCHEMAS[type.slice(0, type.lastIndexOf("."))]! }));
+
 /** Emitted once per created user; drives the verify-email automation and the onboarding task. */
 export const USER_REGISTERED = "user.registered";
 

@@ -34,6 +34,9 @@ export function ruleToSchema(rule: unknown): JsonSchema {
       if (r.pattern instanceof RegExp) schema.pattern = r.pattern.source;
       else if (typeof r.pattern === "string") schema.pattern = r.pattern;
       if (Array.isArray(r.enum)) schema.enum = r.enum;
+      // An enum the validator folds to one case: the document lists that case only (generators read values
+      // that differ only in case as duplicates), and says that any case is accepted.
+      if (Array.isArray(r.enum) && (r.lowercase || r.uppercase)) schema.description = `Any letter case is accepted; stored and returned in ${r.lowercase ? "lower" : "upper"} case.`;
       break;
     case "email":
       schema = { type: "string", format: "email" };
@@ -62,11 +65,15 @@ export function ruleToSchema(rule: unknown): JsonSchema {
       if (typeof r.max === "number") schema.maxItems = r.max;
       break;
     case "object":
-      schema = r.props || r.properties ? objectSchema((r.props ?? r.properties) as Record<string, unknown>) : { type: "object" };
-      if (r.strict === true) schema.additionalProperties = false;
+      // Said explicitly either way: generators read an object without additionalProperties as an empty one.
+      // fastest-validator keeps keys an object rule does not list unless the rule is strict.
+      schema = {
+        ...(r.props || r.properties ? objectSchema((r.props ?? r.properties) as Record<string, unknown>) : { type: "object" }),
+        additionalProperties: r.strict === true ? false : true,
+      };
       break;
     case "record":
-      schema = { type: "object", ...(r.key ? { propertyNames: ruleToSchema(r.key) } : {}), ...(r.value ? { additionalProperties: ruleToSchema(r.value) } : {}) };
+      schema = { type: "object", ...(r.key ? { propertyNames: ruleToSchema(r.key) } : {}), additionalProperties: r.value ? ruleToSchema(r.value) : true };
       break;
     case "multi":
       schema = { anyOf: (r.rules as unknown[]).map(ruleToSchema) };
@@ -74,6 +81,7 @@ export function ruleToSchema(rule: unknown): JsonSchema {
     default:
       schema = {};
   }
+  if (typeof r.description === "string") schema.description = r.description;
   if (r.default !== undefined && typeof r.default !== "function") schema.default = r.default;
   if (r.nullable) schema = typeof schema.type === "string" ? { ...schema, type: [schema.type, "null"] } : { anyOf: [schema, { type: "null" }] };
   return schema;
@@ -92,17 +100,19 @@ export function objectSchema(params: Record<string, unknown>): JsonSchema {
     type: "object",
     properties: Object.fromEntries(entries.map(([key, rule]) => [key, ruleToSchema(rule)])),
     ...(required.length ? { required } : {}),
+    ...(params.$$strict === true ? { additionalProperties: false } : {}),
   };
 }
 
 
 /** Keywords that constrain what a client may send, not what a stored record holds. */
-const REQUEST_ONLY = new Set(["minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "pattern", "default", "minItems", "maxItems", "required"]);
+const REQUEST_ONLY = new Set(["minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "pattern", "default", "minItems", "maxItems"]);
 
 /**
  * The schema of a value as responses carry it, from the rule that validates (or describes) it: its types, enums,
- * nullability and nested properties, without the limits a request must respect (records written before a limit
- * changed still read back). Nested objects keep their listed properties and allow more.
+ * nullability and nested properties (required where the rule is neither optional nor defaulted: always present),
+ * without the limits a request must respect (records written before a limit changed still read back). Nested
+ * objects keep their listed properties and allow more unless their rule is strict.
  */
 export function valueSchema(rule: unknown): JsonSchema {
   const strip = (schema: unknown): unknown => {

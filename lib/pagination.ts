@@ -11,16 +11,16 @@ export const MAX_SKIP = 1_000_000_000;
 export function paginationParams({ max, def }: PageLimits) {
   return {
     // Bounded so a huge skip is a 422, not a 500 from the database's 64-bit conversion.
-    skip: { type: "number", integer: true, min: 0, max: MAX_SKIP, default: 0, convert: true, optional: true },
-    limit: { type: "number", integer: true, min: 1, ...(max ? { max } : {}), default: def, convert: true, optional: true },
+    skip: { type: "number", integer: true, min: 0, max: MAX_SKIP, default: 0, convert: true, optional: true, description: "How many records to skip" },
+    limit: { type: "number", integer: true, min: 1, ...(max ? { max } : {}), default: def, convert: true, optional: true, description: "How many records to return at most" },
   };
 }
 
 /** fastest-validator params for sort_by/sort_order with the interface's defaults. */
 export function sortParams(fields: readonly string[], defaultField = "updated_at") {
   return {
-    sort_by: { type: "enum", values: [...fields], default: defaultField, optional: true },
-    sort_order: { type: "enum", values: ["asc", "desc"], default: "desc", optional: true },
+    sort_by: { type: "enum", values: [...fields], default: defaultField, optional: true, description: "Field to sort by (name sorts case-insensitively)" },
+    sort_order: { type: "enum", values: ["asc", "desc"], default: "desc", optional: true, description: "Sort direction" },
   };
 }
 

@@ -3,7 +3,7 @@ import { leanToJSON } from "./db";
 import { changeOf } from "./events";
 import type { EventsMethods } from "./events.mixin";
 import { nextId } from "./ids";
-import { valueSchema, type JsonSchema } from "./json-schema";
+import { ruleToSchema, valueSchema, type JsonSchema } from "./json-schema";
 import type { Ctx } from "./meta";
 import { namedSort, paginationParams, sortParams, toPage, type PageLimits } from "./pagination";
 import { respondCreated, respondNoContent } from "./responses";
@@ -33,7 +33,9 @@ export type Fields = Readonly<Record<string, FieldDecl>>;
 
 // ---- Types inferred from the rules (no hand-written twin interfaces) ----
 
-type ValueOf<R> = R extends { type: "string" | "email" | "url" | "uuid" }
+type ValueOf<R> = R extends { type: "string"; enum: readonly (infer V)[] }
+  ? V
+  : R extends { type: "string" | "email" | "url" | "uuid" }
   ? string
   : R extends { type: "number" }
     ? number
@@ -184,6 +186,15 @@ export function ruleResponse(name: string, rule: Rule, status = 200): ResponseDe
   return { status, body: schemaRef(name), schemas: { [name]: valueSchema(rule) } };
 }
 
+/** A request body an action checks itself rather than through `params` (its errors are its own): its named schema. */
+export interface BodyDecl {
+  body: JsonSchema;
+  schemas: Record<string, JsonSchema>;
+}
+export function ruleBody(name: string, rule: Rule): BodyDecl {
+  return { body: schemaRef(name), schemas: { [name]: ruleToSchema(rule) } };
+}
+
 export const NO_CONTENT: ResponseDecl = { status: 204, body: "none" };
 
 // ---- Resources ----
@@ -230,7 +241,10 @@ export function defineResource<const F extends Fields>(options: ResourceOptions<
     Object.entries(options.fields).filter(([, f]) => f.write && (!f.on || f.on === on)) as [string, FieldDecl & { write: Rule }][];
   const createKeys = writable("create").map(([key]) => key);
   const updateKeys = writable("update").map(([key]) => key);
-  const idRule = options.byRef ? { type: "string", min: 1, max: 100 } : { type: "number", integer: true, positive: true, convert: true };
+  const { singular } = nounsOf(options.label ?? options.name);
+  const idRule = options.byRef
+    ? { type: "string", min: 1, max: 100, description: `The ${singular}'s id or identifier` }
+    : { type: "number", integer: true, positive: true, convert: true, description: `The ${singular}'s id` };
   return {
     ...options,
     view,
@@ -299,6 +313,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
   const name = (action: string) => (prefix ? `${prefix}${action[0]!.toUpperCase()}${action.slice(1)}` : action);
   const one = `${path}/:${idParam}`;
   const model = (host: Host) => resource.model(host.db) as Model<any>;
+  const { singular, plural, article } = nounsOf(label);
 
   async function render(this: Host, ctx: Ctx<any>, docs: Doc[]): Promise<object[]> {
     return hooks.render ? hooks.render.call(this, ctx, docs) : docs.map((d) => d.toJSON());
@@ -333,6 +348,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
   const actions: Record<CrudAction, object> = {
     list: {
       rest: `GET ${path}`,
+      summary: `List ${plural}`,
       params: listParams,
       response: bare ? resource.view.array() : resource.view.page(),
       async handler(this: Host, ctx: Ctx<any>) {
@@ -346,6 +362,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
 
     create: {
       rest: `POST ${path}`,
+      summary: `Create ${article} ${singular}`,
       params: resource.createParams,
       response: resource.view.one(201),
       async handler(this: Host, ctx: Ctx<any>) {
@@ -365,6 +382,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
 
     get: {
       rest: `GET ${one}`,
+      summary: `Get ${article} ${singular}`,
       params: resource.idParams,
       response: resource.view.one(),
       async handler(this: Host, ctx: Ctx<any>) {
@@ -374,6 +392,8 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
 
     update: {
       rest: resource.patch === false ? `PUT ${one}` : [`PUT ${one}`, `PATCH ${one}`],
+      operationIds: [name("update"), name("patch")],
+      summary: `Update ${article} ${singular} (only the given fields change)`,
       params: { ...resource.idParams, ...resource.updateParams },
       response: resource.view.one(),
       async handler(this: Host, ctx: Ctx<any>) {
@@ -391,6 +411,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
 
     remove: {
       rest: `DELETE ${one}`,
+      summary: `Delete ${article} ${singular}`,
       params: { ...resource.idParams, ...hooks.removeParams },
       response: NO_CONTENT,
       async handler(this: Host, ctx: Ctx<any>) {
@@ -407,6 +428,13 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
   };
   const taken = hooks.actions ?? (Object.keys(actions) as CrudAction[]);
   return Object.fromEntries(taken.map((action) => [name(action), actions[action]]));
+}
+
+/** How summaries name a resource's records: "Account API key" gives "an account API key", "account API keys". */
+function nounsOf(label: string) {
+  const words = label.replace(/([a-z])([A-Z])/g, "$1 $2").split(" ");
+  const singular = words.map((w) => (w === "Api" ? "API" : w.toLowerCase())).join(" ");
+  return { singular, plural: `${singular}s`, article: /^[aeiou]/.test(singular) ? "an" : "a" };
 }
 
 /** The EventsMixin `records` entry of a resource: how a stored record becomes its event data (its response object). */

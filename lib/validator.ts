@@ -8,6 +8,7 @@ type Checker = ReturnType<InstanceType<typeof Validators.Fastest>["compile"]>;
 export const PLATFORM_MESSAGES = {
   // The default shows the allowed values as if they were the value sent.
   enumValue: "The '{field}' field must be one of: {expected}.",
+  stringEnum: "The '{field}' field must be one of: {expected}.",
   // The default names the object by its path, empty at the top of a document; the 422's loc says where.
   objectStrict: "Unknown fields: {actual}; this object takes {expected}.",
 };

@@ -15,7 +15,7 @@ import { AGENT_ACCESS_LEVELS, agentModel, type AgentRecord } from "./agents/mode
 import { resolveRefs, type AssociationKind } from "./agents/associations";
 import { agents, type AgentParams } from "./agents/resource";
 import { renderAgents, type ReferenceCache } from "./agents/render";
-import { DEFAULT_TEMPERATURE, directoryItem, escapeRegex, mergeConfiguration, normalizeAccessLevel } from "./agents/rules";
+import { DEFAULT_TEMPERATURE, directoryItem, escapeRegex, mergeConfiguration } from "./agents/rules";
 import { configOf, type Config } from "../lib/config";
 
 const agentRefParam = agents.idParams;
@@ -109,7 +109,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         caches.totals.set(accountId, agentChanges, key, total);
         return { data: await renderAgents(this.db, accountId, rows, { entries: caches.references, count: traitChanges + toolChanges }), total };
       },
-      removeParams: { force: { type: "boolean", convert: true, default: false, optional: true } },
+      removeParams: { force: { type: "boolean", convert: true, default: false, optional: true, description: "Also delete the agent's collected data (409 otherwise when it has any)" } },
       async removing(ctx, agent) {
         const collected = await this.collectedDataCount(ctx, agent._id);
         if (collected > 0 && !ctx.params.force) {
@@ -123,7 +123,8 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     directory: {
       rest: "GET /agents/directory",
-      params: { ...paginationParams({ max: 1000, def: 200 }), search: { type: "string", max: 100, optional: true } },
+      summary: "List agents as lean directory items (for pickers), alphabetically",
+      params: { ...paginationParams({ max: 1000, def: 200 }), search: { type: "string", max: 100, optional: true, description: "Text matched in names and identifiers" } },
       response: DirectoryItem.page(),
       async handler(ctx: Ctx<{ skip: number; limit: number; search?: string }>) {
         const { skip, limit } = ctx.params;
@@ -144,6 +145,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     setTraits: {
       rest: "PUT /agents/:agent_id_or_identifier/traits",
+      summary: "Replace an agent's traits",
       params: { ...agentRefParam, trait_ids: { type: "array", max: 100, items: { type: "number", integer: true, positive: true } } },
       response: agents.view.one(),
       async handler(ctx: Ctx<{ agent_id_or_identifier: string; trait_ids: number[] }>) {
@@ -160,6 +162,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     traits: {
       rest: "GET /agents/:agent_id_or_identifier/traits",
+      summary: "List an agent's traits",
       params: agentRefParam,
       response: traits.view.array(),
       handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
@@ -169,6 +172,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     tools: {
       rest: "GET /agents/:agent_id_or_identifier/tools",
+      summary: "List an agent's tools",
       params: agentRefParam,
       response: tools.view.array(),
       handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
@@ -178,6 +182,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     attachKnowledgeRetrieval: {
       rest: "POST /agents/:agent_id_or_identifier/tools/knowledge-retrieval",
+      summary: "Attach the knowledge-retrieval tool to an agent",
       params: agentRefParam,
       response: KnowledgeRetrievalAttached.one(),
       async handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
@@ -218,7 +223,7 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       for (const key of ["name", "identifier", "description", "instructions", "model", "temperature", "max_tokens", "image_url"] as const) {
         if (params[key] !== undefined) agent.set(key, params[key]);
       }
-      if (params.access_level !== undefined) agent.access_level = normalizeAccessLevel(params.access_level);
+      if (params.access_level !== undefined) agent.access_level = params.access_level;
       if (params.configuration !== undefined) {
         agent.configuration = mergeConfiguration(agent.configuration ?? {}, params.configuration);
         agent.markModified("configuration");

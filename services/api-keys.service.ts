@@ -76,6 +76,7 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMet
     /** Creates a key and answers it with the plaintext key, the only time it is ever shown. */
     create: {
       rest: "POST /account-api-keys",
+      summary: "Create an account API key (the key is shown once)",
       params: apiKeys.createParams,
       response: CreatedKey.one(201),
       async handler(ctx: Ctx<typeof apiKeys.types.create>) {

@@ -128,6 +128,7 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** REST list: the interface's paginated shape, facets on request. */
     find: {
       rest: "GET /entities",
+      summary: "List collected data records, filtered, with optional facets",
       params: restListParams,
       response: { ...Entity.page({ facets: schemaRef(Facets.name) }), schemas: { ...Entity.page().schemas, ...Facets.schemas } },
       async handler(ctx: Ctx<ListParams>) {
@@ -138,6 +139,7 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     facetCounts: {
       rest: "GET /entities/facets",
+      summary: "Count collected data records by type and by status",
       params: filterParams,
       response: Facets.one(),
       async handler(ctx: Ctx<EntityFilters>) {
@@ -148,6 +150,7 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** StatsRead, or StatsByAgentRead with group_by_agent; REST and svc_collected_data stats alike. */
     stats: {
       rest: "GET /entities/stats",
+      summary: "Statistics of collected data records, overall or per agent",
       params: statsParams,
       response: { status: 200, body: { anyOf: [schemaRef(Stats.name), schemaRef(StatsByAgent.name)] }, schemas: { ...Stats.schemas, ...StatsByAgent.schemas } },
       async handler(ctx: Ctx<StatsParams>) {
@@ -161,6 +164,7 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     export: {
       rest: "GET /entities/export",
+      summary: "Export the matching collected data records as CSV",
       params: filterParams,
       response: { status: 200, body: "csv" },
       async handler(ctx: Ctx<EntityFilters>) {
@@ -191,6 +195,7 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** Recording checks the agent and the provenance (recordEntity); the standard create cannot. */
     create: {
       rest: "POST /entities",
+      summary: "Create a collected data record",
       params: entities.createParams,
       response: entities.view.one(201),
       async handler(ctx: Ctx<RecordParams>) {

@@ -3,6 +3,7 @@ import { Errors, type Context, type ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
 import { configOf, type Config } from "../lib/config";
 import { ERRORS } from "../lib/errors";
+import { WEBHOOK_EVENTS } from "../lib/event-types";
 import { credentialsRefused, identityResolver, SESSION_CHANGED_EVENT, type IdentityResolver } from "../lib/auth/identity";
 import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
 import { Health, healthReport } from "../lib/health";
@@ -180,6 +181,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema, Record<string, never>, Va
     /** Liveness and identity of this deployment; served without credentials. */
     health: {
       auth: "none",
+      summary: "Health of this deployment (no credentials)",
       response: Health.one(),
       handler() {
         return healthReport(configOf(this));
@@ -192,11 +194,11 @@ const GatewayService: ServiceSchema<ApiSettingsSchema, Record<string, never>, Va
       handler() {
         const config = configOf(this);
         const aliases = this.aliases as GatewayAlias[];
-        const actions = new Map(this.broker.registry.getActionList({}).map((a) => [a.name, a.action as Pick<RoutedAction, "params" | "auth" | "response">]));
+        const actions = new Map(this.broker.registry.getActionList({}).map((a) => [a.name, a.action as Omit<RoutedAction, "method" | "path" | "action">]));
         const routes: RoutedAction[] = aliases
           .filter((alias) => alias.action && alias.method !== "*" && alias.action !== "gateway.openapi")
           .map((alias) => ({ method: alias.method, path: alias.fullPath, action: alias.action!, ...actions.get(alias.action!) }));
-        return openApiDocument(routes, { title: config.serverName, serverUrl: config.apiUrl.replace(/\/api\/v1\/?$/, "") });
+        return openApiDocument(routes, { title: config.serverName, webhookEvents: WEBHOOK_EVENTS });
       },
     },
   },

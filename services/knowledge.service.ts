@@ -53,9 +53,10 @@ interface Vars {
 }
 
 /** A route answered by the search service's internal action `action`, for the caller's account. */
-function searchRoute(action: string, rest: string, params: ActionSchema["params"], response: ResponseDecl): ActionSchema<Service<{ rest: string }> & Vars & Methods> {
+function searchRoute(action: string, rest: string, summary: string, params: ActionSchema["params"], response: ResponseDecl): ActionSchema<Service<{ rest: string }> & Vars & Methods> {
   return {
     rest,
+    summary,
     ...(params ? { params } : {}),
     response,
     handler(ctx: Ctx<object>) {
@@ -82,7 +83,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     ...crudActions(knowledgeSources, {
       actions: ["list", "get"],
       filters: {
-        params: { status: { type: "enum", values: LOADING_STATUSES, optional: true } },
+        params: { status: { type: "enum", values: LOADING_STATUSES, optional: true, description: "Only sources in this loading status" } },
         filter: ({ status }) => (status ? { loading_status: status } : {}),
       },
     }),
@@ -90,7 +91,8 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** Creating resolves the name, description and data type from the paths, then queues the first load. */
     create: {
       rest: "POST /knowledge",
-      params: { ...knowledgeSources.createParams, auto_load: { type: "boolean", convert: true, default: true, optional: true } },
+      summary: "Create a knowledge source (and queue its load)",
+      params: { ...knowledgeSources.createParams, auto_load: { type: "boolean", convert: true, default: true, optional: true, in: "query", description: "Queue a load at once" } },
       response: knowledgeSources.view.one(201),
       async handler(ctx: Ctx<typeof knowledgeSources.types.create & { auto_load: boolean }>) {
         const paths = checkedPaths(ctx.params.paths);
@@ -116,6 +118,8 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     update: {
       rest: ["PUT /knowledge/:knowledge_source_id", "PATCH /knowledge/:knowledge_source_id"],
+      operationIds: ["update", "patch"],
+      summary: "Update a knowledge source (only the given fields change)",
       params: { ...idParam, ...knowledgeSources.updateParams },
       response: knowledgeSources.view.one(),
       async handler(ctx: Ctx<SourceParams & { knowledge_source_id: number }>) {
@@ -136,6 +140,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     remove: {
       rest: "DELETE /knowledge/:knowledge_source_id",
+      summary: "Delete a knowledge source (queued; poll until 404)",
       params: idParam,
       response: Queued.one(),
       async handler(ctx: Ctx<{ knowledge_source_id: number }>) {
@@ -148,7 +153,8 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     preload: {
       rest: "POST /knowledge/:knowledge_source_id/preload",
-      params: { ...idParam, force: { type: "boolean", convert: true, default: true, optional: true } },
+      summary: "Queue a load of a knowledge source",
+      params: { ...idParam, force: { type: "boolean", convert: true, default: true, optional: true, in: "query", description: "Re-read every page, even unchanged ones" } },
       response: Preload.one(),
       async handler(ctx: Ctx<{ knowledge_source_id: number; force: boolean }>) {
         const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
@@ -163,6 +169,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     stats: {
       rest: "GET /knowledge/:knowledge_source_id/stats",
+      summary: "Index statistics of a knowledge source",
       params: idParam,
       response: SourceStats.one(),
       async handler(ctx: Ctx<{ knowledge_source_id: number }>) {
@@ -175,10 +182,11 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     documents: {
       rest: "GET /knowledge/:knowledge_source_id/documents",
+      summary: "List a knowledge source's documents",
       params: {
         ...idParam,
-        limit: { type: "number", integer: true, min: 1, max: 200, default: 50, convert: true, optional: true },
-        offset: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true },
+        limit: { type: "number", integer: true, min: 1, max: 200, default: 50, convert: true, optional: true, description: "How many documents to return at most" },
+        offset: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true, description: "How many documents to skip" },
       },
       response: SourceDocuments.one(),
       async handler(ctx: Ctx<{ knowledge_source_id: number; limit: number; offset: number }>) {
@@ -189,12 +197,12 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
 
     // The document index routes: /knowledge is this service's URL; the search service answers them.
-    searchDocuments: searchRoute("searchDocuments", "POST /knowledge/documents/search", searchDocumentsParams, DocumentSearch.one()),
-    listDocuments: searchRoute("listDocuments", "GET /knowledge/documents", listDocumentsParams, DocumentSummary.page()),
-    documentStats: searchRoute("documentStats", "GET /knowledge/documents/stats", undefined, DocumentStats.one()),
-    getDocument: searchRoute("getDocument", "GET /knowledge/documents/:document_id", documentIdParam, DocumentDetail.one()),
-    deleteDocument: searchRoute("deleteDocument", "DELETE /knowledge/documents/:document_id", documentIdParam, Queued.one()),
-    searchSources: searchRoute("searchSources", "POST /knowledge/search", searchSourcesParams, SourceSearch.one()),
+    searchDocuments: searchRoute("searchDocuments", "POST /knowledge/documents/search", "Search the account's documents (semantic, keyword or hybrid)", searchDocumentsParams, DocumentSearch.one()),
+    listDocuments: searchRoute("listDocuments", "GET /knowledge/documents", "List the account's indexed documents", listDocumentsParams, DocumentSummary.page()),
+    documentStats: searchRoute("documentStats", "GET /knowledge/documents/stats", "Statistics of the account's search index", undefined, DocumentStats.one()),
+    getDocument: searchRoute("getDocument", "GET /knowledge/documents/:document_id", "Get a document with its full content", documentIdParam, DocumentDetail.one()),
+    deleteDocument: searchRoute("deleteDocument", "DELETE /knowledge/documents/:document_id", "Delete a document (queued; poll until 404)", documentIdParam, Queued.one()),
+    searchSources: searchRoute("searchSources", "POST /knowledge/search", "Search knowledge sources' content (source-level results)", searchSourcesParams, SourceSearch.one()),
   },
 
   methods: {

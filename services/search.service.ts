@@ -70,7 +70,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       params: { ...accountParam, ...searchDocumentsParams },
       async handler(ctx: Ctx<SearchDocumentsParams & { accountId: number }>) {
         const { query, mode, limit, offset } = ctx.params;
-        const ranked = await this.rank(this.explicitAccount(ctx.params), query, mode, parseSourceIds(ctx.params.source_ids), candidateDepth(offset, limit));
+        const ranked = await this.rank(this.explicitAccount(ctx.params), query, mode, ctx.params.source_ids, candidateDepth(offset, limit));
         return { ...documentSearchPage(ranked.hits, offset, limit), mode_used: ranked.modeUsed };
       },
     },
@@ -116,8 +116,8 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       visibility: "public",
       params: { ...accountParam, ...searchSourcesParams },
       async handler(ctx: Ctx<SearchSourcesParams & { accountId: number }>) {
-        const { query, limit, min_score } = ctx.params;
-        const ranked = await this.rank(this.explicitAccount(ctx.params), query, "hybrid", parseSourceIds(ctx.params.knowledge_source_ids), candidateDepth(0, limit));
+        const { query, mode, limit, min_score } = ctx.params;
+        const ranked = await this.rank(this.explicitAccount(ctx.params), query, mode, ctx.params.knowledge_source_ids, candidateDepth(0, limit));
         const results = sourceSearchResults(ranked.hits, min_score, limit);
         return { results, total_results: results.length, query };
       },

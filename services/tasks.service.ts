@@ -94,6 +94,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** Creates through createTask, which schedule runs and onboarding use too. */
     create: {
       rest: "POST /tasks",
+      summary: "Create a task",
       params: tasks.createParams,
       response: tasks.view.one(201),
       async handler(ctx: Ctx<typeof tasks.types.create>) {
@@ -105,6 +106,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** A task with its relations resolved; writes answer the task alone. */
     get: {
       rest: "GET /tasks/:task_id",
+      summary: "Get a task with its parent, team, agent and dependencies",
       params: taskIdParam,
       response: TaskDetail.one(),
       async handler(ctx: Ctx<{ task_id: number }>) {
@@ -115,6 +117,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** Deleting a task unlinks it from its subtasks and dependants, each change with its event (removeTask). */
     remove: {
       rest: "DELETE /tasks/:task_id",
+      summary: "Delete a task and its dependencies",
       params: taskIdParam,
       response: NO_CONTENT,
       async handler(ctx: Ctx<{ task_id: number }>) {
@@ -125,6 +128,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     subtasks: {
       rest: "GET /tasks/:task_id/subtasks",
+      summary: "List a task's subtasks",
       params: { ...taskIdParam, ...paginationParams(TASK_PAGE) },
       response: tasks.view.array(),
       async handler(ctx: Ctx<Page & { task_id: number }>) {
@@ -138,6 +142,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     addDependency: {
       rest: "POST /tasks/:task_id/dependencies/:dependency_id",
+      summary: "Make a task depend on another",
       params: dependencyParams,
       response: plainResponse({ message: { type: "string" } }),
       async handler(ctx: Ctx<{ task_id: number; dependency_id: number }>) {
@@ -151,6 +156,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     removeDependency: {
       rest: "DELETE /tasks/:task_id/dependencies/:dependency_id",
+      summary: "Remove a task's dependency",
       params: dependencyParams,
       response: NO_CONTENT,
       async handler(ctx: Ctx<{ task_id: number; dependency_id: number }>) {

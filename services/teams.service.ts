@@ -4,7 +4,7 @@ import { ERRORS, type FieldProblem } from "../lib/errors";
 import { isIdRef } from "../lib/ids";
 import type { Ctx } from "../lib/meta";
 import { MongoMixin } from "../lib/mongo.mixin";
-import { crudActions, ruleResponse, type CrudHooks } from "../lib/resource";
+import { crudActions, ruleBody, ruleResponse, type CrudHooks } from "../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
 import type { ChangeEvent } from "../lib/events";
 import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
@@ -24,7 +24,7 @@ import { pullDocument, pushDocument } from "./teams/push";
 import { passwordProblem, readDecision } from "./teams/rules";
 import { crossAccount } from "../lib/tenancy-guard";
 
-const pullParam = { identifier: { type: "string", min: 1, max: 100 } } as const;
+const pullParam = { identifier: { type: "string", min: 1, max: 100, description: "The team's identifier (or id)" } } as const;
 
 type TeamParams = typeof teams.types.update;
 type TeamDoc = HydratedDocument<TeamRecord>;
@@ -81,6 +81,10 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** Push: create or update a whole team from a configuration document. */
     push: {
       rest: ["POST /teams/config", "POST /teams/push"],
+      operationIds: ["pushConfig", "push"],
+      summary: "Create or update a whole team from a configuration document (push)",
+      // Checked by pushDocument, whose refusals are the interface's 400s: declared as the body, not as params.
+      body: ruleBody("TeamConfigurationDocumentInput", documentSchema),
       response: teams.view.one(),
       async handler(ctx: Ctx<unknown>) {
         if (ctx.meta.authType === "master") throw ERRORS.forbidden("Master API keys cannot push teams; use an account API key or a user token");
@@ -92,8 +96,10 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     pull: {
       rest: ["GET /teams/:identifier/config", "GET /teams/:identifier/pull"],
+      operationIds: ["pullConfig", "pull"],
+      summary: "Export a team as a configuration document (pull)",
       params: pullParam,
-      response: ruleResponse("TeamConfiguration", documentSchema),
+      response: ruleResponse("TeamConfigurationDocument", documentSchema),
       async handler(ctx: Ctx<{ identifier: string }>) {
         const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.identifier, "Team");
         return pullDocument(this.db, team.toObject());
@@ -103,6 +109,7 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** Reads also serve other accounts' public and password-protected teams (readableTeam). */
     get: {
       rest: "GET /teams/:team_id_or_identifier",
+      summary: "Get a team (public teams need no credentials, password-protected ones X-Access-Password)",
       auth: "optional",
       params: teams.idParams,
       response: teams.view.one(),
@@ -126,7 +133,7 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       for (const key of ["name", "identifier", "description", "image_url", "configuration"] as const) {
         if (params[key] !== undefined) team.set(key, params[key]);
       }
-      const accessLevel = (params.access_level?.toUpperCase() as TeamAccessLevel | undefined) ?? team.access_level;
+      const accessLevel = params.access_level ?? team.access_level;
       const password = params.access_password;
       const problem = passwordProblem(accessLevel, password, Boolean(team.access_password_hash));
       if (problem) throw ERRORS.badRequest(problem);

@@ -29,6 +29,7 @@ const TraitsService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMeth
 
     categories: {
       rest: "GET /traits/categories",
+      summary: "List trait categories",
       response: TraitCategory.array(),
       async handler(ctx: Ctx) {
         const counts = await this.models.traits.aggregate<{ _id: string; count: number }>([

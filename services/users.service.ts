@@ -48,7 +48,7 @@ const DUMMY_PASSWORD_HASH = hashPassword("not-a-real-password");
 
 const userParams = { email: userFields.email.write, full_name: userFields.full_name.write, locale: userFields.locale.write } as const;
 
-const userIdParam = { user_id: { type: "number", integer: true, positive: true, convert: true } } as const;
+const userIdParam = { user_id: { type: "number", integer: true, positive: true, convert: true, description: "The user's id" } } as const;
 const passwordParam = { type: "string", min: 8, max: 128 } as const;
 /** Account management fields of a UserUpdate: only owners and admins change them, never on themselves. */
 const managedFields = { role: userFields.role.write, is_active: userFields.is_active.write } as const;
@@ -99,6 +99,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   actions: {
     create: {
       rest: "POST /users",
+      summary: "Sign up (a new account and its owner), or add a user to the caller's account",
       auth: "optional",
       params: { ...userParams, password: passwordParam, role: { ...managedFields.role } },
       response: UserCreated.one(201),
@@ -152,6 +153,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     login: {
       rest: "POST /login/access-token",
+      summary: "Log in: an access token (JWT) for an email and password",
       auth: "none",
       params: { email: { type: "email", max: 254 }, password: { type: "string", min: 1, max: 128 } },
       response: Token.one(),
@@ -167,8 +169,9 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     verifyEmail: {
       rest: "GET /users/verify-email",
+      summary: "Verify a user's email address (the link sent at signup)",
       auth: "none",
-      params: { token: { type: "string", min: 1, max: 4096 } },
+      params: { token: { type: "string", min: 1, max: 4096, description: "The verification token from the link" } },
       response: plainResponse({ message: { type: "string" } }),
       async handler(ctx: Ctx<{ token: string }>) {
         const claims = await verifyToken(configOf(this).jwt, ctx.params.token, "verify-email");
@@ -182,6 +185,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     list: {
       rest: "GET /users",
+      summary: "List the users of the caller's account",
       params: paginationParams({ max: 1000, def: 100 }),
       response: UserPublic.array(),
       async handler(ctx: Ctx<{ skip: number; limit: number }>) {
@@ -192,6 +196,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     me: {
       rest: "GET /users/me",
+      summary: "Get the caller's own user",
       // Every authenticated client reads this; cached per caller, cleared on every user write (forgetCachedReads).
       cache: { keys: ["#accountId", "#userId"] },
       response: UserPublic.one(),
@@ -202,6 +207,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     updateMe: {
       rest: "PUT /users/me",
+      summary: "Update the caller's own user",
       params: { ...userParams, email: { ...userParams.email, optional: true } },
       response: UserPublic.one(),
       handler(ctx: Ctx<Record<string, unknown>>) {
@@ -211,6 +217,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     get: {
       rest: "GET /users/:user_id",
+      summary: "Get a user of the caller's account",
       params: userIdParam,
       cache: { keys: ["#accountId", "user_id"] },
       response: UserPublic.one(),
@@ -222,6 +229,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** Changes the caller's password (the current one is required) and ends every other session of the user. */
     changePassword: {
       rest: "PUT /users/me/password",
+      summary: "Change the caller's password (answers a new token)",
       params: { current_password: { type: "string", min: 1, max: 128 }, new_password: passwordParam },
       response: Token.one(),
       async handler(ctx: Ctx<{ current_password: string; new_password: string }>) {
@@ -242,7 +250,8 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** The account's user audit log, newest first: owners and admins (and keys with users:manage) only. */
     auditLog: {
       rest: "GET /users/audit-log",
-      params: { ...paginationParams({ max: 1000, def: 100 }), user_id: { ...userIdParam.user_id, optional: true } },
+      summary: "List the account's user audit log, newest first",
+      params: { ...paginationParams({ max: 1000, def: 100 }), user_id: { ...userIdParam.user_id, optional: true, description: "Only entries about this user" } },
       response: UserAuditEntry.page(),
       async handler(ctx: Ctx<{ skip: number; limit: number; user_id?: number }>) {
         const accountId = this.accountOf(ctx);
@@ -276,6 +285,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     update: {
       rest: "PUT /users/:user_id",
+      summary: "Update a user of the caller's account",
       params: {
         ...userIdParam,
         ...userParams,
@@ -292,6 +302,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     remove: {
       rest: "DELETE /users/:user_id",
+      summary: "Delete a user (self-delete only)",
       params: userIdParam,
       response: NO_CONTENT,
       async handler(ctx: Ctx<{ user_id: number }>) {

@@ -138,6 +138,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** The only way to read a signing secret (the interface's GET .../{id}/secret). */
     secret: {
       rest: "GET /webhook-subscriptions/:id/secret",
+      summary: "Get a webhook subscription's signing secret",
       params: idParam,
       response: plainResponse({ secret: { type: "string" } }),
       async handler(ctx: Ctx<{ id: number }>) {
@@ -151,6 +152,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
      */
     rotateSecret: {
       rest: "POST /webhook-subscriptions/:id/secret/rotate",
+      summary: "Rotate a webhook subscription's signing secret",
       params: idParam,
       response: plainResponse({ secret: { type: "string" }, previous_secret_expires_at: nullable("date") }),
       async handler(ctx: Ctx<{ id: number }>) {
@@ -170,7 +172,8 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** Recent deliveries of a subscription, newest first (for debugging a receiver). */
     deliveries: {
       rest: "GET /webhook-subscriptions/:id/deliveries",
-      params: { ...idParam, ...paginationParams({ max: 200, def: 50 }), status: { type: "enum", values: [...DELIVERY_STATUSES], optional: true } },
+      summary: "List a webhook subscription's deliveries",
+      params: { ...idParam, ...paginationParams({ max: 200, def: 50 }), status: { type: "enum", values: [...DELIVERY_STATUSES], optional: true, description: "Only deliveries in this status" } },
       response: Delivery.page(),
       async handler(ctx: Ctx<{ id: number; skip: number; limit: number; status?: DeliveryStatus }>) {
         const { id, skip, limit, status } = ctx.params;

@@ -1,11 +1,17 @@
 import type { AuthRequirement } from "../meta";
-import type { ResponseDecl } from "../resource";
+import type { BodyDecl, ResponseDecl } from "../resource";
 
-/** Action schema fields the gateway reads: who may call the action over HTTP, and how it answers (OpenAPI). */
+/** Action schema fields the gateway reads: who may call the action over HTTP, and how it is described (OpenAPI). */
 declare module "moleculer" {
   interface ActionSchema {
     auth?: AuthRequirement;
     response?: ResponseDecl;
+    /** One line saying what the operation does (every routed action has one). */
+    summary?: string;
+    /** Operation ids of an action's routes when it has several, in `rest` order, named like actions of its service ("patch"). */
+    operationIds?: string[];
+    /** A body the action checks itself rather than through params. */
+    body?: BodyDecl;
   }
 
   // The type parameters as moleculer declares them (an augmentation repeats them).

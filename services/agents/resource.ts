@@ -2,7 +2,7 @@ import { freeJsonRule } from "../../lib/free-json";
 import { identifierRule } from "../../lib/ids";
 import { defineResource } from "../../lib/resource";
 import { AGENT_ACCESS_LEVELS, agentModel } from "./model";
-import { ACCESS_LEVEL_VALUES, MAX_SUGGESTED_PROMPTS } from "./rules";
+import { accessLevelRule, MAX_SUGGESTED_PROMPTS } from "./rules";
 
 const text = (max: number) => ({ type: "string", max, optional: true, nullable: true }) as const;
 const refList = {
@@ -66,7 +66,7 @@ export const agents = defineResource({
     model: { write: { type: "string", min: 1, max: 200, trim: true, optional: true } },
     temperature: { write: { type: "number", min: 0, max: 2, optional: true } },
     max_tokens: { write: { type: "number", integer: true, positive: true, optional: true, nullable: true } },
-    access_level: { write: { type: "enum", values: ACCESS_LEVEL_VALUES, optional: true }, read: { type: "enum", values: AGENT_ACCESS_LEVELS } },
+    access_level: { write: accessLevelRule, read: { type: "enum", values: AGENT_ACCESS_LEVELS } },
     image_url: { write: { type: "string", max: 2048, optional: true, nullable: true } },
     configuration: { write: freeJsonRule({ type: "object", optional: true, props: { chat_ui: chatUiRule } }), read: { type: "object" } },
     traits: { write: refList, read: refs({ category: { type: "string" } }) },

@@ -1,4 +1,4 @@
-import { AGENT_ACCESS_LEVELS, type AgentAccessLevel, type AgentRecord } from "./model";
+import { AGENT_ACCESS_LEVELS, type AgentRecord } from "./model";
 
 /** The interface allows at most this many suggested prompts in configuration.chat_ui. */
 export const MAX_SUGGESTED_PROMPTS = 8;
@@ -26,15 +26,8 @@ export function mergeConfiguration(current: Json, patch: Json): Json {
   return out;
 }
 
-/** Access levels are accepted in any case (teams use upper case) and stored lower case. */
-export function normalizeAccessLevel(value: string): AgentAccessLevel {
-  const lower = value.toLowerCase() as AgentAccessLevel;
-  if (!AGENT_ACCESS_LEVELS.includes(lower)) throw new Error(`unknown access level ${value}`);
-  return lower;
-}
-
-/** Every accepted spelling of the agent access levels, for the params validator. */
-export const ACCESS_LEVEL_VALUES = AGENT_ACCESS_LEVELS.flatMap((v) => [v, v.toUpperCase()]);
+/** Access levels are accepted in any case (teams use upper case) and stored lower case, as the interface shows them. */
+export const accessLevelRule = { type: "string", lowercase: true, enum: AGENT_ACCESS_LEVELS, optional: true } as const;
 
 /** A lean directory row: what pickers need and nothing else. */
 export function directoryItem(agent: Pick<AgentRecord, "_id" | "name" | "identifier" | "image_url" | "access_level" | "configuration" | "publication">) {

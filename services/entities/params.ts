@@ -11,22 +11,22 @@ const status = { type: "enum", values: [...ENTITY_STATUSES] } as const;
 
 /** Filters of list, facets and export (query strings are converted). */
 export const filterParams = {
-  agent_id: { ...positiveId, optional: true },
-  template_name: { type: "string", max: 255, optional: true },
-  days: { type: "number", integer: true, min: 1, max: 36_500, convert: true, optional: true },
-  status: { ...status, optional: true },
-  search: { type: "string", max: 200, optional: true },
+  agent_id: { ...positiveId, optional: true, description: "Only records collected by this agent" },
+  template_name: { type: "string", max: 255, optional: true, description: "Only records of this data type (case-insensitive; ignored when no type matches)" },
+  days: { type: "number", integer: true, min: 1, max: 36_500, convert: true, optional: true, description: "Only records created in the last this many days" },
+  status: { ...status, optional: true, description: "Only records in this status" },
+  search: { type: "string", max: 200, optional: true, description: "Text matched in attributes, agent name or data type name" },
 } as const;
 
 /** REST list: the interface's list limits (1..200, default 50). */
-export const restListParams = { ...filterParams, ...paginationParams({ max: 200, def: 50 }), include_facets: flag } as const;
+export const restListParams = { ...filterParams, ...paginationParams({ max: 200, def: 50 }), include_facets: { ...flag, description: "Add facet counts (types and statuses) to the page" } } as const;
 /** svc_collected_data list: default limit 10. */
 export const toolListParams = { ...filterParams, ...paginationParams({ max: 200, def: 10 }), include_facets: flag } as const;
 
 export const statsParams = {
   agent_id: filterParams.agent_id,
   days: filterParams.days,
-  group_by_agent: flag,
+  group_by_agent: { ...flag, description: "Break the statistics down per agent" },
 } as const;
 
 

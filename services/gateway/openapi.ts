@@ -5,7 +5,7 @@
  */
 
 import { isOptional, objectSchema, ruleToSchema, type JsonSchema } from "../../lib/json-schema";
-import { schemaRef, type ResponseDecl } from "../../lib/resource";
+import { schemaRef, type BodyDecl, type ResponseDecl } from "../../lib/resource";
 
 /** Document version of the interface (the spec's "version 1.0.0 of the OpenAPI 3.1.0 format"). */
 export const API_DOCUMENT_VERSION = "1.0.0";
@@ -18,9 +18,22 @@ export interface RoutedAction {
   action: string;
   params?: Record<string, unknown>;
   auth?: string;
-  description?: string;
+  /** The action's routes as it declares them ("PUT /agents/:id"); the first is its main one. */
+  rest?: string | string[];
+  /** One line saying what the operation does. */
+  summary?: string;
+  /** Operation ids of the routes of an action with several (PUT and PATCH, or two paths), in `rest` order, within its service. */
+  operationIds?: string[];
   /** How the action answers, declared beside it (lib/resource.ts). */
   response?: ResponseDecl;
+  /** The body of an action that checks it itself instead of through `params` (team push). */
+  body?: BodyDecl;
+}
+
+/** One webhook event type and the named schema of the record its deliveries carry as `data`. */
+export interface WebhookEvent {
+  type: string;
+  record: string;
 }
 
 const json = (schema: JsonSchema) => ({ "application/json": { schema } });
@@ -96,52 +109,132 @@ function requestBody(params: Record<string, unknown>) {
   return { required: Boolean(schema.required), content: json(schema) };
 }
 
-/** The OpenAPI 3.1.0 document of the routed actions. */
-export function openApiDocument(routes: RoutedAction[], info: { title: string; serverUrl: string }) {
-  const paths: Record<string, Record<string, unknown>> = {};
-  // One action may serve several routes (PUT and PATCH, two paths): operationIds must still be unique.
-  const operationIds = new Map<string, number>();
-  const operationId = (action: string) => {
-    const seen = operationIds.get(action) ?? 0;
-    operationIds.set(action, seen + 1);
-    return seen ? `${action}_${seen + 1}` : action;
+/** The operation groups, one per service, with what they hold. */
+const TAGS: Record<string, string> = {
+  users: "Users of an account: signup, login (access tokens), profiles, roles, password changes and the audit log.",
+  "api-keys": "Account API keys, sent as X-AUTH-TOKEN; the key itself is shown once, when created.",
+  agents: "AI agents: instructions, model settings, configuration (chat_ui), and the traits, tools and knowledge sources they use.",
+  teams: "Teams of agents, with access levels, and their JSON configuration document (push creates or updates a whole team, pull exports it).",
+  tools: "Tools agents can call (function, API, MCP servers), with free-form configuration.",
+  traits: "Traits (behaviours and skills) associated with agents.",
+  knowledge: "Knowledge sources loaded in the background into the account's search index, their documents, and semantic, keyword or hybrid search.",
+  entities: "Collected data: records agents extract from conversations, with facets, statistics and CSV export.",
+  tasks: "Tasks with subtasks and dependencies, and scheduled tasks that create them on cron schedules.",
+  webhooks: "Webhook subscriptions: destinations that receive signed deliveries (Standard Webhooks) of the events under `webhooks`.",
+  gateway: "Health of this deployment.",
+};
+
+/** An OpenAPI path from a route's: `:name` segments become `{name}`. */
+const templated = (path: string) => path.replace(/:(\w+)/g, "{$1}");
+
+/** Where in its action's `rest` list a route is (0: its main route). */
+function routeIndex(route: RoutedAction): number {
+  const declared = [route.rest ?? []].flat().map((r) => r.trim().split(/\s+/));
+  const at = declared.findIndex(([method, path]) => method?.toUpperCase() === route.method.toUpperCase() && path !== undefined && route.path.endsWith(path.replace(/\/$/, "")));
+  return Math.max(at, 0);
+}
+
+/** A delivery of one event type: Standard Webhooks' {type, timestamp, data}; data is the record as the API shows it ({id} once deleted). */
+function webhookOperation({ type, record }: WebhookEvent) {
+  const data = type.endsWith(".deleted")
+    ? { type: "object", required: ["id"], properties: { id: { type: "integer" } }, additionalProperties: false }
+    : schemaRef(record);
+  const payload = {
+    type: "object",
+    required: ["type", "timestamp", "data"],
+    properties: { type: { const: type }, timestamp: { type: "string", format: "date-time" }, data },
+    additionalProperties: false,
   };
-  // Named response schemas the actions declare (lib/resource.ts), gathered once each.
+  return {
+    post: {
+      operationId: `webhook.${type}`,
+      tags: ["webhooks"],
+      summary: `Delivery of ${type}`,
+      description: "POSTed to each subscription that selects this event type, signed with the subscription's secret (webhook-id, webhook-timestamp and webhook-signature headers).",
+      requestBody: { required: true, content: json(payload) },
+      responses: {
+        "200": { description: "Any 2xx status acknowledges the delivery; anything else is retried" },
+        "401": { description: "The receiver refuses a delivery whose signature does not verify" },
+      },
+      security: [],
+    },
+  };
+}
+
+/**
+ * The OpenAPI 3.1.0 document of the routed actions and of the webhook deliveries. The server URL is relative (the
+ * document's own host), so the document is right wherever the platform is reached.
+ */
+export function openApiDocument(routes: RoutedAction[], info: { title: string; webhookEvents: WebhookEvent[] }) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  // One action may serve several routes (PUT and PATCH, two paths): each has its own id (`operationIds`); an
+  // undeclared one gets a numbered id, which test/integration/openapi.spec.ts refuses.
+  const operationId = (route: RoutedAction, index: number) => {
+    const declared = route.operationIds?.[index];
+    if (declared) return `${route.action.slice(0, route.action.lastIndexOf(".") + 1)}${declared}`;
+    return index ? `${route.action}_${index + 1}` : route.action;
+  };
+  // Named schemas the actions declare (lib/resource.ts), gathered once each.
   const declaredSchemas: Record<string, JsonSchema> = {};
-  for (const route of routes) Object.assign(declaredSchemas, route.response?.schemas);
+  for (const route of routes) Object.assign(declaredSchemas, route.response?.schemas, route.body?.schemas);
+  const mainRoute = (route: RoutedAction) => routes.find((r) => r.action === route.action && routeIndex(r) === 0);
   for (const route of [...routes].sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method))) {
     const method = route.method.toLowerCase();
-    const path = route.path.replace(/:(\w+)/g, "{$1}");
+    const path = templated(route.path);
     const pathKeys = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
     const params = Object.fromEntries(Object.entries(route.params ?? {}).filter(([key]) => !key.startsWith("$")));
-    const rest = Object.fromEntries(Object.entries(params).filter(([key]) => !pathKeys.includes(key)));
     const inBody = ["post", "put", "patch"].includes(method);
+    // Writes take their params in the body, but for those the interface puts in the query (`in: "query"`).
+    const inQuery = ([, rule]: [string, unknown]) => !inBody || (rule as { in?: string }).in === "query";
+    const rest = Object.fromEntries(Object.entries(params).filter(([key]) => !pathKeys.includes(key)));
+    const query = Object.entries(rest).filter(inQuery);
+    const bodyParams = Object.fromEntries(Object.entries(rest).filter((entry) => !inQuery(entry)));
     const parameters = [
-      ...pathKeys.map((name) => ({ name, in: "path", required: true, schema: params[name] ? ruleToSchema(params[name]) : { type: "string" } })),
-      ...(inBody ? [] : Object.entries(rest).map(([name, rule]) => ({ name, in: "query", required: !isOptional(rule), schema: ruleToSchema(rule) }))),
+      ...pathKeys.map((name) => parameter(name, "path", params[name] ?? { type: "string" }, true)),
+      ...query.map(([name, rule]) => parameter(name, "query", rule, !isOptional(rule))),
     ];
+    const index = routeIndex(route);
+    const main = index ? mainRoute(route) : undefined;
+    const summary = route.summary && main ? `${route.summary} (same as ${main.method.toUpperCase()} ${templated(main.path)})` : route.summary;
+    const body = route.body
+      ? { requestBody: { required: true, content: json(route.body.body) } }
+      : inBody && Object.keys(bodyParams).length ? { requestBody: requestBody(bodyParams) } : {};
     paths[path] ??= {};
     paths[path]![method] = {
-      operationId: operationId(route.action),
+      operationId: operationId(route, index),
       tags: [route.action.split(".")[0]],
-      ...(route.description ? { summary: route.description } : {}),
+      ...(summary ? { summary } : {}),
       ...(parameters.length ? { parameters } : {}),
-      ...(inBody && Object.keys(rest).length ? { requestBody: requestBody(rest) } : {}),
+      ...body,
       responses: {
         ...successResponse(successOf(route)),
         ...ERROR_RESPONSES,
         ...(method === "get" ? {} : WRITE_ERROR_RESPONSES),
-        ...(inBody ? BODY_ERROR_RESPONSES : {}),
+        ...(inBody || route.body ? BODY_ERROR_RESPONSES : {}),
       },
       ...securityOf(route.auth),
     };
   }
+  const usedTags = new Set(Object.values(paths).flatMap((ops) => Object.values(ops).flatMap((op) => (op as { tags: string[] }).tags)));
+  if (info.webhookEvents.length) usedTags.add("webhooks");
   return {
     openapi: "3.1.0",
-    info: { title: info.title, version: API_DOCUMENT_VERSION },
-    servers: [{ url: info.serverUrl }],
+    info: {
+      title: info.title,
+      version: API_DOCUMENT_VERSION,
+      description: "REST API of the agent platform. Every record belongs to an account; callers see only their own account's records.",
+    },
+    servers: [{ url: "/", description: "The host serving this document" }],
     security: [{ HTTPBearer: [] }, { APIKeyHeader: [] }],
+    tags: [...usedTags].sort().map((name) => ({ name, description: TAGS[name] ?? name })),
     paths,
+    webhooks: Object.fromEntries(info.webhookEvents.map((event) => [event.type, webhookOperation(event)])),
     components: { ...COMPONENTS, schemas: { ...COMPONENTS.schemas, ...declaredSchemas } },
   };
+}
+
+/** A path or query parameter; its description comes from the rule (`description`), which every routed param declares. */
+function parameter(name: string, where: "path" | "query", rule: unknown, required: boolean) {
+  const { description, ...schema } = ruleToSchema(rule);
+  return { name, in: where, required, ...(description ? { description } : {}), schema };
 }

@@ -1,4 +1,5 @@
 import { defineView, viewRule } from "../../lib/resource";
+import { SEARCH_MODES } from "../../lib/search/port";
 
 /*
  * Response shapes of the /knowledge routes that are not a knowledge source: jobs queued, index statistics,
@@ -92,7 +93,7 @@ const documentResult = {
 export const DocumentSearch = defineView("DocumentSearchResults", {
   results: { read: { type: "array", items: documentResult } },
   total: { read: int },
-  mode_used: { read: str },
+  mode_used: { read: { type: "enum", values: SEARCH_MODES } },
 });
 
 const sourceResult = {

@@ -62,16 +62,16 @@ export const taskTemplateProps = Object.fromEntries(TEMPLATE_KEYS.map((k) => [k,
 
 /** Optional filters of GET /tasks (query strings converted). */
 export const taskFilters = {
-  status: { type: "enum", values: [...TASK_STATUSES], optional: true },
-  team_id: queryRef,
-  agent_id: queryRef,
-  parent_id: queryRef,
-  task_type: { type: "string", min: 1, max: 100, optional: true },
-  session_id: { type: "string", min: 1, max: 255, optional: true },
+  status: { type: "enum", values: [...TASK_STATUSES], optional: true, description: "Only tasks in this status" },
+  team_id: { ...queryRef, description: "Only tasks assigned to this team" },
+  agent_id: { ...queryRef, description: "Only tasks assigned to this agent" },
+  parent_id: { ...queryRef, description: "Only subtasks of this task" },
+  task_type: { type: "string", min: 1, max: 100, optional: true, description: "Only tasks of this type" },
+  session_id: { type: "string", min: 1, max: 255, optional: true, description: "Only tasks of this session" },
 } as const;
 
 /** Path parameters of the dependency endpoints. */
-export const dependencyParams = { ...tasks.idParams, dependency_id: { type: "number", integer: true, positive: true, convert: true } } as const;
+export const dependencyParams = { ...tasks.idParams, dependency_id: { type: "number", integer: true, positive: true, convert: true, description: "The id of the task depended on" } } as const;
 
 /** Keeps only the named keys that are set, so extra body or query keys never reach the database. */
 export function pickDefined(params: object, keys: readonly string[]): Record<string, unknown> {

@@ -3,7 +3,7 @@ import { identifierRule } from "../../lib/ids";
 import { defineResource, viewRule } from "../../lib/resource";
 import { agents } from "../agents/resource";
 import { TEAM_ACCESS_LEVELS, teamModel } from "./model";
-import { TEAM_ACCESS_VALUES } from "./rules";
+import { accessLevelRule } from "./rules";
 
 /** Teams of agents, read with their agents; the access password is written only, and stored hashed. */
 export const teams = defineResource({
@@ -19,7 +19,7 @@ export const teams = defineResource({
     name: { write: { type: "string", min: 1, max: 255, trim: true } },
     identifier: { write: identifierRule },
     description: { write: { type: "string", max: 10_000, optional: true, nullable: true } },
-    access_level: { write: { type: "enum", values: TEAM_ACCESS_VALUES, optional: true }, read: { type: "enum", values: TEAM_ACCESS_LEVELS } },
+    access_level: { write: accessLevelRule, read: { type: "enum", values: TEAM_ACCESS_LEVELS } },
     // Length is checked by the handler: the interface answers 400, not 422, for a bad team password.
     access_password: { write: { type: "string", max: 128, optional: true }, read: false },
     image_url: { write: { type: "string", max: 2048, optional: true, nullable: true } },

@@ -3,8 +3,8 @@ import { TEAM_ACCESS_LEVELS, type TeamAccessLevel } from "./model";
 /** The interface's minimum length for a team password. */
 export const MIN_TEAM_PASSWORD = 8;
 
-/** Every accepted spelling of the team access levels (stored upper case). */
-export const TEAM_ACCESS_VALUES = TEAM_ACCESS_LEVELS.flatMap((v) => [v, v.toLowerCase()]);
+/** Access levels are accepted in any case and stored upper case, as the interface shows them. */
+export const accessLevelRule = { type: "string", uppercase: true, enum: TEAM_ACCESS_LEVELS, optional: true } as const;
 
 /** Why a team write's password is unacceptable (a 400), or null. */
 export function passwordProblem(accessLevel: TeamAccessLevel, password: string | undefined, hasStoredPassword: boolean): string | null {

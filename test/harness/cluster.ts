@@ -43,6 +43,14 @@ export interface ClusterOptions {
 /** Services a test file starts only when it names them. */
 const OPT_IN_SERVICES = ["search", "knowledge", "knowledge-loader", "scheduler", "webhooks"];
 
+/**
+ * A cluster serving the routes the specs that read every route need: the gateway alone, the core services
+ * together, and the named opt-in services (e.g. search and knowledge) on a third node, with no embedding model.
+ */
+export function routedCluster(database: string, ...optIn: string[]): ClusterOptions {
+  return { database, env: { EMBEDDING_PROVIDER: "none" }, nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], optIn] };
+}
+
 /** Waits until the gateway has generated a REST alias for an action of every named service. */
 async function waitForAliases(gateway: { aliases?: { action?: string }[] }, services: string[], timeoutMs = scaled(15_000)) {
   const deadline = Date.now() + timeoutMs;

@@ -1,4 +1,4 @@
-import { startCluster, type Cluster } from "../harness/cluster";
+import { routedCluster, startCluster, type Cluster } from "../harness/cluster";
 import { prng } from "../harness/fixture-site";
 import { apiClient, signup, type Api } from "../harness/http";
 import { scaled } from "../harness/wait";
@@ -77,11 +77,7 @@ describe("fuzzing every route: bad input is a 4xx with an error body, never a 50
   let routes: RouteInfo[];
 
   beforeAll(async () => {
-    cluster = await startCluster({
-      database: "fuzz",
-      env: { EMBEDDING_PROVIDER: "none" },
-      nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], ["search", "knowledge", "webhooks"]],
-    });
+    cluster = await startCluster(routedCluster("fuzz", "search", "knowledge", "webhooks"));
     api = apiClient(cluster.baseUrl);
     // Users 1 to 3 belong to other accounts: junk path ids then never delete the fuzzing user itself (its
     // token would end with it), and reach another account's records.

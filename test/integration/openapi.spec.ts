@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
-import { startCluster, type Cluster } from "../harness/cluster";
+import { WEBHOOK_EVENT_TYPES } from "../../lib/event-types";
+import { routedCluster, startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, type Api } from "../harness/http";
 
 /** Validates a document with a real OpenAPI 3.1 schema validator (an ES module, so in its own Node process). */
@@ -18,10 +19,11 @@ describe("OpenAPI description over NATS", () => {
   let api: Api;
 
   beforeAll(async () => {
-    cluster = await startCluster({ database: "openapi" });
+    // Every service that serves routes, so the document lists them all.
+    cluster = await startCluster(routedCluster("openapi", "search", "knowledge", "webhooks"));
     api = apiClient(cluster.baseUrl);
-  });
-  afterAll(() => cluster?.stop());
+  }, 60_000);
+  afterAll(() => cluster?.stop(), 60_000);
 
   it("serves a valid OpenAPI 3.1.0 document, version 1.0.0, without credentials, at /openapi.json and /api/v1/openapi.json", async () => {
     const root = await api("GET", "/openapi.json");
@@ -37,8 +39,8 @@ describe("OpenAPI description over NATS", () => {
     const list = paths["/api/v1/agents"].get;
     expect(list.parameters).toEqual(
       expect.arrayContaining([
-        { name: "limit", in: "query", required: false, schema: expect.objectContaining({ type: "integer", minimum: 1, maximum: 200, default: 50 }) },
-        { name: "sort_order", in: "query", required: false, schema: expect.objectContaining({ enum: ["asc", "desc"], default: "desc" }) },
+        expect.objectContaining({ name: "limit", in: "query", required: false, schema: expect.objectContaining({ type: "integer", minimum: 1, maximum: 200, default: 50 }) }),
+        expect.objectContaining({ name: "sort_order", in: "query", required: false, schema: expect.objectContaining({ enum: ["asc", "desc"], default: "desc" }) }),
       ]),
     );
     const signupBody = paths["/api/v1/users"].post.requestBody.content["application/json"].schema;
@@ -46,8 +48,6 @@ describe("OpenAPI description over NATS", () => {
     expect(paths["/api/v1/login/access-token"].post.security).toEqual([]);
     expect(paths["/api/v1/tasks/{task_id}/dependencies/{dependency_id}"].post.parameters.map((p: { name: string }) => p.name)).toEqual(["task_id", "dependency_id"]);
     expect(paths["/api/v1/entities/export"].get).toBeDefined();
-    const ids = Object.values(paths).flatMap((ops) => Object.values(ops as Record<string, { operationId: string }>).map((op) => op.operationId));
-    expect(new Set(ids).size).toBe(ids.length);
     expect(paths["/api/v1/scheduled-tasks/{scheduled_task_id}"].delete).toBeDefined();
   });
 
@@ -66,4 +66,73 @@ describe("OpenAPI description over NATS", () => {
     expect(agentList).toMatchObject({ required: ["data", "pagination"], properties: { data: { items: { $ref: "#/components/schemas/Agent" } } } });
     expect(doc.components.schemas.Agent).toMatchObject({ additionalProperties: false, properties: { max_tokens: { type: ["integer", "null"] } } });
   });
+
+  it("names, summarises, tags and describes every operation and parameter (unique ids, none numbered)", async () => {
+    const doc = (await api("GET", "/openapi.json")).body;
+    const operations = Object.entries(doc.paths as Record<string, Record<string, Operation>>).flatMap(([path, ops]) =>
+      Object.entries(ops).map(([method, op]) => ({ at: `${method.toUpperCase()} ${path}`, ...op })),
+    );
+    const ids = operations.map((op) => op.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids.filter((id) => /_\d+$/.test(id))).toEqual([]);
+    expect(operations.filter((op) => !op.summary).map((op) => op.at)).toEqual([]);
+    const declaredTags = new Map((doc.tags as { name: string; description: string }[]).map((t) => [t.name, t.description]));
+    expect(operations.filter((op) => op.tags.some((tag) => !declaredTags.get(tag))).map((op) => op.at)).toEqual([]);
+    const undescribed = operations.flatMap((op) => (op.parameters ?? []).filter((p) => !p.description).map((p) => `${op.at} ${p.in} ${p.name}`));
+    expect(undescribed).toEqual([]);
+    expect(doc.servers).toEqual([expect.objectContaining({ url: "/" })]);
+    // Aliases: PUT and PATCH, and the interface's two paths of push and pull.
+    const byRoute = Object.fromEntries(operations.map((op) => [op.at, op.operationId]));
+    expect(byRoute["PATCH /api/v1/agents/{agent_id_or_identifier}"]).toBe("agents.patch");
+    expect([byRoute["POST /api/v1/teams/config"], byRoute["POST /api/v1/teams/push"]]).toEqual(["teams.pushConfig", "teams.push"]);
+  });
+
+  it("declares each enum once in the interface's case, free-form objects as open, and the push body", async () => {
+    const doc = (await api("GET", "/openapi.json")).body;
+    const body = (path: string, method: string) => doc.paths[path][method].requestBody.content["application/json"].schema;
+    const agentCreate = body("/api/v1/agents", "post");
+    expect(agentCreate.properties.access_level).toMatchObject({ enum: ["private", "public", "password_protected"] });
+    expect(body("/api/v1/teams", "post").properties.access_level).toMatchObject({ enum: ["PRIVATE", "PASSWORD_PROTECTED", "PUBLIC"] });
+    // Rule objects shared by several fields reach the gateway whole over the transporter (lib/distinct-schemas.ts).
+    for (const field of ["traits", "tools", "knowledge_sources"]) expect(agentCreate.properties[field].items.anyOf).toHaveLength(2);
+    expect(body("/api/v1/agents/{agent_id_or_identifier}", "put").properties.tools.items.anyOf).toHaveLength(2);
+    expect(body("/api/v1/tasks", "post").properties.input).toEqual({ type: "object", additionalProperties: true });
+    expect(body("/api/v1/knowledge/search", "post").properties).toMatchObject({ mode: { enum: ["semantic", "keyword", "hybrid"] }, knowledge_source_ids: { items: { type: "integer" } } });
+    expect(body("/api/v1/teams/push", "post")).toEqual({ $ref: "#/components/schemas/TeamConfigurationDocumentInput" });
+    const caseTwins: string[] = [];
+    const openObjects: string[] = [];
+    const walk = (node: unknown, at: string): void => {
+      if (!node || typeof node !== "object") return;
+      const schema = node as Record<string, unknown>;
+      const values = Array.isArray(schema.enum) ? schema.enum.filter((v): v is string => typeof v === "string").map((v) => v.toLowerCase()) : [];
+      if (new Set(values).size !== values.length) caseTwins.push(at);
+      const isObject = schema.type === "object" || (Array.isArray(schema.type) && schema.type.includes("object"));
+      if (isObject && !schema.properties && schema.additionalProperties === undefined) openObjects.push(at);
+      for (const [key, inner] of Object.entries(schema)) walk(inner, `${at}/${key}`);
+    };
+    walk(doc, "#");
+    expect({ caseTwins, openObjects }).toEqual({ caseTwins: [], openObjects: [] });
+    const results = doc.components.schemas.KnowledgeSearchResults.properties.results.items;
+    expect(results.required).toEqual(["content", "metadata", "score"]);
+    expect(doc.components.schemas.DocumentSearchResults.properties.mode_used).toEqual({ enum: ["semantic", "keyword", "hybrid"] });
+  });
+
+  it("types the payload of every webhook event type", async () => {
+    const { webhooks, components } = (await api("GET", "/openapi.json")).body;
+    expect(Object.keys(webhooks).sort()).toEqual([...WEBHOOK_EVENT_TYPES].sort());
+    for (const type of WEBHOOK_EVENT_TYPES) {
+      const payload = webhooks[type].post.requestBody.content["application/json"].schema;
+      expect(payload).toMatchObject({ required: ["type", "timestamp", "data"], properties: { type: { const: type } } });
+      const ref: string | undefined = payload.properties.data.$ref;
+      if (ref) expect(components.schemas).toHaveProperty(ref.split("/").pop()!);
+      else expect(type.endsWith(".deleted")).toBe(true);
+    }
+  });
 });
+
+interface Operation {
+  operationId: string;
+  summary?: string;
+  tags: string[];
+  parameters?: { name: string; in: string; description?: string }[];
+}

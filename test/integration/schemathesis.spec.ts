@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
-import { startCluster, type Cluster } from "../harness/cluster";
+import { routedCluster, startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup } from "../harness/http";
 import { scaled } from "../harness/wait";
 
@@ -19,11 +19,7 @@ describe("schemathesis against the served OpenAPI document", () => {
   let token: string;
 
   beforeAll(async () => {
-    cluster = await startCluster({
-      database: "schemathesis",
-      env: { EMBEDDING_PROVIDER: "none" },
-      nodes: [["gateway"], ["users", "api-keys", "agents", "tools", "traits", "teams", "entities", "tasks", "mcp"], ["search", "knowledge"]],
-    });
+    cluster = await startCluster(routedCluster("schemathesis", "search", "knowledge"));
     token = (await signup(apiClient(cluster.baseUrl), "schemathesis")).token;
   }, scaled(60_000));
   afterAll(() => cluster?.stop(), 60_000);

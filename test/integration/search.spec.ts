@@ -195,12 +195,14 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
       expect(page.body.results[0].normalized_score).toBeLessThan(100);
     });
 
-    it("filters by source_ids; ids of other accounts or non-numeric ids match nothing", async () => {
+    it("filters by source_ids; ids of other accounts match nothing, numeric strings read as ids, other strings are 422", async () => {
       const res = await search({ query: "days", mode: "keyword", source_ids: [12] });
       expect(res.body.results.length).toBeGreaterThan(0);
       expect(res.body.results.every((r: { source_id: number }) => r.source_id === 12)).toBe(true);
       expect((await search({ query: "days", source_ids: [21] })).body.results).toEqual([]);
-      expect((await search({ query: "days", source_ids: ["abc"] })).body.results).toEqual([]);
+      const notAnId = await search({ query: "days", source_ids: ["abc"] });
+      expect(notAnId.status).toBe(422);
+      expect(notAnId.body.detail[0].loc).toEqual(["body", "source_ids", 0]);
       expect((await search({ query: "days", source_ids: ["12"], mode: "keyword" })).body.results.length).toBe(res.body.results.length);
     });
 

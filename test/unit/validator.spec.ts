@@ -1,3 +1,5 @@
+import { accessLevelRule as agentAccessLevel } from "../../services/agents/rules";
+import { accessLevelRule as teamAccessLevel } from "../../services/teams/rules";
 import { PlatformValidator } from "../../lib/validator";
 
 describe("params validator: null in an optional field that is not nullable is not given", () => {
@@ -38,4 +40,18 @@ describe("params validator: messages", () => {
       expect.objectContaining({ type: "enumValue", field: "sort_by", message: "The 'sort_by' field must be one of: name, created_at." }),
     ]);
   });
+
+  it("folds access levels to the interface's case (agents lower, teams upper) and names the allowed ones", () => {
+    const validator = new PlatformValidator();
+    const agent = validator.compile({ access_level: agentAccessLevel });
+    const team = validator.compile({ access_level: teamAccessLevel });
+    const agentParams = { access_level: "PASSWORD_PROTECTED" };
+    const teamParams = { access_level: "public" };
+    expect([agent(agentParams), team(teamParams)]).toEqual([true, true]);
+    expect([agentParams.access_level, teamParams.access_level]).toEqual(["password_protected", "PUBLIC"]);
+    expect(team({ access_level: "secret" })).toEqual([
+      expect.objectContaining({ type: "stringEnum", message: "The 'access_level' field must be one of: PRIVATE, PASSWORD_PROTECTED, PUBLIC." }),
+    ]);
+  });
 });
+

@@ -26,9 +26,25 @@ describe("ruleToSchema", () => {
       type: "object",
       properties: { a: { type: "string" }, b: { type: "boolean" } },
       required: ["a"],
+      additionalProperties: true,
     });
     expect(ruleToSchema({ type: "date", convert: true })).toEqual({ type: "string", format: "date-time" });
     expect(ruleToSchema("email|optional")).toEqual({ type: "string", format: "email" });
+  });
+
+  it("says whether objects take keys they do not list (generators read an unsaid one as empty)", () => {
+    expect(ruleToSchema({ type: "object" })).toEqual({ type: "object", additionalProperties: true });
+    expect(ruleToSchema({ type: "object", strict: true, props: { a: "string" } })).toEqual({ type: "object", properties: { a: { type: "string" } }, required: ["a"], additionalProperties: false });
+    expect(ruleToSchema({ type: "record", value: "number" })).toEqual({ type: "object", additionalProperties: { type: "number" } });
+  });
+
+  it("lists a case-folded enum in its stored case only, and carries descriptions", () => {
+    expect(ruleToSchema({ type: "string", uppercase: true, enum: ["PRIVATE", "PUBLIC"], description: "Who may read" })).toEqual({
+      type: "string",
+      enum: ["PRIVATE", "PUBLIC"],
+      description: "Who may read",
+    });
+    expect(ruleToSchema({ type: "string", lowercase: true, enum: ["private"] }).description).toMatch(/any letter case/i);
   });
 
   it("marks nullable rules and leaves unknown types open", () => {
@@ -47,17 +63,18 @@ describe("ruleToSchema", () => {
 });
 
 describe("openApiDocument", () => {
+  const update = { rest: ["PUT /tools/:tool_id", "PATCH /tools/:tool_id"], operationIds: ["update", "patch"], summary: "Update a tool" };
   const doc = openApiDocument(
     [
-      { method: "GET", path: "/api/v1/tools/:tool_id", action: "tools.get", params: { tool_id: { type: "number", integer: true } }, response: tools.view.one() },
-      { method: "PUT", path: "/api/v1/tools/:tool_id", action: "tools.update", params: { tool_id: "number", name: { type: "string", optional: true } } },
-      { method: "PATCH", path: "/api/v1/tools/:tool_id", action: "tools.update", params: { tool_id: "number" } },
-      { method: "GET", path: "/api/v1/tools", action: "tools.list", params: { limit: { type: "number", default: 50 } }, response: tools.view.page() },
+      { method: "GET", path: "/api/v1/tools/:tool_id", action: "tools.get", params: { tool_id: { type: "number", integer: true, description: "The tool's id" } }, response: tools.view.one() },
+      { method: "PUT", path: "/api/v1/tools/:tool_id", action: "tools.update", ...update, params: { tool_id: "number", name: { type: "string", optional: true } } },
+      { method: "PATCH", path: "/api/v1/tools/:tool_id", action: "tools.update", ...update, params: { tool_id: "number" } },
+      { method: "GET", path: "/api/v1/tools", action: "tools.list", params: { limit: { type: "number", default: 50, description: "Page size" } }, response: tools.view.page() },
       { method: "POST", path: "/api/v1/login/access-token", action: "users.login", params: { email: "email", password: "string" }, auth: "none", response: Token.one() },
       { method: "POST", path: "/api/v1/users", action: "users.create", params: { email: "email" }, auth: "optional", response: UserCreated.one(201) },
       { method: "DELETE", path: "/api/v1/tools/:tool_id", action: "tools.remove", params: { tool_id: "number" }, response: NO_CONTENT },
     ],
-    { title: "agent-platform", serverUrl: "http://localhost:3000" },
+    { title: "agent-platform", webhookEvents: [{ type: "tool.created", record: "Tool" }, { type: "tool.deleted", record: "Tool" }] },
   );
 
   it("is an OpenAPI 3.1.0 document, version 1.0.0, with both credential schemes", () => {
@@ -66,14 +83,31 @@ describe("openApiDocument", () => {
 
   it("turns :params into {params}, puts the rest in the query for GET and in the body for writes", () => {
     const byId = doc.paths["/api/v1/tools/{tool_id}"] as Record<string, any>;
-    expect(byId.get.parameters).toEqual([{ name: "tool_id", in: "path", required: true, schema: { type: "integer" } }]);
+    expect(byId.get.parameters).toEqual([{ name: "tool_id", in: "path", required: true, description: "The tool's id", schema: { type: "integer" } }]);
     expect(byId.put.requestBody.content["application/json"].schema).toEqual({ type: "object", properties: { name: { type: "string" } }, additionalProperties: false });
     expect(byId.patch.requestBody).toBeUndefined();
-    expect((doc.paths["/api/v1/tools"] as Record<string, any>).get.parameters).toEqual([{ name: "limit", in: "query", required: false, schema: { type: "number", default: 50 } }]);
+    expect((doc.paths["/api/v1/tools"] as Record<string, any>).get.parameters).toEqual([
+      { name: "limit", in: "query", required: false, description: "Page size", schema: { type: "number", default: 50 } },
+    ]);
   });
 
-  it("gives every operation a unique id and opens routes that need no credentials", () => {
-    expect([(doc.paths["/api/v1/tools/{tool_id}"] as any).put.operationId, (doc.paths["/api/v1/tools/{tool_id}"] as any).patch.operationId].sort()).toEqual(["tools.update", "tools.update_2"]);
+  it("gives every route of an action its declared id, and aliases a summary naming their main route", () => {
+    const byId = doc.paths["/api/v1/tools/{tool_id}"] as any;
+    expect([byId.put.operationId, byId.patch.operationId]).toEqual(["tools.update", "tools.patch"]);
+    expect(byId.put.summary).toBe("Update a tool");
+    expect(byId.patch.summary).toBe("Update a tool (same as PUT /api/v1/tools/{tool_id})");
+  });
+
+  it("declares the tags it uses, a relative server, and each webhook event's payload", () => {
+    expect(doc.servers).toEqual([{ url: "/", description: expect.any(String) }]);
+    expect(doc.tags.map((t) => t.name)).toEqual(["tools", "users", "webhooks"]);
+    const created = (doc.webhooks["tool.created"] as any).post.requestBody.content["application/json"].schema;
+    expect(created).toMatchObject({ required: ["type", "timestamp", "data"], properties: { type: { const: "tool.created" }, data: { $ref: "#/components/schemas/Tool" } } });
+    const deleted = (doc.webhooks["tool.deleted"] as any).post.requestBody.content["application/json"].schema;
+    expect(deleted.properties.data).toMatchObject({ required: ["id"], properties: { id: { type: "integer" } } });
+  });
+
+  it("opens routes that need no credentials", () => {
     expect((doc.paths["/api/v1/login/access-token"] as any).post.security).toEqual([]);
   });
 
