@@ -16,7 +16,7 @@ import { crossAccount } from "../lib/tenancy-guard";
 import { plainResponse } from "../lib/resource";
 
 const nullableDate = { type: "date", nullable: true } as const;
-const userIdRule = { type: "number", integer: true, positive: true, convert: true } as const;
+const userIdRule = { type: "number", integer: true, positive: true, convert: true, description: "The id of the user the keys are answerable for" } as const;
 
 /** Account API keys: the plaintext key is shown once at creation; only its hash is stored (never shown). */
 export const apiKeys = defineResource({
@@ -110,6 +110,7 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMet
      */
     revoke: {
       rest: "POST /account-api-keys/revoke",
+      summary: "Revoke (delete) every API key a user is answerable for",
       params: { created_by_user_id: userIdRule },
       response: plainResponse({ revoked: { type: "number", integer: true }, ids: { type: "array", items: { type: "number", integer: true } } }),
       async handler(ctx: Ctx<{ created_by_user_id: number }>) {
