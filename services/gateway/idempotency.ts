@@ -16,7 +16,7 @@ export const REPLAYED_HEADER = "Idempotent-Replayed";
 /** How long a key and its answer are kept (Stripe: 24 hours). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
 /** Stripe's limit on a key's length. */
-const MAX_KEY_LENGTH = 255;
+export const MAX_KEY_LENGTH = 255;
 /**
  * How long a request holds its key: longer than any request runs (the broker's request timeout is 30 s), so only
  * a gateway that died mid-request leaves a key held this long, and a retry then takes it over.

@@ -6,6 +6,7 @@
 
 import { isOptional, objectSchema, ruleToSchema, type JsonSchema } from "../../lib/json-schema";
 import { schemaRef, type BodyDecl, type ResponseDecl } from "../../lib/resource";
+import { MAX_KEY_LENGTH } from "./idempotency";
 
 /** Document version of the interface (the spec's "version 1.0.0 of the OpenAPI 3.1.0 format"). */
 export const API_DOCUMENT_VERSION = "1.0.0";
@@ -58,6 +59,16 @@ const BODY_ERROR_RESPONSES = {
 };
 
 const OBJECT: JsonSchema = { type: "object" };
+
+/** Every authenticated POST takes one (services/gateway/idempotency.ts). */
+const IDEMPOTENCY_KEY_PARAMETER = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  description:
+    "Makes a retry safe: the first answer under this key is replayed for 24 h (with Idempotent-Replayed: true); the key with another request is a 422, and while the first request runs a 409.",
+  schema: { type: "string", minLength: 1, maxLength: MAX_KEY_LENGTH },
+};
 
 /**
  * The success of a routed action: as it declares it (lib/resource.ts), else a JSON object (DELETE: 204). Every
@@ -192,6 +203,7 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; w
     const parameters = [
       ...pathKeys.map((name) => parameter(name, "path", params[name] ?? { type: "string" }, true)),
       ...query.map(([name, rule]) => parameter(name, "query", rule, !isOptional(rule))),
+      ...(method === "post" && route.auth !== "none" ? [IDEMPOTENCY_KEY_PARAMETER] : []),
     ];
     const index = routeIndex(route);
     const main = index ? mainRoute(route) : undefined;

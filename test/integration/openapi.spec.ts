@@ -46,7 +46,8 @@ describe("OpenAPI description over NATS", () => {
     const signupBody = paths["/api/v1/users"].post.requestBody.content["application/json"].schema;
     expect(signupBody.required).toEqual(expect.arrayContaining(["email", "password"]));
     expect(paths["/api/v1/login/access-token"].post.security).toEqual([]);
-    expect(paths["/api/v1/tasks/{task_id}/dependencies/{dependency_id}"].post.parameters.map((p: { name: string }) => p.name)).toEqual(["task_id", "dependency_id"]);
+    expect(paths["/api/v1/tasks/{task_id}/dependencies/{dependency_id}"].post.parameters.map((p: { name: string }) => p.name)).toEqual(["task_id", "dependency_id", "Idempotency-Key"]);
+    expect(paths["/api/v1/login/access-token"].post.parameters).toBeUndefined(); // no credentials, so no key
     expect(paths["/api/v1/entities/export"].get).toBeDefined();
     expect(paths["/api/v1/scheduled-tasks/{scheduled_task_id}"].delete).toBeDefined();
   });
