@@ -12,6 +12,7 @@ import { READY_TIMEOUT_MS, runChecks, typesenseAnswers } from "../../lib/probes"
 import { VERSION } from "../../lib/health";
 import { freePort, startNats, type RunningServer } from "../harness/servers";
 import { spawnServices, type ServiceProcess } from "../harness/process";
+import { until } from "../harness/wait";
 
 let mongo: LocalMongo;
 let mongoDir: string;
@@ -26,15 +27,12 @@ async function probe(pathname: string, method = "GET") {
 }
 
 /** Polls until the probe answers `status` (a dependency lost or back is noticed within a few seconds). */
-async function until(pathname: string, status: number, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  let last: Awaited<ReturnType<typeof probe>> | undefined;
-  while (Date.now() < deadline) {
-    last = await probe(pathname).catch(() => undefined);
-    if (last?.status === status) return last;
-    await new Promise((r) => setTimeout(r, 200));
+async function probeUntil(pathname: string, status: number, timeoutMs = 20_000) {
+  try {
+    return (await until(() => probe(pathname).catch(() => undefined), (last) => last?.status === status, timeoutMs, `${pathname} answering ${status}`))!;
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${platform.output()}`);
   }
-  throw new Error(`${pathname} did not answer ${status} within ${timeoutMs} ms (last: ${JSON.stringify(last)})\n${platform.output()}`);
 }
 
 beforeAll(async () => {
@@ -51,7 +49,7 @@ beforeAll(async () => {
     HEALTH_PORT: String(port),
     SERVER_NAME: "probe-test",
   });
-  await until("/health/ready", 200, 60_000);
+  await probeUntil("/health/ready", 200, 60_000);
 }, 90_000);
 
 afterAll(async () => {
@@ -87,17 +85,17 @@ describe("probe server (HEALTH_PORT)", () => {
   it("turns not ready while NATS is gone, stays live, and ready again when NATS is back", async () => {
     const port = Number(new URL(nats.url).port);
     await nats.stop();
-    const down = await until("/health/ready", 503);
+    const down = await probeUntil("/health/ready", 503);
     expect(down.body).toMatchObject({ status: "not_ready", checks: { database: { status: "ok" }, transporter: { status: "failed" } } });
     expect((await probe("/health/live")).status).toBe(200);
     nats = await startNats(port);
-    await until("/health/ready", 200);
+    await probeUntil("/health/ready", 200);
   }, 60_000);
 
   it("turns not ready when the database goes away, while /health/live and /health still answer 200", async () => {
     await mongo.stop();
     const started = Date.now();
-    const down = await until("/health/ready", 503);
+    const down = await probeUntil("/health/ready", 503);
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(down.body).toMatchObject({ status: "not_ready", checks: { database: { status: "failed" }, transporter: { status: "ok" } } });
     expect(down.body!.checks.database.error).toEqual(expect.any(String));
