@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Proves the Helm charts (npm run test:charts; test/charts/charts.spec.ts runs it as part of `npm test`):
-#   1. vendors every chart's dependencies (charts/deps.sh) in a scratch copy of charts/;
+#   1. vendors every chart's dependencies in a scratch copy of charts/ (scripts/charts/vendor.sh);
 #   2. `helm lint --strict` of every chart, and of each chart with every values file of the matrix;
 #   3. `helm template` of every case in test/charts/values/ (header `# chart: <name>`), at the oldest and the
 #      newest supported Kubernetes, and of a version below kubeVersion, which must be refused;
@@ -24,15 +24,13 @@ NAMESPACE=agent-platform
 eval "$(bash "$ROOT/scripts/charts/tools.sh")"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-cp -r "$ROOT/charts" "$WORK/charts"
-rm -rf "$WORK"/charts/*/charts "$WORK"/charts/*/Chart.lock
 rm -rf "$OUT" && mkdir -p "$OUT"
 failed=0
 pass() { echo "ok   $*"; }
 fail() { echo "FAIL $*"; failed=1; }
 header() { sed -n "s/^# $1: //p" "$2" | head -1; }
 
-HELM="$HELM" bash "$WORK/charts/deps.sh" >/dev/null
+HELM="$HELM" bash "$ROOT/scripts/charts/vendor.sh" "$WORK"
 pass "dependencies vendored ($(ls -d "$WORK"/charts/*/charts | wc -l) charts)"
 
 for dir in "$WORK"/charts/*/; do
