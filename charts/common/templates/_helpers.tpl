@@ -74,8 +74,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/*
-"true" when the process serves HTTP itself (the gateway's API on PORT, the MCP server on MCP_PORT) with
-GET /health on that port, so probes use it; empty otherwise.
+"true" when the process serves HTTP itself (the gateway's API on PORT, the MCP server on MCP_PORT): container port
+`http` for its Service; empty otherwise.
 */}}
 {{- define "common.servesHttp" -}}
 {{- $http := .Values.http | default dict -}}
@@ -87,14 +87,25 @@ GET /health on that port, so probes use it; empty otherwise.
 {{- (.Values.http | default dict).portEnv | default "PORT" -}}
 {{- end -}}
 
-{{/* Port the probes call: the process's own HTTP port (http.port), or HEALTH_PORT on every other process. */}}
-{{- define "common.probePort" -}}
-{{- if include "common.servesHttp" . -}}
+{{/* The port of the process's own HTTP server (gateway: the API; mcp: the MCP server). */}}
+{{- define "common.httpPort" -}}
 {{- (.Values.http | default dict).port | default 3000 | int -}}
-{{- else -}}
+{{- end -}}
+
+{{/* HEALTH_PORT: every process's probe server (GET /health, /health/live, /health/ready), which the probes call. */}}
+{{- define "common.healthPort" -}}
 {{- $g := .Values.global | default dict -}}
 {{- .Values.healthPort | default $g.healthPort | default 3001 | int -}}
 {{- end -}}
+
+{{/*
+The process's Prometheus metrics settings as YAML (read with fromYaml): the service's `metrics` over
+global.metrics over the defaults (enabled, port 3002, path /metrics, no ServiceMonitor).
+*/}}
+{{- define "common.metrics" -}}
+{{- $g := .Values.global | default dict -}}
+{{- $defaults := dict "enabled" true "port" 3002 "path" "/metrics" "serviceMonitor" (dict "enabled" false "interval" "30s" "labels" dict) -}}
+{{- toYaml (mergeOverwrite $defaults (deepCopy ($g.metrics | default dict)) (deepCopy (.Values.metrics | default dict))) -}}
 {{- end -}}
 
 {{/* "true" when replicas are managed by an HPA or a KEDA ScaledObject, so the Deployment must not set them. */}}
@@ -115,7 +126,8 @@ GET /health on that port, so probes use it; empty otherwise.
 
 {{/*
 Plain (non-secret) environment of the process, as a YAML map of strings. Later sources win:
-built-ins (NODE_ENV, SERVICES, TRANSPORTER, NAMESPACE, LOG_LEVEL, the http.portEnv variable or HEALTH_PORT)
+built-ins (NODE_ENV, SERVICES, TRANSPORTER, NAMESPACE, LOG_LEVEL, HEALTH_PORT, the http.portEnv variable,
+METRICS_PORT)
 < global.env < env.
 */}}
 {{- define "common.env" -}}
@@ -125,11 +137,12 @@ built-ins (NODE_ENV, SERVICES, TRANSPORTER, NAMESPACE, LOG_LEVEL, the http.portE
 {{- with (.Values.transporter | default $g.transporter) }}{{ $_ := set $env "TRANSPORTER" . }}{{ end -}}
 {{- with (.Values.moleculerNamespace | default $g.moleculerNamespace) }}{{ $_ := set $env "NAMESPACE" . }}{{ end -}}
 {{- with (.Values.logLevel | default $g.logLevel) }}{{ $_ := set $env "LOG_LEVEL" . }}{{ end -}}
+{{- $_ := set $env "HEALTH_PORT" (include "common.healthPort" .) -}}
 {{- if include "common.servesHttp" . -}}
-{{- $_ := set $env (include "common.httpPortEnv" .) (include "common.probePort" .) -}}
-{{- else -}}
-{{- $_ := set $env "HEALTH_PORT" (include "common.probePort" .) -}}
+{{- $_ := set $env (include "common.httpPortEnv" .) (include "common.httpPort" .) -}}
 {{- end -}}
+{{- $metrics := include "common.metrics" . | fromYaml -}}
+{{- if $metrics.enabled }}{{ $_ := set $env "METRICS_PORT" ($metrics.port | int | toString) }}{{ end -}}
 {{- $env = mergeOverwrite $env (deepCopy ($g.env | default dict)) (deepCopy (.Values.env | default dict)) -}}
 {{- range $key, $value := $env }}
 {{- if not (kindIs "invalid" $value) }}
