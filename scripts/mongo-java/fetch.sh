@@ -17,19 +17,15 @@ up_to_date() {
   done
 }
 
+# Test runs in several checkouts may share .cache: the whole script runs under one lock (where flock exists).
+mkdir -p "$OUT_DIR"
+if [ -z "${MONGO_JAVA_FETCH_LOCKED:-}" ] && command -v flock >/dev/null 2>&1; then
+  exec env MONGO_JAVA_FETCH_LOCKED=1 flock "$OUT_DIR/.fetch.lock" bash "$0" "$@"
+fi
+
 if up_to_date; then
   echo "mongo-java-server: up to date ($OUT_DIR)"
   exit 0
-fi
-
-mkdir -p "$OUT_DIR"
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"$OUT_DIR/.fetch.lock"
-  flock 9
-  if up_to_date; then
-    echo "mongo-java-server: up to date ($OUT_DIR)"
-    exit 0
-  fi
 fi
 
 for tool in java javac mvn; do
