@@ -3,6 +3,8 @@ const project = {
   testEnvironment: "node",
   roots: ["<rootDir>/test"],
   testMatch: ["**/*.spec.ts"],
+  // The spec comparing the two servers runs in the second-opinion project only.
+  testPathIgnorePatterns: ["/node_modules/", "/second-opinion\\.spec\\.ts$"],
   // Type checking is `npm run typecheck`; tests only transpile, which keeps them fast.
   transform: { "^.+\\.ts$": ["ts-jest", { isolatedModules: true, diagnostics: false }] },
   setupFiles: ["<rootDir>/test/harness/env.ts"],
@@ -16,7 +18,8 @@ const project = {
 const secondOpinion = {
   ...project,
   displayName: "mongo-java-server",
-  testMatch: ["**/integration/{query-semantics,tenancy-guard,indexes}.spec.ts"],
+  testMatch: ["**/integration/{query-semantics,tenancy-guard,indexes,second-opinion}.spec.ts"],
+  testPathIgnorePatterns: ["/node_modules/"],
   setupFiles: [...project.setupFiles, "<rootDir>/test/harness/second-opinion-env.ts"],
   globalSetup: "<rootDir>/test/harness/second-opinion-setup.ts",
 };

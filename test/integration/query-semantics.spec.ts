@@ -112,6 +112,31 @@ describe("query semantics on indexed fields", () => {
     expect(await find({ account_id: 1, $or: [{ v: true }, { tags: "x" }] })).toEqual(mine((d) => d.v === true || has(d.tags, "x")));
   });
 
+  unlessMongoJava("$in and $nin with an array operand miss equal arrays")("matches an array operand as a whole array, in $eq, $in and $nin", async () => {
+    const isOneThree = (d: Doc) => Array.isArray(d.v) && d.v.length === 2 && d.v[0] === 1 && d.v[1] === 3;
+    expect(await find({ account_id: 1, v: [1, 3] })).toEqual(mine(isOneThree));
+    expect(await find({ account_id: 1, v: { $in: [[1, 3], "a"] } })).toEqual(mine((d) => isOneThree(d) || has(d.v, "a")));
+    expect(await find({ account_id: 1, v: { $nin: [[1, 3]] } })).toEqual(mine((d) => !isOneThree(d)));
+  });
+
+  unlessMongoJava("it wants one element within both bounds")("bounds a range on an array by any of its elements, each bound by its own", async () => {
+    // [1, 3] has an element above 2 and another below it.
+    expect(await find({ account_id: 1, v: { $gt: 2, $lt: 2 } })).toEqual(mine((d) => Array.isArray(d.v) && d.v.includes(1) && d.v.includes(3)));
+  });
+
+  unlessMongoJava("a null bound matches nothing")("matches null and missing fields by a range bounded by null", async () => {
+    expect(await find({ account_id: 1, v: { $gte: null } })).toEqual(mine((d) => d.v === null || d.v === undefined));
+    expect(await find({ account_id: 1, v: { $lt: null } })).toEqual([]);
+  });
+
+  unlessMongoJava("two equal arrays are not ordered by the next sort key")("sorts arrays by their least element ascending, greatest descending, empty ones before null", async () => {
+    const coll = conn.db!.collection<{ _id: number; s: unknown }>("array_sorts");
+    await coll.insertMany([[3, 1], 2, [], null, [2, 5], [], 4].map((s, i) => ({ _id: i + 1, s })));
+    const sorted = (dir: 1 | -1) => coll.find({}, { sort: { s: dir, _id: dir } }).toArray().then(ids);
+    expect(await sorted(1)).toEqual([3, 6, 4, 1, 2, 5, 7]);
+    expect(await sorted(-1)).toEqual([5, 7, 1, 2, 4, 6, 3]);
+  });
+
   // The services look an identifier's family up this way (lib/ids.ts identifierFamily) under a unique index.
   unlessMongoJava("a regex on a field of a compound unique index is not implemented")("matches a regex on a field of a compound unique index", async () => {
     const coll = conn.db!.collection<{ _id: number; account_id: number; identifier: string }>("identifiers");
