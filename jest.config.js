@@ -13,7 +13,8 @@ const project = {
 /**
  * A second opinion on the database server (docs/decisions.md, 2026-11-28): the query-semantics, tenancy-guard
  * and index specs run once more on mongo-java-server, an implementation of the wire protocol independent of the
- * local FerretDB build. Its own global setup starts that server only when a run includes these specs.
+ * local FerretDB build, and second-opinion.spec.ts compares the two. Its own global setup starts that server only
+ * when a run includes these specs.
  */
 const secondOpinion = {
   ...project,

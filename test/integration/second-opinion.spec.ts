@@ -48,14 +48,13 @@ describe("the main server and mongo-java-server agree", () => {
       .map((r, i) => ({ _id: i + 1, account_id: 1 + (i % 2), ...(r.v === undefined ? {} : { v: r.v }), ...(r.w === undefined ? {} : { w: r.w }) }));
     collections = clients.map((c) => c.db().collection("records"));
     for (const coll of collections) {
-      await coll.drop().catch(() => undefined);
+      await coll.db.dropDatabase();
       await coll.createIndexes([{ key: { account_id: 1, v: 1, _id: 1 } }, { key: { account_id: 1, w: 1 } }]);
       await coll.insertMany(records.map((r) => ({ ...r })) as never[]);
     }
   });
   afterAll(async () => {
-    for (const c of clients) await c.db().dropDatabase().catch(() => undefined);
-    await Promise.all(clients.map((c) => c.close()));
+    await Promise.all(clients.map(async (c) => (await c.db().dropDatabase(), await c.close())));
   });
 
   const ids = (coll: Mongo.Collection, query: object, options: Mongo.FindOptions) => coll.find(query, options).toArray().then((rows) => rows.map((r) => r._id));
