@@ -12,5 +12,6 @@ export default async function globalSetup() {
   process.env.TEST_TYPESENSE_URL = typesense.url;
   process.env.TEST_TYPESENSE_API_KEY = typesense.apiKey;
   console.log(`\n[harness] NATS ${nats.url}; MongoDB (${mongo.kind}) ${mongo.url}; Typesense (${typesense.kind}) ${typesense.url}`);
-  (globalThis as { __servers?: RunningServer[] }).__servers = [nats, mongo, typesense];
+  process.env.TEST_MONGO_KIND = mongo.kind;
+  ((globalThis as { __servers?: RunningServer[] }).__servers ??= []).push(nats, mongo, typesense);
 }

@@ -1,6 +1,6 @@
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -210,4 +210,28 @@ export async function startMongo(): Promise<RunningServer & { kind: string }> {
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * mongo-java-server (in memory, see scripts/mongo-java), an implementation of the MongoDB wire protocol
+ * independent of FerretDB: the second opinion some specs also run against (jest.config.js).
+ */
+export async function startMongoJava(): Promise<RunningServer & { kind: string }> {
+  const cache = path.join(repoRoot(), ".cache", "mongo-java");
+  execFileSync("bash", [path.join(repoRoot(), "scripts", "mongo-java", "fetch.sh")], { stdio: ["ignore", "ignore", "inherit"] });
+  const jar = readdirSync(path.join(cache, "lib")).find((f) => /^mongo-java-server-core-.*\.jar$/.test(f));
+  // A small heap and the quick JIT: the specs' data is small and a run is short.
+  const child = spawn("java", ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", `${cache}/classes:${cache}/lib/*`, "SecondOpinion", "0"], {
+    stdio: ["pipe", "pipe", "ignore"],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error("mongo-java-server did not start in 30 s")), 30_000);
+    child.once("exit", (code) => (clearTimeout(timer), reject(new Error(`mongo-java-server exited with code ${code}`))));
+    child.stdout!.on("data", (chunk) => {
+      const ready = /^listening on .*:(\d+)$/m.exec((out += chunk));
+      if (ready) (clearTimeout(timer), resolve(Number(ready[1])));
+    });
+  });
+  return { kind: jar?.replace(/-core-(.*)\.jar$/, " $1") ?? "mongo-java-server", url: `mongodb://127.0.0.1:${port}`, stop: () => stopChild(child) };
 }

@@ -1,5 +1,6 @@
 import mongoose from "mongoose";
 import { startCluster, type Cluster } from "../harness/cluster";
+import { unlessMongoJava } from "../harness/disagreements";
 import { apiClient, signup, type Api } from "../harness/http";
 import { captureQueryShapes, declaredIndexes, describeShape, ID_INDEX, served, type QueryShape } from "../harness/query-shapes";
 
@@ -96,7 +97,9 @@ describe("query shapes and their indexes", () => {
     await call("DELETE", `/webhook-subscriptions/${hook.id}`);
   }
 
-  it("serves every captured query shape with a declared index", async () => {
+  // Creating a trait, tool or agent looks its identifier's family up by regex ({account_id, identifier: /^x(-\d+)?$/}),
+  // which mongo-java-server cannot answer through a compound unique index (its AbstractUniqueIndex throws).
+  unlessMongoJava("a regex on a field of a compound unique index is not implemented")("serves every captured query shape with a declared index", async () => {
     await scriptedRun();
     // Let the background workers (scheduler, webhook dispatcher, knowledge jobs) poll at least once.
     await new Promise((r) => setTimeout(r, 1500));
@@ -109,7 +112,7 @@ describe("query shapes and their indexes", () => {
     expect(unserved).toEqual([]);
   });
 
-  it("on the local server, SQLite reads every list through an index, in index order (EXPLAIN QUERY PLAN)", async () => {
+  unlessMongoJava("it has no explain command")("on the local server, SQLite reads every list through an index, in index order (EXPLAIN QUERY PLAN)", async () => {
     const conn = await mongoose.createConnection(cluster.mongoUrl).asPromise();
     try {
       const plans = new Map<string, string[]>();
