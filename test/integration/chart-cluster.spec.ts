@@ -25,6 +25,8 @@ const VALUES = path.join(ROOT, "test/charts/values/umbrella-cluster-test.yaml");
 /** Twenty-eight processes start on a 2-core machine shared with other work. */
 const START_TIMEOUT_MS = 300_000;
 const SITE_PAGES = 40;
+/** A list route of every service behind the gateway (the loader has none; the load itself waits for it). */
+const ROUTED = ["/users/me", "/agents", "/tools", "/traits", "/teams", "/knowledge", "/knowledge/documents", "/tasks", "/scheduled-tasks", "/entities", "/webhook-subscriptions", "/account-api-keys"];
 
 interface Container {
   env?: { name: string; value?: string }[];
@@ -181,6 +183,14 @@ describe("the umbrella chart run as local processes", () => {
       }
     }
     await Promise.all(replicas.map(ready));
+    // Readiness is each process's own: a gateway routes to a service once it has discovered it, so wait until
+    // every service's routes answer (401 without credentials) instead of 404.
+    await until(
+      () => Promise.all(ROUTED.map(async (route) => (await api("GET", `/api/v1${route}`)).status)),
+      (statuses) => statuses.every((status) => status !== 404),
+      START_TIMEOUT_MS,
+      "the gateway routing to every service",
+    );
     owner = await signup(api, "chart-cluster");
   }, START_TIMEOUT_MS + 60_000);
 
