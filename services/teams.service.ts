@@ -19,7 +19,7 @@ import { renderAgents } from "./agents/render";
 import { accountAgents, agentEventData } from "./agents/store";
 import { teamModel, type TeamAccessLevel, type TeamRecord } from "./teams/model";
 import { teams } from "./teams/resource";
-import { documentSchema } from "./teams/config-schema";
+import { documentSchema, pushDocumentSchema } from "./teams/config-schema";
 import { pullDocument, pushDocument } from "./teams/push";
 import { passwordProblem, readDecision } from "./teams/rules";
 import { crossAccount } from "../lib/tenancy-guard";
@@ -84,7 +84,7 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       operationIds: ["pushConfig", "push"],
       summary: "Create or update a whole team from a configuration document (push)",
       // Checked by pushDocument, whose refusals are the interface's 400s: declared as the body, not as params.
-      body: ruleBody("TeamConfigurationDocumentInput", documentSchema),
+      body: ruleBody("TeamConfigurationDocumentInput", pushDocumentSchema),
       response: teams.view.one(),
       async handler(ctx: Ctx<unknown>) {
         if (ctx.meta.authType === "master") throw ERRORS.forbidden("Master API keys cannot push teams; use an account API key or a user token");

@@ -133,7 +133,9 @@ function strictRule(rule: unknown): unknown {
 // The new custom checker signature, as moleculer's validator uses it (free-form rules rely on it).
 const validator = () => new Validator({ haltOnFirstError: false, useNewCustomCheckerFunction: true, messages: PLATFORM_MESSAGES });
 const check = validator().compile(documentSchema);
-const checkStrict = validator().compile(strictRule(documentSchema) as typeof documentSchema);
+/** The document push reads: unknown fields refused outside the free-form parts (the OpenAPI push body says so too). */
+export const pushDocumentSchema = strictRule(documentSchema) as typeof documentSchema;
+const checkStrict = validator().compile(pushDocumentSchema);
 
 /**
  * Structural problems of a configuration document; empty when it is well formed. `strict`: an unknown field is

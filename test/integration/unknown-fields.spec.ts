@@ -40,14 +40,20 @@ describe("unknown body fields", () => {
   });
 
   it("every POST, PUT and PATCH that declares its body refuses an unknown field", async () => {
-    type Operation = { requestBody?: { content: Record<string, { schema: { additionalProperties?: unknown } }> } };
-    const doc = (await api("GET", "/openapi.json")).body as { paths: Record<string, Record<string, Operation>> };
+    type BodySchema = { additionalProperties?: unknown; $ref?: string };
+    type Operation = { requestBody?: { content: Record<string, { schema: BodySchema }> } };
+    const doc = (await api("GET", "/openapi.json")).body as { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, BodySchema> } };
+    const named = (schema: BodySchema) => (schema.$ref ? doc.components.schemas[schema.$ref.split("/").pop()!]! : schema);
     const operations = Object.entries(doc.paths).flatMap(([path, ops]) =>
       Object.entries(ops)
         .filter(([method, op]) => ["post", "put", "patch"].includes(method) && op.requestBody)
         // The document says so too, so generated clients and schemathesis send declared fields only.
-        .filter(([, op]) => expect(op.requestBody!.content["application/json"]!.schema.additionalProperties).toBe(false) ?? true)
-        .map(([method]) => [method.toUpperCase(), path.replace("/api/v1", "").replace(/\{\w+\}/g, "1")] as const),
+        .filter(([, op]) => expect(named(op.requestBody!.content["application/json"]!.schema).additionalProperties).toBe(false) ?? true)
+        .map(([method, op]) => {
+          // Team push reads a whole document and answers its problems with the interface's 400.
+          const status = op.requestBody!.content["application/json"]!.schema.$ref?.endsWith("/TeamConfigurationDocumentInput") ? 400 : 422;
+          return [method.toUpperCase(), path.replace("/api/v1", "").replace(/\{\w+\}/g, "1"), status] as const;
+        }),
     );
     expect(operations.length).toBeGreaterThan(35);
     const refused = [];
@@ -55,7 +61,7 @@ describe("unknown body fields", () => {
       const res = await call(method, path, { zz_not_a_field: 1 });
       refused.push(`${method} ${path} ${res.status} ${res.status === 422 ? unknownLocs(res.body).join() : ""}`);
     }
-    expect(refused).toEqual(operations.map(([method, path]) => `${method} ${path} 422 body.zz_not_a_field`));
+    expect(refused).toEqual(operations.map(([method, path, status]) => `${method} ${path} ${status} ${status === 422 ? "body.zz_not_a_field" : ""}`));
   });
 
   it("takes back what it answered: a record read, changed and sent back whole is accepted", async () => {
