@@ -53,6 +53,21 @@ function matchByName<T extends Identified>(records: T[], name: string, preferred
   );
 }
 
+/**
+ * Components the push would create under one identifier: a created record's identifier is its name's slug, so two
+ * new names with the same slug ("Ü" and "U", or two names with no letters) would make the second insert collide.
+ */
+function identifierClashes(kind: string, defs: { name: string }[] | undefined, records: Identified[], preferred?: number[]): FieldProblem[] {
+  const createdAt = new Map<string, number>();
+  return (defs ?? []).flatMap((def, i) => {
+    if (typeof def?.name !== "string" || matchByName(records, def.name, preferred)) return [];
+    const identifier = slugify(def.name);
+    const first = createdAt.get(identifier);
+    if (first === undefined) return (createdAt.set(identifier, i), []);
+    return [{ field: `${kind}[${i}].name`, message: `Would create the identifier '${identifier}' that ${kind}[${first}] creates; give it a distinct name`, type: "unique" }];
+  });
+}
+
 /** The hash to store for a pushed publication password: the current one when it already matches (a salted
  * re-hash would rewrite the agent on every identical push), a new one otherwise. */
 async function publicationPasswordHash(existing: AgentRecord | null, password: string | undefined): Promise<string | undefined> {
@@ -79,7 +94,12 @@ function validate(raw: unknown, state: Awaited<ReturnType<typeof loadState>>): T
   if (written.length) throw ERRORS.invalidDocument("Invalid team configuration", written);
   const doc = effectiveDocument(raw as TeamDocument);
   // Overrides can set values the agent schema refuses (e.g. a temperature of 5).
-  const problems: FieldProblem[] = documentProblems(doc);
+  const problems: FieldProblem[] = [
+    ...documentProblems(doc),
+    ...identifierClashes("traits", doc.traits, state.traits),
+    ...identifierClashes("tools", doc.tools, state.tools, state.team?.tool_ids),
+    ...identifierClashes("agents", doc.agents, state.agents, state.team?.agent_ids),
+  ];
   (doc.agents ?? []).forEach((agent, i) => {
     const existing = matchByName(state.agents, agent.name, state.team?.agent_ids);
     const wantsPassword = (agent.publication?.access_level ?? existing?.publication?.access_level) === "password_protected";
@@ -148,7 +168,8 @@ export async function pushDocument(db: Connection, accountId: number, raw: unkno
     try {
       return await apply(db, accountId, doc, state);
     } catch (err) {
-      if (!isDuplicateKeyError(err) || attempt >= PUSH_ATTEMPTS) throw err;
+      if (!isDuplicateKeyError(err)) throw err;
+      if (attempt >= PUSH_ATTEMPTS) throw ERRORS.conflict("Other changes kept colliding with this push's identifiers; retry it");
       // Jittered backoff so racing pushes stop colliding with each other's in-flight writes.
       await new Promise((r) => setTimeout(r, PUSH_BACKOFF_MS * attempt * (0.5 + Math.random())));
     }

@@ -246,6 +246,19 @@ describe("teams, access levels and configuration push/pull over NATS", () => {
       expect((await call("GET", "/agents?limit=1")).body.pagination.total).toBe(agentsBefore);
     });
 
+    it("refuses new components whose names give one identifier with 400 instead of a duplicate-key 500", async () => {
+      const res = await call("POST", "/teams/push", {
+        name: "Clashing Team",
+        traits: [{ name: "Über" }, { name: "uber" }, { name: "¶" }, { name: "§" }],
+        tools: [{ name: "Ü", type: "function" }, { name: "u", type: "function" }],
+        agents: [{ name: "Ä", model: "m" }, { name: "a!", model: "m" }],
+      });
+      expect(res.status).toBe(400);
+      expect(res.body.errors.map((e: { loc: unknown[] }) => e.loc.slice(1).join("."))).toEqual(["traits.1.name", "traits.3.name", "tools.1.name", "agents.1.name"]);
+      expect(res.body.errors[0].msg).toMatch(/identifier 'uber' that traits\[0\] creates/);
+      expect((await call("GET", "/teams/clashing-team")).status).toBe(404);
+    });
+
     it("accepts a domain registered for the account", async () => {
       const conn = await mongoose.createConnection(cluster.mongoUrl).asPromise();
       await conn.collection("domains").insertOne({ account_id: accountId, hostname: "chat.example.com" });
@@ -267,7 +280,8 @@ describe("teams, access levels and configuration push/pull over NATS", () => {
         tools: [{ name: "Doomed Tool", type: "function" }],
         agents: [{ name: "Doomed Agent", model: "m", traits: ["Doomed Trait"] }],
       });
-      expect(res.status).toBe(500);
+      // Every attempt collides, so after its retries the push answers 409 (nothing written: retry) instead of a 500.
+      expect(res.status).toBe(409);
       for (const [collection, name] of [["agents", "Doomed Agent"], ["tools", "Doomed Tool"], ["traits", "Doomed Trait"], ["teams", "Doomed Team"]]) {
         expect(await conn.collection(collection!).countDocuments({ name })).toBe(0);
       }
