@@ -14,7 +14,7 @@ const project = {
 };
 
 /**
- * A second opinion on the database server (docs/decisions.md, 2026-11-28): the query-semantics, tenancy-guard
+ * A second opinion on the database server (docs/adr/0048-second-opinion-on-embedded-store.md): the query-semantics, tenancy-guard
  * and index specs run once more on mongo-java-server, an implementation of the wire protocol independent of the
  * local FerretDB build, and second-opinion.spec.ts compares the two. Its own global setup starts that server only
  * when a run includes these specs.

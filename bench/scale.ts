@@ -31,7 +31,7 @@ import { machine, writeResults } from "./report";
  * Runs on the embedded default (the local MongoDB-compatible server, started here) unless MONGO_URL is set (the
  * bench's two databases on it are dropped at the end). Env: BENCH_DURATION (s measured per run, default 5:
  * a p99 at 32 connections is the slowest 1% of the run, and requests in flight together are slow together, so over
- * 2 s a few bursts of the queue decided it: docs/decisions.md, fifth pass),
+ * 2 s a few bursts of the queue decided it: docs/adr/0034-data-layer-pass-5-agents-list-one-round.md),
  * BENCH_ROUNDS (3), BENCH_ACCOUNTS (100), BENCH_RECORDS (1000), BENCH_ENDPOINTS=lists (only the list endpoints).
  */
 

@@ -48,7 +48,7 @@ export interface EventsMethods {
   /**
    * Records change events in the same unit of work as the write that causes them: prepared before `write`,
    * committed with the data `write` returns (one entry per draft, in order) after it, dropped when it throws.
-   * The ONE way a service records its changes; see docs/decisions.md "Durable events".
+   * The ONE way a service records its changes; see docs/adr/0020-durable-events.md.
    */
   recordChanges<T extends object>(drafts: ChangeDraft[], write: () => Promise<T[]>): Promise<T[]>;
   /** Commits events prepared elsewhere (a UnitOfWork's `changes`) with their data, in order. */

@@ -9,7 +9,7 @@ import { tenantFilter } from "./tenancy-guard";
 /**
  * The durable event log: every service writes its change events to `events` (prepared before the change,
  * committed after it), and each consumer group takes them from `event_queue` with its own acknowledgement
- * (docs/decisions.md, "Durable events").
+ * (docs/adr/0020-durable-events.md).
  */
 export const EVENTS_COLLECTION = "events";
 /**
@@ -130,7 +130,7 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
 /**
  * Makes prepared events visible to consumers with their data, in the order given (one counter range). The steps
  * are ordered so that a process killed between any two of them leaves a state the settling of abandoned events
- * repairs (docs/decisions.md, "Events of cut-off writes"): change counts first, then one work item per consumer
+ * repairs (docs/adr/0038-events-of-cut-off-writes.md): change counts first, then one work item per consumer
  * group (deterministic ids: a second commit of the event queues nothing new), and last the log entry turns
  * `committed`. An event is never committed without its work items, and an event still `prepared` is settled by
  * what the database shows. Returns how many of the events this call committed (others were settled meanwhile).

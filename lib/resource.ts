@@ -13,7 +13,7 @@ import type { ListOptions, OwnedRecord, TenancyMethods } from "./tenancy.mixin";
  * Resource declarations: each resource (and each response shape that is not a stored resource) is declared once,
  * as fields with fastest-validator rules, and everything else derives from that: the create and update params,
  * their TypeScript types, which fields a write may set, the OpenAPI response schemas, and the standard CRUD
- * actions with tenancy and change events (docs/decisions.md, "Resource declaration"). The shape follows
+ * actions with tenancy and change events (docs/adr/0023-resource-declaration.md). The shape follows
  * @moleculer/database's field definitions: one map of fields, each saying how it is validated, whether clients
  * may write it and whether it is shown.
  */

@@ -4,8 +4,8 @@ import { agentModel, type AgentRecord } from "./model";
 import { renderAgents } from "./render";
 
 /*
- * The agents collection as other services use it (the agents service owns it; docs/decisions.md "One writer per
- * collection"): their reads, their writes within a unit of work, and an agent's change-event data.
+ * The agents collection as other services use it (the agents service owns it; docs/adr/0022-layout-one-writer-tenancy-guard.md,
+ * "One writer per collection"): their reads, their writes within a unit of work, and an agent's change-event data.
  */
 
 /** An account's agents, all of them or those with these ids. */

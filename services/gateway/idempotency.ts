@@ -6,7 +6,7 @@ import type { SecretBox } from "../../lib/secrets";
 import { crossAccount } from "../../lib/tenancy-guard";
 
 /**
- * Idempotency-Key on POST, with Stripe's semantics (docs/decisions.md, "Idempotency-Key"): the first answer to a
+ * Idempotency-Key on POST, with Stripe's semantics (docs/adr/0037-unknown-fields-idempotency-key-readme.md): the first answer to a
  * key is kept 24 hours and replayed to a retry with the same request; the same key with another request is a 422,
  * and a retry while the first is still running a 409. Kept in the database, so every gateway replica sees it.
  */

@@ -4,7 +4,7 @@ import type { SourceChanges } from "./states";
 
 /*
  * The knowledge loader's reads and writes of knowledge_sources (the knowledge service owns the collection;
- * docs/decisions.md "One writer per collection"): the source a job works on, its loading state, its removal.
+ * docs/adr/0022-layout-one-writer-tenancy-guard.md, "One writer per collection"): the source a job works on, its loading state, its removal.
  */
 
 const sourceOf = (job: LoadJobRecord) => ({ _id: job.knowledge_source_id, account_id: job.account_id });

@@ -4,8 +4,8 @@ import type { UnitOfWork } from "../../lib/unit-of-work";
 import { toolModel, type ToolRecord } from "./model";
 
 /*
- * The tools collection as other services use it (the tools service owns it; docs/decisions.md "One writer per
- * collection"): their reads, their writes within a unit of work, and a tool's change-event data.
+ * The tools collection as other services use it (the tools service owns it; docs/adr/0022-layout-one-writer-tenancy-guard.md,
+ * "One writer per collection"): their reads, their writes within a unit of work, and a tool's change-event data.
  */
 
 /** An account's tools, all of them or those with these ids. */

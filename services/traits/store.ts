@@ -5,8 +5,8 @@ import { traitModel, type TraitRecord } from "./model";
 import { normalizeTags } from "./rules";
 
 /*
- * The traits collection as other services use it (the traits service owns it; docs/decisions.md "One writer per
- * collection"): their reads, their writes within a unit of work, and a trait's change-event data.
+ * The traits collection as other services use it (the traits service owns it; docs/adr/0022-layout-one-writer-tenancy-guard.md,
+ * "One writer per collection"): their reads, their writes within a unit of work, and a trait's change-event data.
  */
 
 /** An account's traits, all of them or those with these ids. */

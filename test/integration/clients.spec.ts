@@ -66,7 +66,7 @@ describe("clients generated from the served OpenAPI document", () => {
     "redocly lint with the recommended ruleset finds no error",
     async () => {
       const { code, output } = await run(process.execPath, [bin("redocly"), "lint", "--extends=recommended", `${cluster.baseUrl}/openapi.json`], QUIET_REDOCLY);
-      // The warnings kept on purpose are listed in docs/decisions.md (2026-11-28, generated clients).
+      // The warnings kept on purpose are listed in docs/adr/0045-openapi-for-generated-clients.md.
       expect({ code, output }).toEqual({ code: 0, output: expect.stringMatching(/Your API description is valid/) });
     },
     60_000,

@@ -10,7 +10,7 @@ import { configured } from "../../services";
 import { databaseUrl } from "../harness/servers";
 
 /**
- * The states a change can be cut off in (docs/decisions.md, "Events of cut-off writes"), each built step by step
+ * The states a change can be cut off in (docs/adr/0038-events-of-cut-off-writes.md), each built step by step
  * on the real database, and what settling makes of them: a stored record ends with exactly one committed event,
  * queued once for each consumer group; a change that never happened ends with none.
  */

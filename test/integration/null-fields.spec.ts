@@ -2,7 +2,7 @@ import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
 
 /**
- * fastest-validator lets null through an optional field; lib/validator.ts removes it, so it means "not given" (docs/decisions.md).
+ * fastest-validator lets null through an optional field; lib/validator.ts removes it, so it means "not given" (docs/adr/0015-security-hardening.md).
  * Each case here answered 500 before (schemathesis found the scheduled-task one).
  */
 describe("null in optional fields is taken as not given", () => {

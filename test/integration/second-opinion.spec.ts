@@ -6,7 +6,7 @@ import { databaseUrl } from "../harness/servers";
  * The run's main MongoDB server and mongo-java-server (jest.config.js, second-opinion project) answer the same
  * generated filters, sorts and pages over the same mixed-type records with the same ids: the shapes the local
  * server's pushdown answers in SQL (equalities, $in, ranges, $ne, $nin, $exists, sorts, skip, limit). Where they
- * differ, one of them is wrong (docs/decisions.md, 2026-11-28).
+ * differ, one of them is wrong (docs/adr/0048-second-opinion-on-embedded-store.md).
  */
 describe("the main server and mongo-java-server agree", () => {
   const { Double, Long } = mongo;
@@ -15,7 +15,7 @@ describe("the main server and mongo-java-server agree", () => {
 
   // Few distinct values of every type the services store, so filters hit and types collide. Arrays stand only in
   // `w` and are never operands, ranges on `w` have one bound, no sort is on `w`, and null bounds no range: on those
-  // mongo-java-server is wrong (docs/decisions.md, 2026-11-28; query-semantics.spec.ts has a case for each but array bounds).
+  // mongo-java-server is wrong (docs/adr/0048-second-opinion-on-embedded-store.md; query-semantics.spec.ts has a case for each but array bounds).
   const SCALARS: unknown[] = [0, 1, 2, new Double(1), new Double(2.5), Long.fromNumber(2), "1", "a", "b", "", true, false, null, new Date(1000), new Date(2000), { x: 1 }];
   const scalar = fc.constantFrom(...SCALARS);
   const bound = fc.constantFrom(...SCALARS.filter((v) => v !== null));
