@@ -205,8 +205,13 @@ describe("scheduled tasks over NATS, with two scheduler replicas", () => {
     const fallDue = async (id: number, at: Date) => {
       await db.collection("scheduled_tasks").updateOne({ _id: id } as never, { $set: { next_run_at: at } });
     };
-    /** A whole second in the past, a different one each call of a test. */
-    const pastSecond = (round: number) => new Date(Math.floor(Date.now() / 1000) * 1000 - round * 1000);
+    /** The round-th whole second of the ten before the test began: past, and distinct and ascending by round
+     * (counted back from each call's own clock, rounds a second apart named the same second). */
+    let testStart = 0;
+    beforeEach(() => {
+      testStart = Math.floor(Date.now() / 1000) * 1000 - 10_000;
+    });
+    const pastSecond = (round: number) => new Date(testStart + round * 1000);
 
     it("creates one task per occurrence, however many schedulers run; disabling stops it", async () => {
       const taskType = "every-minute";
