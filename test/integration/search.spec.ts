@@ -9,7 +9,7 @@ import { TypesenseEngine } from "../../lib/search/typesense-engine";
 import { loadConfig } from "../../lib/config";
 import type { Env } from "../../lib/env";
 import { configured } from "../../services";
-import SearchService from "../../services/search.service";
+import SearchService from "../../services/search/search.service";
 import { searchModels } from "../../services/search/model";
 import type { RestoreReport, SnapshotKeeper } from "../../services/search/snapshots";
 import { startCluster, type Cluster } from "../harness/cluster";
