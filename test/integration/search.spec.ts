@@ -5,7 +5,7 @@ import path from "node:path";
 import mongoose from "mongoose";
 import type { ServiceBroker } from "moleculer";
 import { DEFAULT_LOCAL_MODEL } from "../../lib/search/models";
-import { TypesenseEngine } from "../../lib/search/typesense-engine";
+import { TypesenseEngine } from "../../lib/search/typesense/engine";
 import { loadConfig } from "../../lib/config";
 import type { Env } from "../../lib/env";
 import { configured } from "../../services";
