@@ -1,20 +1,20 @@
 import type { ServiceSchema } from "moleculer";
 import type { Config } from "../lib/config";
-import GatewayService from "./gateway.service";
-import UsersService from "./users.service";
-import ApiKeysService from "./api-keys.service";
-import AgentsService from "./agents.service";
-import ToolsService from "./tools.service";
-import TraitsService from "./traits.service";
-import TeamsService from "./teams.service";
-import SearchService from "./search.service";
-import KnowledgeService from "./knowledge.service";
-import KnowledgeLoaderService from "./knowledge-loader.service";
-import EntitiesService from "./entities.service";
-import TasksService from "./tasks.service";
-import SchedulerService from "./scheduler.service";
-import WebhooksService from "./webhooks.service";
-import McpService from "./mcp.service";
+import GatewayService from "./gateway/gateway.service";
+import UsersService from "./users/users.service";
+import ApiKeysService from "./api-keys/api-keys.service";
+import AgentsService from "./agents/agents.service";
+import ToolsService from "./tools/tools.service";
+import TraitsService from "./traits/traits.service";
+import TeamsService from "./teams/teams.service";
+import SearchService from "./search/search.service";
+import KnowledgeService from "./knowledge/knowledge.service";
+import KnowledgeLoaderService from "./knowledge-loader/knowledge-loader.service";
+import EntitiesService from "./entities/entities.service";
+import TasksService from "./tasks/tasks.service";
+import SchedulerService from "./scheduler/scheduler.service";
+import WebhooksService from "./webhooks/webhooks.service";
+import McpService from "./mcp/mcp.service";
 
 /** Every service the image can run, by name; SERVICES picks a subset per process. */
 export const SERVICE_REGISTRY: Record<string, ServiceSchema<any, any, any>> = {

@@ -2,11 +2,10 @@ import path from "node:path";
 import { rm } from "node:fs/promises";
 import type { Logger } from "moleculer";
 import type { SearchConfig } from "../../lib/search/config";
-import { EmbeddedEngine } from "../../lib/search/embedded-engine";
+import { createSearchIndex } from "../../lib/search/engines";
 import { LocalEmbeddingProvider, RemoteEmbeddingProvider, type EmbeddingProvider } from "../../lib/search/embeddings";
 import type { LocalModelName } from "../../lib/search/models";
 import type { SearchIndex } from "../../lib/search/port";
-import { TypesenseEngine } from "../../lib/search/typesense-engine";
 import { DeletionQueue } from "./deletions";
 import { EmbedStage } from "./embed-stage";
 import { IndexGenerations } from "./generations";
@@ -45,10 +44,9 @@ function embeddingProvider({ embedding }: SearchConfig): EmbeddingProvider | und
 export async function startSearch(config: SearchConfig, models: SearchModels, databaseName: string, logger: Logger): Promise<SearchRuntime> {
   const provider = embeddingProvider(config);
   const dimensions = provider?.dimensions ?? config.embedding.dimensions;
-  const embedded = config.engine === "embedded" ? new EmbeddedEngine({ dimensions }) : undefined;
   const modelSwitch = provider ? new ModelSwitch({ models, provider, logger }) : undefined;
   const switching = (await modelSwitch?.needed()) ?? false;
-  const index = embedded ?? new TypesenseEngine({ ...config.typesense, dimensions, model: provider?.model, switchingModel: switching });
+  const { index, local: embedded } = createSearchIndex(config, { dimensions, model: provider?.model, switchingModel: switching });
   await index.start();
   const generations = new IndexGenerations(models.state);
   const deps: StoreDeps = { models, index, provider, generations, logger };

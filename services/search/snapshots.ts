@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
 import path from "node:path";
 import type { Logger } from "moleculer";
-import type { EmbeddedEngine } from "../../lib/search/embedded-engine";
+import type { LocalIndex } from "../../lib/search/engines";
 import { removeOthers } from "../../lib/search/snapshot-file";
 import { isDuplicateKeyError } from "../../lib/errors";
 import { accountStateId, SNAPSHOT_MARKER, type IndexGenerations } from "./generations";
@@ -10,7 +10,7 @@ import type { IndexStateRecord } from "./model";
 import { rebuildEmbedded, type StoreDeps } from "./store";
 
 export interface SnapshotKeeperOptions {
-  engine: EmbeddedEngine;
+  engine: LocalIndex;
   generations: IndexGenerations;
   /** This database's snapshot directory (one sub-directory per account). */
   dir: string;

@@ -1,7 +1,7 @@
 import type { Logger } from "moleculer";
 import { insertNew } from "../../lib/db";
 import type { EmbeddingProvider } from "../../lib/search/embeddings";
-import type { EmbeddedEngine } from "../../lib/search/embedded-engine";
+import type { LocalIndex } from "../../lib/search/engines";
 import type { IndexedChunk, SearchIndex } from "../../lib/search/port";
 import { bufferToVector } from "../../lib/search/vectors";
 import type { EmbedJob, EmbedStage } from "./embed-stage";
@@ -302,7 +302,7 @@ export async function removeSource(deps: StoreDeps, accountId: number, sourceId:
  */
 export async function rebuildEmbedded(
   deps: Pick<StoreDeps, "models" | "provider">,
-  engine: EmbeddedEngine,
+  engine: LocalIndex,
   accounts?: number[],
 ): Promise<{ chunks: number; accounts: Set<number> }> {
   const seen = new Set<number>();

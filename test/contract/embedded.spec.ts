@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { EmbeddedEngine, type EmbeddedEngineOptions } from "../../lib/search/embedded-engine";
+import { EmbeddedEngine, type EmbeddedEngineOptions } from "../../lib/search/embedded/engine";
 import type { SearchIndex } from "../../lib/search/port";
 import { CONTRACT_DIMENSIONS, searchIndexContract } from "./search-index.contract";
 

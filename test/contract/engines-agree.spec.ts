@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
-import { EmbeddedEngine } from "../../lib/search/embedded-engine";
+import { EmbeddedEngine } from "../../lib/search/embedded/engine";
 import { LocalEmbeddingProvider } from "../../lib/search/embeddings";
 import { DEFAULT_LOCAL_MODEL } from "../../lib/search/models";
 import { SEARCH_MODES, type IndexedChunk, type IndexResult } from "../../lib/search/port";
-import { TypesenseEngine } from "../../lib/search/typesense-engine";
+import { TypesenseEngine } from "../../lib/search/typesense/engine";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "./corpus";
 import { CONTRACT_DIMENSIONS } from "./search-index.contract";
 import { scaled } from "../harness/wait";

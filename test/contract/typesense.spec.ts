@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { TypesenseEngine } from "../../lib/search/typesense-engine";
+import { TypesenseEngine } from "../../lib/search/typesense/engine";
 import { CONTRACT_DIMENSIONS, searchIndexContract } from "./search-index.contract";
 
 // The Typesense server of the test run (global setup starts one, or uses TYPESENSE_URL's).

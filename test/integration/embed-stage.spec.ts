@@ -1,7 +1,7 @@
 import mongoose, { type Connection } from "mongoose";
 import type { Logger } from "moleculer";
 import type { EmbeddingProvider } from "../../lib/search/embeddings";
-import { EmbeddedEngine } from "../../lib/search/embedded-engine";
+import { EmbeddedEngine } from "../../lib/search/embedded/engine";
 import { EmbedStage, type EmbedJob } from "../../services/search/embed-stage";
 import { searchModels, type SearchModels } from "../../services/search/model";
 import { databaseUrl } from "../harness/servers";

@@ -3,7 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ServiceBroker } from "moleculer";
 import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS } from "../../lib/search/models";
-import { TypesenseEngine } from "../../lib/search/typesense-engine";
+import { TypesenseEngine } from "../../lib/search/typesense/engine";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "../contract/corpus";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";

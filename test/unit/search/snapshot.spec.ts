@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { EmbeddedEngine, type EmbeddedEngineOptions } from "../../../lib/search/embedded-engine";
+import { EmbeddedEngine, type EmbeddedEngineOptions } from "../../../lib/search/embedded/engine";
 import type { IndexedChunk, IndexQuery, IndexResult, SearchMode } from "../../../lib/search/port";
 
 const D = 32;

@@ -1,4 +1,4 @@
-import { isSupportedTypesenseVersion } from "../../../lib/search/typesense-engine";
+import { isSupportedTypesenseVersion } from "../../../lib/search/typesense/engine";
 
 describe("supported Typesense versions", () => {
   it.each(["0.24.1", "v0.24.1", "0.25.0", "0.25.2", "26.0", "27.1", "29.0.rc1", "30.1", "nightly"])("accepts %s", (version) => {

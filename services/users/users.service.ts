@@ -1,28 +1,28 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { leanToJSON } from "../lib/db";
-import { configOf } from "../lib/config";
-import { ERRORS, isDuplicateKeyError } from "../lib/errors";
-import { nextId } from "../lib/ids";
-import type { Ctx } from "../lib/meta";
-import { MongoMixin } from "../lib/mongo.mixin";
-import { paginationParams, toPage } from "../lib/pagination";
-import { respondCreated, respondNoContent } from "../lib/responses";
-import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { hashPassword, verifyPassword } from "../lib/auth/passwords";
-import { signToken, verifyToken } from "../lib/auth/jwt";
-import { SESSION_CHANGED_EVENT } from "../lib/auth/identity";
-import { attemptKeys, failureCounterModel, FailureThrottle } from "../lib/auth/throttle";
-import { passwordHashing } from "../lib/auth/hashing-queue";
-import { keyRevocationRefusal } from "../lib/auth/api-keys";
-import { publishOutbox, sweepOutbox } from "../lib/outbox";
-import type { UserRole } from "../lib/meta";
-import { eventIdFor } from "../lib/events";
-import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
-import { userModel, type UserRecord } from "./users/model";
-import { Token, UserAuditEntry, UserCreated, userFields, UserPublic } from "./users/resource";
-import { NO_CONTENT, plainResponse } from "../lib/resource";
-import { auditEntry, userAuditModel, type UserAuditAction, type UserAuditRecord } from "./users/audit";
+import { leanToJSON } from "../../lib/db";
+import { configOf } from "../../lib/config";
+import { ERRORS, isDuplicateKeyError } from "../../lib/errors";
+import { nextId } from "../../lib/ids";
+import type { Ctx } from "../../lib/meta";
+import { MongoMixin } from "../../lib/mongo.mixin";
+import { paginationParams, toPage } from "../../lib/pagination";
+import { respondCreated, respondNoContent } from "../../lib/responses";
+import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
+import { hashPassword, verifyPassword } from "../../lib/auth/passwords";
+import { signToken, verifyToken } from "../../lib/auth/jwt";
+import { SESSION_CHANGED_EVENT } from "../../lib/auth/identity";
+import { attemptKeys, failureCounterModel, FailureThrottle } from "../../lib/auth/throttle";
+import { passwordHashing } from "../../lib/auth/hashing-queue";
+import { keyRevocationRefusal } from "../../lib/auth/api-keys";
+import { publishOutbox, sweepOutbox } from "../../lib/outbox";
+import type { UserRole } from "../../lib/meta";
+import { eventIdFor } from "../../lib/events";
+import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
+import { userModel, type UserRecord } from "./model";
+import { Token, UserAuditEntry, UserCreated, userFields, UserPublic } from "./resource";
+import { NO_CONTENT, plainResponse } from "../../lib/resource";
+import { auditEntry, userAuditModel, type UserAuditAction, type UserAuditRecord } from "./audit";
 import {
   actorOf,
   loginKey,
@@ -35,8 +35,8 @@ import {
   userUpdateRefusal,
   verificationLink,
   type UserActor,
-} from "./users/rules";
-import { crossAccount } from "../lib/tenancy-guard";
+} from "./rules";
+import { crossAccount } from "../../lib/tenancy-guard";
 
 /** Verification links stay valid for two days. */
 const VERIFY_EMAIL_TTL_SECONDS = 2 * 24 * 3600;

@@ -2,12 +2,12 @@ import { createHash, randomBytes } from "node:crypto";
 import { existsSync, openSync } from "node:fs";
 import { mkdir, rename } from "node:fs/promises";
 import path from "node:path";
-import { KeywordIndex, TITLE_WEIGHT } from "./bm25";
-import { emptyTable, type ChunkTable, type Partition } from "./embedded-partition";
-import { fileChecksum, removeOthers, SnapshotReader, SnapshotWriter, syncFile } from "./snapshot-file";
+import { KeywordIndex, TITLE_WEIGHT } from "../bm25";
+import { emptyTable, type ChunkTable, type Partition } from "./partition";
+import { fileChecksum, removeOthers, SnapshotReader, SnapshotWriter, syncFile } from "../snapshot-file";
 import { ChunkTexts } from "./text-store";
-import { analyzerFingerprint } from "./tokenizer";
-import { VectorIndex } from "./vectors";
+import { analyzerFingerprint } from "../tokenizer";
+import { VectorIndex } from "../vectors";
 
 /** Version of the snapshot layout; a snapshot of another version is rebuilt from MongoDB. */
 export const SNAPSHOT_FORMAT = 1;

@@ -1,20 +1,20 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { ERRORS } from "../lib/errors";
-import { nextId } from "../lib/ids";
-import type { Ctx } from "../lib/meta";
-import { MongoMixin } from "../lib/mongo.mixin";
-import { toPage } from "../lib/pagination";
-import { crudActions, defineView, schemaRef, type CrudHooks } from "../lib/resource";
-import { respondCreated } from "../lib/responses";
-import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { changeOf, type ChangeEvent } from "../lib/events";
-import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
-import { agentModel } from "./agents/model";
-import { followAgentName } from "./entities/agent-names";
-import { csvStream, EXPORT_FIELDS, exportFilename } from "./entities/csv";
-import { sessionExcerpt, VISIBLE_ROLES } from "./entities/excerpt";
-import { entityModel, sessionMessageModel } from "./entities/model";
+import { ERRORS } from "../../lib/errors";
+import { nextId } from "../../lib/ids";
+import type { Ctx } from "../../lib/meta";
+import { MongoMixin } from "../../lib/mongo.mixin";
+import { toPage } from "../../lib/pagination";
+import { crudActions, defineView, schemaRef, type CrudHooks } from "../../lib/resource";
+import { respondCreated } from "../../lib/responses";
+import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
+import { changeOf, type ChangeEvent } from "../../lib/events";
+import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
+import { agentModel } from "../agents/model";
+import { followAgentName } from "./agent-names";
+import { csvStream, EXPORT_FIELDS, exportFilename } from "./csv";
+import { sessionExcerpt, VISIBLE_ROLES } from "./excerpt";
+import { entityModel, sessionMessageModel } from "./model";
 import {
   deleteManyParams,
   entities,
@@ -24,8 +24,8 @@ import {
   sessionMessagesParams,
   statsParams,
   toolListParams,
-} from "./entities/params";
-import { entityDetailRead, entityRead, type EntityDetailView } from "./entities/render";
+} from "./params";
+import { entityDetailRead, entityRead, type EntityDetailView } from "./render";
 import {
   buildEntityFilter,
   citedMessageIds,
@@ -39,8 +39,8 @@ import {
   type FacetCell,
   type EntityFilters,
   type ResolvedFilters,
-} from "./entities/rules";
-import { ENTITY_STATUSES, type EntityRecord, type MessageRole, type Provenance, type SessionMessageRecord } from "./entities/types";
+} from "./rules";
+import { ENTITY_STATUSES, type EntityRecord, type MessageRole, type Provenance, type SessionMessageRecord } from "./types";
 
 const LABEL = entities.label;
 /**

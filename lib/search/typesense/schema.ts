@@ -1,7 +1,7 @@
 import { Errors, type Client } from "typesense";
-import { TITLE_WEIGHT } from "./bm25";
-import type { IndexedChunk, StoredChunk } from "./port";
-import { terms } from "./tokenizer";
+import { TITLE_WEIGHT } from "../bm25";
+import type { IndexedChunk, StoredChunk } from "../port";
+import { terms } from "../tokenizer";
 
 /**
  * Typesense versions the engine runs on: 0.24.1 (tested in CI) and later. It uses only what 0.24 already

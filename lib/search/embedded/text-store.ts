@@ -1,5 +1,5 @@
 import { closeSync } from "node:fs";
-import { readExactly, type SnapshotWriter } from "./snapshot-file";
+import { readExactly, type SnapshotWriter } from "../snapshot-file";
 
 /** Whether a string has no lone surrogates (a chunk cut inside a surrogate pair has one). */
 function wellFormed(text: string): boolean {

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Client, Errors } from "typesense";
-import { fuseLists } from "./fusion";
-import { MAX_DEPTH, type ChunkHit, type IndexQuery, type IndexResult, type IndexStats, type IndexedChunk, type SearchIndex } from "./port";
-import { terms } from "./tokenizer";
-import { Batch, type Search, type SearchResult } from "./typesense-batch";
-import { HIT_FIELDS, keywordSearches, TotalsCache, type KeywordHit } from "./typesense-keyword";
+import { fuseLists } from "../fusion";
+import { MAX_DEPTH, type ChunkHit, type IndexQuery, type IndexResult, type IndexStats, type IndexedChunk, type SearchIndex } from "../port";
+import { terms } from "../tokenizer";
+import { Batch, type Search, type SearchResult } from "./batch";
+import { HIT_FIELDS, keywordSearches, TotalsCache, type KeywordHit } from "./keyword";
 import {
   checkCollection,
   chunkDocument,
@@ -22,9 +22,9 @@ import {
   type CollectionNames,
   type ReplacementDocument,
   type VectorDocument,
-} from "./typesense-schema";
+} from "./schema";
 
-export { isSupportedTypesenseVersion, MIN_TYPESENSE_VERSION } from "./typesense-schema";
+export { isSupportedTypesenseVersion, MIN_TYPESENSE_VERSION } from "./schema";
 
 /** Ids per delete-by-filter or read-by-id request, to keep filter strings short. */
 const ID_BATCH = 100;

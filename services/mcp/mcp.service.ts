@@ -1,14 +1,14 @@
 import http from "node:http";
 import type { ServiceSchema } from "moleculer";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { identityResolver, SESSION_CHANGED_EVENT, type Identity, type IdentityResolver } from "../lib/auth/identity";
-import { configOf, type Config } from "../lib/config";
-import { healthReport, VERSION } from "../lib/health";
-import { asAccount, type Ctx } from "../lib/meta";
-import { answerMcpRequest, MAX_BODY_BYTES, type McpExchangeRequest } from "./mcp/exchange";
-import { mcpHttpHandler } from "./mcp/http";
-import { buildMcpServer } from "./mcp/server";
-import type { EntitiesCall } from "./mcp/tools";
+import { identityResolver, SESSION_CHANGED_EVENT, type Identity, type IdentityResolver } from "../../lib/auth/identity";
+import { configOf, type Config } from "../../lib/config";
+import { healthReport, VERSION } from "../../lib/health";
+import { asAccount, type Ctx } from "../../lib/meta";
+import { answerMcpRequest, MAX_BODY_BYTES, type McpExchangeRequest } from "./exchange";
+import { mcpHttpHandler } from "./http";
+import { buildMcpServer } from "./server";
+import type { EntitiesCall } from "./tools";
 
 interface Methods {
   serverFor(headers: Record<string, string>): McpServer;

@@ -1,13 +1,13 @@
 import type { Connection } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { ERRORS } from "../lib/errors";
-import type { Ctx } from "../lib/meta";
-import { MongoMixin } from "../lib/mongo.mixin";
-import { toPage } from "../lib/pagination";
-import type { SearchConfig } from "../lib/search/config";
-import { configOf } from "../lib/config";
-import type { SearchIndex, SearchMode } from "../lib/search/port";
-import { searchModels, type DocumentRecord, type SearchModels } from "./search/model";
+import { ERRORS } from "../../lib/errors";
+import type { Ctx } from "../../lib/meta";
+import { MongoMixin } from "../../lib/mongo.mixin";
+import { toPage } from "../../lib/pagination";
+import type { SearchConfig } from "../../lib/search/config";
+import { configOf } from "../../lib/config";
+import type { SearchIndex, SearchMode } from "../../lib/search/port";
+import { searchModels, type DocumentRecord, type SearchModels } from "./model";
 import {
   documentIdParam,
   listDocumentsParams,
@@ -16,7 +16,7 @@ import {
   type ListDocumentsParams,
   type SearchDocumentsParams,
   type SearchSourcesParams,
-} from "./search/params";
+} from "./params";
 import {
   candidateDepth,
   deletionResponse,
@@ -26,10 +26,10 @@ import {
   MAX_URLS_PER_CALL,
   parseSourceIds,
   sourceSearchResults,
-} from "./search/rules";
-import { startSearch, stopSearch, type SearchRuntime } from "./search/runtime";
-import { documentPage, indexDocuments, removeDocumentsAt, removeSource, type IncomingDocument } from "./search/store";
-import { crossAccount } from "../lib/tenancy-guard";
+} from "./rules";
+import { startSearch, stopSearch, type SearchRuntime } from "./runtime";
+import { documentPage, indexDocuments, removeDocumentsAt, removeSource, type IncomingDocument } from "./store";
+import { crossAccount } from "../../lib/tenancy-guard";
 
 /** Documents accepted by one indexDocuments call (one loader window is smaller). */
 const MAX_DOCUMENTS_PER_CALL = 500;

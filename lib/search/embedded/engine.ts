@@ -1,11 +1,11 @@
-import { fuseLists } from "./fusion";
-import { hasVectorsInScope, Partition } from "./embedded-partition";
-import { readPartitionSnapshot, writePartitionSnapshot, type SnapshotContext, type SnapshotLoad, type SnapshotStamp, type SnapshotWritten } from "./embedded-snapshot";
-import type { IndexQuery, IndexResult, IndexStats, IndexedChunk, SearchIndex } from "./port";
-import { terms } from "./tokenizer";
-import type { VectorIndex } from "./vectors";
+import { fuseLists } from "../fusion";
+import { hasVectorsInScope, Partition } from "./partition";
+import { readPartitionSnapshot, writePartitionSnapshot, type SnapshotContext, type SnapshotLoad, type SnapshotStamp, type SnapshotWritten } from "./snapshot";
+import type { IndexQuery, IndexResult, IndexStats, IndexedChunk, SearchIndex } from "../port";
+import { terms } from "../tokenizer";
+import type { VectorIndex } from "../vectors";
 
-export { SNAPSHOT_FORMAT, type SnapshotLoad, type SnapshotStamp, type SnapshotWritten } from "./embedded-snapshot";
+export { SNAPSHOT_FORMAT, type SnapshotLoad, type SnapshotStamp, type SnapshotWritten } from "./snapshot";
 
 /**
  * A partition with at least this many characters of chunk text reads it from its snapshot file; smaller

@@ -1,8 +1,8 @@
-import { KeywordIndex } from "./bm25";
-import type { ChunkHit, ChunkIdentity, IndexedChunk } from "./port";
+import { KeywordIndex } from "../bm25";
+import type { ChunkHit, ChunkIdentity, IndexedChunk } from "../port";
 import { ChunkTexts } from "./text-store";
-import { terms } from "./tokenizer";
-import { VectorIndex } from "./vectors";
+import { terms } from "../tokenizer";
+import { VectorIndex } from "../vectors";
 
 export interface DocumentEntry {
   id: string;

@@ -1,12 +1,12 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { MongoMixin } from "../lib/mongo.mixin";
-import { asAccount } from "../lib/meta";
-import { configOf, type Config } from "../lib/config";
-import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
-import { claimRefresh, dueRefreshes, queueRefresh } from "./knowledge/refreshes";
-import { scheduledTaskModel, type ScheduledTaskRecord } from "./tasks/scheduled-model";
-import { claimOccurrence, describeRunError, dueSchedules, recordRunOutcome, type DueSchedule } from "./tasks/scheduled-runs";
+import { MongoMixin } from "../../lib/mongo.mixin";
+import { asAccount } from "../../lib/meta";
+import { configOf, type Config } from "../../lib/config";
+import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "../knowledge/model";
+import { claimRefresh, dueRefreshes, queueRefresh } from "../knowledge/refreshes";
+import { scheduledTaskModel, type ScheduledTaskRecord } from "../tasks/scheduled-model";
+import { claimOccurrence, describeRunError, dueSchedules, recordRunOutcome, type DueSchedule } from "../tasks/scheduled-runs";
 
 interface Vars {
   db: Connection;

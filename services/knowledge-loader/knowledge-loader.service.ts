@@ -1,17 +1,17 @@
 import type { Connection, Model } from "mongoose";
-import { KNOWLEDGE_SOURCES_COLLECTION } from "../lib/collections";
-import { changeOf } from "../lib/events";
-import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
+import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
+import { changeOf } from "../../lib/events";
+import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
 import type { ServiceSchema } from "moleculer";
-import { configOf, type Config } from "../lib/config";
-import { MongoMixin } from "../lib/mongo.mixin";
-import { secretBox } from "../lib/secrets";
-import { claimJob, pendingJobs, releaseJob, renewLease } from "./knowledge/jobs";
-import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./knowledge/model";
-import { runDeleteSource, runLoadWindow, type PageDoc, type PageReader, type RunnerDeps } from "./knowledge-loader/runner";
-import { createSourceReader, urlListModel } from "./knowledge-loader/pages";
-import { pageRegistryModel } from "./knowledge-loader/registry";
-import { MAX_URLS_PER_CALL } from "./search/rules";
+import { configOf, type Config } from "../../lib/config";
+import { MongoMixin } from "../../lib/mongo.mixin";
+import { secretBox } from "../../lib/secrets";
+import { claimJob, pendingJobs, releaseJob, renewLease } from "../knowledge/jobs";
+import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "../knowledge/model";
+import { runDeleteSource, runLoadWindow, type PageDoc, type PageReader, type RunnerDeps } from "./runner";
+import { createSourceReader, urlListModel } from "./pages";
+import { pageRegistryModel } from "./registry";
+import { MAX_URLS_PER_CALL } from "../search/rules";
 
 /** Attempts of a search call after the first; delays 0.5, 1, 2, 4 s. */
 const SEARCH_CALL_RETRIES = 4;

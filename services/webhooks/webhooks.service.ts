@@ -1,21 +1,21 @@
 import type { Connection, HydratedDocument, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { ERRORS } from "../lib/errors";
-import type { Ctx } from "../lib/meta";
-import { MongoMixin } from "../lib/mongo.mixin";
-import { paginationParams, toPage } from "../lib/pagination";
-import { crudActions, defineResource, defineView, eventRecords, plainResponse } from "../lib/resource";
-import { secretBox, type SecretBox } from "../lib/secrets";
-import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { changeOf, type ChangeEvent } from "../lib/events";
-import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
-import { configOf, type Config } from "../lib/config";
-import type { AddressPolicy } from "../lib/address-policy";
-import { claimDelivery, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./webhooks/deliveries";
-import { DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./webhooks/model";
-import { attemptResult, MAX_URL_LENGTH, signingSecrets, urlProblem, WEBHOOK_EVENT_TYPES, type Answer } from "./webhooks/rules";
-import { postDelivery } from "./webhooks/send";
-import { newSecret, sign } from "./webhooks/signature";
+import { ERRORS } from "../../lib/errors";
+import type { Ctx } from "../../lib/meta";
+import { MongoMixin } from "../../lib/mongo.mixin";
+import { paginationParams, toPage } from "../../lib/pagination";
+import { crudActions, defineResource, defineView, eventRecords, plainResponse } from "../../lib/resource";
+import { secretBox, type SecretBox } from "../../lib/secrets";
+import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
+import { changeOf, type ChangeEvent } from "../../lib/events";
+import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
+import { configOf, type Config } from "../../lib/config";
+import type { AddressPolicy } from "../../lib/address-policy";
+import { claimDelivery, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./deliveries";
+import { DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./model";
+import { attemptResult, MAX_URL_LENGTH, signingSecrets, urlProblem, WEBHOOK_EVENT_TYPES, type Answer } from "./rules";
+import { postDelivery } from "./send";
+import { newSecret, sign } from "./signature";
 
 /**
  * Webhook subscriptions; the signing secret is never in a subscription's response (see the secret actions), so

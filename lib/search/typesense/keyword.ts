@@ -1,6 +1,6 @@
-import { bm25Idf, bm25Term, TITLE_WEIGHT } from "./bm25";
-import type { Batch } from "./typesense-batch";
-import type { ChunkDocument } from "./typesense-schema";
+import { bm25Idf, bm25Term, TITLE_WEIGHT } from "../bm25";
+import type { Batch } from "./batch";
+import type { ChunkDocument } from "./schema";
 
 /**
  * Keyword candidates fetched per query term: all `depth` for queries of up to three terms (exact BM25 top

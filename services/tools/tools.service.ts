@@ -1,14 +1,14 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { nextId } from "../lib/ids";
-import type { Ctx } from "../lib/meta";
-import { MongoMixin } from "../lib/mongo.mixin";
-import { crudActions, eventRecords } from "../lib/resource";
-import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { changeOf } from "../lib/events";
-import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
-import { toolModel, type ToolRecord } from "./tools/model";
-import { tools } from "./tools/resource";
+import { nextId } from "../../lib/ids";
+import type { Ctx } from "../../lib/meta";
+import { MongoMixin } from "../../lib/mongo.mixin";
+import { crudActions, eventRecords } from "../../lib/resource";
+import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
+import { changeOf } from "../../lib/events";
+import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
+import { toolModel, type ToolRecord } from "./model";
+import { tools } from "./resource";
 
 /** Account tools agents can use (services/tools/resource.ts), and the built-in tools agents ensure. */
 const ToolsService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMethods, { db: Connection; models: { tools: Model<ToolRecord> } }> = {

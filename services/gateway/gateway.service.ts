@@ -1,19 +1,19 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Errors, type Context, type ServiceSchema } from "moleculer";
 import ApiGateway, { type ApiSettingsSchema } from "moleculer-web";
-import { configOf, type Config } from "../lib/config";
-import { ERRORS } from "../lib/errors";
-import { WEBHOOK_EVENTS } from "../lib/event-types";
-import { credentialsRefused, identityResolver, SESSION_CHANGED_EVENT, type IdentityResolver } from "../lib/auth/identity";
-import type { AuthRequirement, Ctx, RequestMeta } from "../lib/meta";
-import { Health, healthReport } from "../lib/health";
-import { renderError } from "../lib/http-errors";
-import { MongoMixin } from "../lib/mongo.mixin";
-import { secretBox } from "../lib/secrets";
-import { SECURITY_HEADERS } from "../lib/security-headers";
-import { openApiDocument, type RoutedAction } from "./gateway/openapi";
-import { mcpHttpHandler } from "./mcp/http";
-import { IDEMPOTENCY_HEADER, IdempotencyStore, idempotencyModel, keyClaim, REPLAYED_HEADER, type KeyClaim, type StoredAnswer } from "./gateway/idempotency";
+import { configOf, type Config } from "../../lib/config";
+import { ERRORS } from "../../lib/errors";
+import { WEBHOOK_EVENTS } from "../../lib/event-types";
+import { credentialsRefused, identityResolver, SESSION_CHANGED_EVENT, type IdentityResolver } from "../../lib/auth/identity";
+import type { AuthRequirement, Ctx, RequestMeta } from "../../lib/meta";
+import { Health, healthReport } from "../../lib/health";
+import { renderError } from "../../lib/http-errors";
+import { MongoMixin } from "../../lib/mongo.mixin";
+import { secretBox } from "../../lib/secrets";
+import { SECURITY_HEADERS } from "../../lib/security-headers";
+import { openApiDocument, type RoutedAction } from "./openapi";
+import { mcpHttpHandler } from "../mcp/http";
+import { IDEMPOTENCY_HEADER, IdempotencyStore, idempotencyModel, keyClaim, REPLAYED_HEADER, type KeyClaim, type StoredAnswer } from "./idempotency";
 
 type McpProxy = ReturnType<typeof mcpHttpHandler>;
 
@@ -23,7 +23,7 @@ interface GatewayAlias {
   fullPath: string;
   action?: string;
 }
-import { allowedMethods, bodyProblem, clientAddress, jsonBodyParser, preferredLocale, unknownBodyFields, type BodyFieldsDecl, type MatchableAlias } from "./gateway/request";
+import { allowedMethods, bodyProblem, clientAddress, jsonBodyParser, preferredLocale, unknownBodyFields, type BodyFieldsDecl, type MatchableAlias } from "./request";
 
 type GatewayRequest = IncomingMessage & {
   $action?: { auth?: AuthRequirement; name?: string } & BodyFieldsDecl;

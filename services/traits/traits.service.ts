@@ -1,13 +1,13 @@
 import type { Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import type { Ctx } from "../lib/meta";
-import { MongoMixin } from "../lib/mongo.mixin";
-import { crudActions, defineView, eventRecords } from "../lib/resource";
-import { TenancyMixin, type TenancyMethods } from "../lib/tenancy.mixin";
-import { EventsMixin, type EventsMethods } from "../lib/events.mixin";
-import { traitModel, type TraitRecord } from "./traits/model";
-import { traits } from "./traits/resource";
-import { normalizeTags, traitCategories } from "./traits/rules";
+import type { Ctx } from "../../lib/meta";
+import { MongoMixin } from "../../lib/mongo.mixin";
+import { crudActions, defineView, eventRecords } from "../../lib/resource";
+import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
+import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
+import { traitModel, type TraitRecord } from "./model";
+import { traits } from "./resource";
+import { normalizeTags, traitCategories } from "./rules";
 
 const TraitCategory = defineView("TraitCategory", {
   name: { read: { type: "string" } },
