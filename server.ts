@@ -49,8 +49,15 @@ async function main() {
   // The gateway starts listening last, when every service of this process has started: its routes exist from
   // the first request, so nothing a probe lets through answers 404 for a service still starting.
   if (gateway) {
+    // A service created after the broker started only logs a failed start (a taken port, say), and waiting for it
+    // would hang with the probes saying "starting": fail the process instead, so it is restarted.
+    const failed = new Promise<never>((_, reject) =>
+      broker.localBus.on("$broker.error", (event: { error: Error; type: string }) => {
+        if (event.type === "failedServiceRestart") reject(event.error);
+      }),
+    );
     broker.createService(gateway);
-    await broker.waitForServices("gateway");
+    await Promise.race([broker.waitForServices("gateway"), failed]);
   }
   phase = "running";
 }

@@ -20,15 +20,27 @@ export function databaseUrl(base: string, database: string): string {
   return url.toString();
 }
 
-/** A free TCP port on loopback (bound and released; the race is acceptable for a test harness). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Servers a test starts get ports from below the kernel's ephemeral range (32768-60999 on Linux): a port checked
+ * free and released there can be taken by an outgoing connection before the server listens, and a chart cluster's
+ * thirty processes open hundreds of them. Another test file picking the same port at the same moment is left to
+ * chance (one in twelve thousand).
+ */
+const PORT_RANGE = { from: 20_000, to: 32_000 };
+
+/** A free TCP port on loopback, for a server the test starts. */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = PORT_RANGE.from + Math.floor(Math.random() * (PORT_RANGE.to - PORT_RANGE.from));
+    if (await canListen(port)) return port;
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = net.createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
   });
 }
 

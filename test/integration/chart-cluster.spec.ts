@@ -130,7 +130,9 @@ describe("the umbrella chart run as local processes", () => {
   async function ready(replica: Replica) {
     const url = `http://127.0.0.1:${replica.ports[replica.readiness.split(" ")[0]!]}${replica.readiness.split(" ")[1]}`;
     try {
-      await until(async () => (await fetch(url).catch(() => undefined))?.status, (status) => status === 200, START_TIMEOUT_MS, `${replica.deployment} ready`);
+      const exited = () => replica.process.child.exitCode !== null || replica.process.child.signalCode !== null;
+      await until(async () => (exited() ? "exited" : (await fetch(url).catch(() => undefined))?.status), (status) => status === 200 || status === "exited", START_TIMEOUT_MS, `${replica.deployment} ready`);
+      if (exited()) throw new Error(`${replica.deployment} exited before it was ready`);
     } catch (err) {
       throw new Error(`${(err as Error).message}\n${replica.process.output().slice(-3000)}`);
     }
