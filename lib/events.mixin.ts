@@ -1,6 +1,6 @@
 import type { Connection } from "mongoose";
 import type { Service, ServiceSchema } from "moleculer";
-import { configOf, type Config } from "./config";
+import { configOf } from "./config";
 import {
   abandonedEvents,
   abortEvents,

@@ -1,6 +1,6 @@
 import type { Connection } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { configOf, type Config } from "./config";
+import { configOf } from "./config";
 import { connectDatabase } from "./db";
 
 /**

@@ -16,7 +16,7 @@ import { resolveRefs, type AssociationKind } from "./associations";
 import { agents, type AgentParams } from "./resource";
 import { renderAgents, type ReferenceCache } from "./render";
 import { DEFAULT_TEMPERATURE, directoryItem, escapeRegex, mergeConfiguration } from "./rules";
-import { configOf, type Config } from "../../lib/config";
+import { configOf } from "../../lib/config";
 
 const agentRefParam = agents.idParams;
 /** What a directory entry is made of (pages hold up to 1,000 agents: the rest of each record is not read). */

@@ -42,7 +42,6 @@ import {
 } from "./rules";
 import { ENTITY_STATUSES, type EntityRecord, type MessageRole, type Provenance, type SessionMessageRecord } from "./types";
 
-const LABEL = entities.label;
 /**
  * Groups of a count read per round trip: one for an account's every agent. At the driver's default (101), 1,000
  * groups took ten round trips, which cost more than the count (14 ms of the platform's CPU instead of 5).

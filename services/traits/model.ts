@@ -1,4 +1,4 @@
-import { Schema, type Connection, type Model } from "mongoose";
+import type { Connection, Model } from "mongoose";
 import { namedRecordSchema, type NamedRecord } from "../../lib/db";
 
 export interface TraitRecord extends NamedRecord {

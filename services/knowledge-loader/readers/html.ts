@@ -31,8 +31,6 @@ export interface HtmlExtract {
   nofollow: boolean;
 }
 
-const ELEMENT = 1;
-
 function collapse(text: string): string {
   return text.replace(/\s+/g, " ").trim();
 }
