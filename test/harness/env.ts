@@ -9,9 +9,10 @@ process.env.JWT_SECRET ??= randomBytes(32).toString("base64url");
 process.env.LOG_LEVEL ??= "warn";
 // Fixture sites are served on 127.0.0.1; the SSRF guard allows loopback only when told to.
 process.env.ALLOW_LOOPBACK_TARGETS ??= "true";
-// Load windows of a few seconds so tests see continuations.
+// Load windows of a few seconds so tests see continuations. The lease stays longer than any stall a busy 2-core
+// machine causes (a 3 s lease once expired mid-refresh and a second loader re-ran it); the kill test sets its own.
 process.env.LOAD_WINDOW_SECONDS ??= "3";
-process.env.LOAD_LEASE_SECONDS ??= "3";
+process.env.LOAD_LEASE_SECONDS ??= "10";
 process.env.LOAD_POLL_MS ??= "100";
 process.env.LOAD_MAX_WINDOWS ??= "200";
 // Search snapshots go to a per-process temporary directory, never into the work tree.
