@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Model } from "mongoose";
 import type { JobKind, LoadJobRecord } from "./model";
+import { LeaseQueue, modelStore } from "../../lib/lease-queue";
 import { crossAccount } from "../../lib/tenancy-guard";
 
 /** Job ids double as the interface's event_id / job_id. */
@@ -46,64 +47,62 @@ export async function claimJob(
   return (await claimOldest(jobs, owner, leaseMs, kinds, busy, now)) ?? (busy.length > skipAccounts.length ? claimOldest(jobs, owner, leaseMs, kinds, skipAccounts, now) : null);
 }
 
+/**
+ * The load-job queue (lib/lease-queue.ts): a pending job, or a running one whose lease expired (its loader died),
+ * is claimable; a claim sets it running and counts the attempt; a release sets it pending again.
+ */
+export function jobQueue(jobs: Model<LoadJobRecord>): LeaseQueue<LoadJobRecord> {
+  return new LeaseQueue(modelStore(jobs), {
+    owner: "lease_owner",
+    until: "lease_expires_at",
+    vacant: null,
+    claimable: (now) => ({ $or: [{ status: "pending" }, { status: "running", lease_expires_at: { $lt: now } }] }),
+    held: { status: "running" },
+    onClaim: { $set: { status: "running" }, $inc: { attempts: 1 } },
+    onRelease: { status: "pending" },
+    crossAccount: "loaders claim the oldest job of any account",
+  });
+}
+
+const keyOf = (job: Pick<LoadJobRecord, "_id" | "account_id">) => ({ _id: job._id, account_id: job.account_id });
+
 /** Claims the oldest claimable job of an account not in `exclude`. */
 function claimOldest(jobs: Model<LoadJobRecord>, owner: string, leaseMs: number, kinds: JobKind[], exclude: number[], now: Date): Promise<LoadJobRecord | null> {
-  const claim = jobs.findOneAndUpdate(
-    {
-      kind: { $in: kinds },
-      ...(exclude.length ? { account_id: { $nin: exclude } } : {}),
-      $or: [{ status: "pending" }, { status: "running", lease_expires_at: { $lt: now } }],
-    },
-    { $set: { status: "running", lease_owner: owner, lease_expires_at: new Date(now.getTime() + leaseMs) }, $inc: { attempts: 1 } },
-    { sort: { queued_at: 1 }, returnDocument: "after" },
-  );
-  return crossAccount("loaders claim the oldest job of any account", claim).lean<LoadJobRecord>();
+  const filter = { kind: { $in: kinds }, ...(exclude.length ? { account_id: { $nin: exclude } } : {}) };
+  return jobQueue(jobs).claim(owner, leaseMs, { filter, sort: { queued_at: 1 }, now });
 }
 
 /** Extends the lease while the owner still holds it; false means another loader took the job over. */
-export async function renewLease(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id" | "account_id">, owner: string, leaseMs: number): Promise<boolean> {
-  const res = await jobs.updateOne(
-    { _id: job._id, account_id: job.account_id, lease_owner: owner, status: "running" },
-    { $set: { lease_expires_at: new Date(Date.now() + leaseMs) } },
-  );
-  return res.matchedCount === 1;
+export function renewLease(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id" | "account_id">, owner: string, leaseMs: number): Promise<boolean> {
+  return jobQueue(jobs).renew(keyOf(job), owner, leaseMs);
 }
 
 /** Records progress (only while the owner still holds the lease). */
-export async function saveProgress(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id" | "account_id">, owner: string, progress: object): Promise<boolean> {
-  const res = await jobs.updateOne({ _id: job._id, account_id: job.account_id, lease_owner: owner, status: "running" }, { $set: { progress } });
-  return res.matchedCount === 1;
+export function saveProgress(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id" | "account_id">, owner: string, progress: object): Promise<boolean> {
+  return jobQueue(jobs).write(keyOf(job), owner, { progress });
 }
 
 /** Ends a job as done or failed (only while the owner still holds the lease). */
-export async function finishJob(
+export function finishJob(
   jobs: Model<LoadJobRecord>,
   job: Pick<LoadJobRecord, "_id" | "account_id">,
   owner: string,
   outcome: { status: "done" | "failed"; error?: string | null },
 ): Promise<boolean> {
-  const res = await jobs.updateOne(
-    { _id: job._id, account_id: job.account_id, lease_owner: owner, status: "running" },
-    { $set: { status: outcome.status, error: outcome.error ?? null, lease_owner: null, lease_expires_at: null } },
-  );
-  return res.matchedCount === 1;
+  return jobQueue(jobs).complete(keyOf(job), owner, { set: { status: outcome.status, error: outcome.error ?? null } });
 }
 
 /**
  * Re-queues a load job as its own continuation (next window, saved progress) in one atomic write, so a
  * crash can neither lose the continuation nor leave two jobs for one source. It goes to the back of the queue.
  */
-export async function continueJob(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id" | "account_id" | "window">, owner: string, progress: object): Promise<boolean> {
-  const res = await jobs.updateOne(
-    { _id: job._id, account_id: job.account_id, lease_owner: owner, status: "running" },
-    { $set: { status: "pending", window: job.window + 1, progress, lease_owner: null, lease_expires_at: null, queued_at: new Date() } },
-  );
-  return res.matchedCount === 1;
+export function continueJob(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id" | "account_id" | "window">, owner: string, progress: object): Promise<boolean> {
+  return jobQueue(jobs).release(keyOf(job), owner, { set: { window: job.window + 1, progress, queued_at: new Date() } });
 }
 
 /** Gives a job back to the queue at once (graceful shutdown), keeping its progress. */
 export async function releaseJob(jobs: Model<LoadJobRecord>, job: Pick<LoadJobRecord, "_id" | "account_id">, owner: string): Promise<void> {
-  await jobs.updateOne({ _id: job._id, account_id: job.account_id, lease_owner: owner, status: "running" }, { $set: { status: "pending", lease_owner: null, lease_expires_at: null } });
+  await jobQueue(jobs).release(keyOf(job), owner);
 }
 
 /** Fails a source's queued loads (its deletion started). */
