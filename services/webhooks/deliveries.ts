@@ -3,6 +3,7 @@ import type { WebhookDeliveryRecord, WebhookSubscriptionRecord } from "./model";
 import { isDuplicateKeyError } from "../../lib/errors";
 import type { ChangeEvent } from "../../lib/events";
 import { deliveryBody, messageIdFor, receives, type AttemptResult } from "./rules";
+import { LeaseQueue, modelStore } from "../../lib/lease-queue";
 import { crossAccount } from "../../lib/tenancy-guard";
 
 type Deliveries = Model<WebhookDeliveryRecord>;
@@ -36,32 +37,34 @@ export async function enqueueDeliveries(subscriptions: Model<WebhookSubscription
 }
 
 /**
- * Claims the most overdue pending delivery nobody holds (or whose holder's lease ran out: it died) for `owner`.
- * One atomic update per claim, so two dispatchers never send the same attempt.
+ * The delivery queue (lib/lease-queue.ts): a pending delivery is claimable once due (next_attempt_at) and nobody
+ * holds it (or its holder's lease ran out: it died); each claim counts an attempt.
  */
+export function deliveryQueue(deliveries: Deliveries): LeaseQueue<WebhookDeliveryRecord> {
+  return new LeaseQueue(modelStore(deliveries), {
+    owner: "lease_owner",
+    until: "lease_expires_at",
+    vacant: new Date(0),
+    due: "next_attempt_at",
+    held: { status: "pending" },
+    onClaim: { $inc: { attempts: 1 } },
+    crossAccount: "dispatchers claim the most overdue delivery of any account",
+  });
+}
+
+/** Claims the most overdue pending delivery for `owner`: one atomic update, so two dispatchers never send the same attempt. */
 export function claimDelivery(deliveries: Deliveries, owner: string, leaseMs: number, now = new Date()): Promise<WebhookDeliveryRecord | null> {
-  const claim = deliveries.findOneAndUpdate(
-    { status: "pending", next_attempt_at: { $lte: now }, lease_expires_at: { $lt: now } },
-    { $set: { lease_owner: owner, lease_expires_at: new Date(now.getTime() + leaseMs) }, $inc: { attempts: 1 } },
-    { sort: { next_attempt_at: 1 }, returnDocument: "after" },
-  );
-  return crossAccount("dispatchers claim the most overdue delivery of any account", claim).lean<WebhookDeliveryRecord>();
+  return deliveryQueue(deliveries).claim(owner, leaseMs, { filter: { status: "pending" }, sort: { next_attempt_at: 1 }, now });
 }
 
 /** Records an attempt's result and frees the lease; false when the lease was lost (another dispatcher took over). */
-export async function finishAttempt(deliveries: Deliveries, delivery: Pick<WebhookDeliveryRecord, "_id" | "account_id">, owner: string, result: AttemptResult): Promise<boolean> {
-  const now = new Date();
-  const fields =
-    result.status === "delivered"
-      ? { status: "delivered", last_status: result.httpStatus, last_error: null, delivered_at: now }
-      : result.status === "pending"
-        ? { next_attempt_at: result.nextAttemptAt, last_status: result.httpStatus, last_error: result.error }
-        : { status: "failed", last_status: result.httpStatus, last_error: result.error };
-  const res = await deliveries.updateOne(
-    { _id: delivery._id, account_id: delivery.account_id, lease_owner: owner, status: "pending" },
-    { $set: { ...fields, lease_owner: null, lease_expires_at: new Date(0) } },
-  );
-  return res.matchedCount === 1;
+export function finishAttempt(deliveries: Deliveries, delivery: Pick<WebhookDeliveryRecord, "_id" | "account_id">, owner: string, result: AttemptResult): Promise<boolean> {
+  const queue = deliveryQueue(deliveries);
+  const key = { _id: delivery._id, account_id: delivery.account_id };
+  const outcome = { last_status: result.httpStatus, last_error: result.status === "delivered" ? null : result.error };
+  if (result.status === "pending") return queue.release(key, owner, { retryAt: result.nextAttemptAt, set: outcome });
+  const ended = result.status === "delivered" ? { status: "delivered", delivered_at: new Date() } : { status: "failed" };
+  return queue.complete(key, owner, { set: { ...ended, ...outcome } });
 }
 
 /** Deletes finished deliveries older than the retention period (no TTL indexes on this database). */
