@@ -176,8 +176,8 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
               retry.push(item._id);
             }
           }
-          await acknowledgeEvents(this.db, done).catch((err) => this.logger.warn("Acknowledging events failed", err));
-          await releaseEvents(this.db, retry, RETRY_AFTER_MS).catch(() => undefined);
+          await acknowledgeEvents(this.db, this.broker.nodeID, done).catch((err) => this.logger.warn("Acknowledging events failed", err));
+          await releaseEvents(this.db, this.broker.nodeID, retry, RETRY_AFTER_MS).catch(() => undefined);
           if (batch.length === CLAIM_BATCH) continue;
           if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
             prunedAt = Date.now();

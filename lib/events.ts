@@ -4,6 +4,7 @@ import { isDuplicateKeyError } from "./errors";
 import { decodeFreeJson, encodeFreeJson } from "./free-json";
 import { CONSUMER_GROUPS } from "./event-types";
 import { nextId, readSequences } from "./ids";
+import { collectionStore, LeaseQueue } from "./lease-queue";
 import { tenantFilter } from "./tenancy-guard";
 
 /**
@@ -274,13 +275,7 @@ export async function resolvePrepared(
  * it failed): per record, a group sees events in commit order. Returns the claimed items in that order.
  */
 export async function claimEvents(db: Connection, group: string, owner: string, leaseMs: number, limit: number): Promise<QueuedEvent[]> {
-  const now = new Date();
-  const due = { group, claim_until: { $lt: now } };
-  const candidates = await queue(db).find(due, { projection: { _id: 1 } }).sort({ seq: 1 }).limit(limit).toArray();
-  if (!candidates.length) return [];
-  const ids = candidates.map((c) => c._id);
-  await queue(db).updateMany({ ...due, _id: { $in: ids } }, { $set: { claim_until: new Date(now.getTime() + leaseMs), claimed_by: owner } });
-  const claimed = await queue(db).find({ _id: { $in: ids }, claimed_by: owner, claim_until: { $gt: now } }).sort({ seq: 1 }).toArray();
+  const claimed = await eventQueue(db).claimBatch(owner, leaseMs, limit, { filter: { group }, sort: { seq: 1 } });
   if (!claimed.length) return [];
   const older = await queue(db)
     .find(
@@ -291,18 +286,23 @@ export async function claimEvents(db: Connection, group: string, owner: string, 
   const firstWaiting = new Map<string, number>();
   for (const o of older) firstWaiting.set(o.subject, Math.min(firstWaiting.get(o.subject) ?? Infinity, o.seq));
   const ready = claimed.filter((e) => e.seq < (firstWaiting.get(e.subject) ?? Infinity));
-  await releaseEvents(db, claimed.filter((e) => !ready.includes(e)).map((e) => e._id), 0);
+  await releaseEvents(db, owner, claimed.filter((e) => !ready.includes(e)).map((e) => e._id), 0);
   return ready;
 }
 
-/** Marks claimed items handled: their group is done with those events. */
-export async function acknowledgeEvents(db: Connection, itemIds: string[]): Promise<void> {
-  if (itemIds.length) await queue(db).deleteMany({ _id: { $in: itemIds } });
+/** The work-item queue (lib/lease-queue.ts): an item is free once claim_until is past, which a release with a delay sets ahead. */
+function eventQueue(db: Connection): LeaseQueue<QueuedEvent> {
+  return new LeaseQueue(collectionStore(queue(db)), { owner: "claimed_by", until: "claim_until", vacant: new Date(0) });
 }
 
-/** Gives items back, to be claimed again after `delayMs` (a failed handler backs off). */
-export async function releaseEvents(db: Connection, itemIds: string[], delayMs: number): Promise<void> {
-  if (itemIds.length) await queue(db).updateMany({ _id: { $in: itemIds } }, { $set: { claim_until: new Date(Date.now() + delayMs), claimed_by: null } });
+/** Marks items `owner` claimed handled: their group is done with those events. */
+export async function acknowledgeEvents(db: Connection, owner: string, itemIds: string[]): Promise<void> {
+  if (itemIds.length) await eventQueue(db).complete({ _id: { $in: itemIds } }, owner, { remove: true });
+}
+
+/** Gives items `owner` claimed back, to be claimed again after `delayMs` (a failed handler backs off). */
+export async function releaseEvents(db: Connection, owner: string, itemIds: string[], delayMs: number): Promise<void> {
+  if (itemIds.length) await eventQueue(db).release({ _id: { $in: itemIds } }, owner, { retryAt: new Date(Date.now() + delayMs) });
 }
 
 /**
