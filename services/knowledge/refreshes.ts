@@ -2,18 +2,19 @@ import type { Model } from "mongoose";
 import { enqueueJob } from "./jobs";
 import type { KnowledgeSourceRecord, LoadJobRecord } from "./model";
 import { nextRefreshAt } from "./refresh";
-import { crossAccount } from "../../lib/tenancy-guard";
+import { DueQueue, modelStore } from "../../lib/lease-queue";
 
 /** What the scheduler needs of a knowledge source whose refresh is due. */
 export type DueRefresh = Pick<KnowledgeSourceRecord, "_id" | "account_id" | "refresh" | "next_refresh_at">;
 
-/** Sources whose refresh is due, most overdue first (the same cross-account look as due schedules). */
+/** Knowledge sources as a due queue of refreshes (lib/lease-queue.ts), listed across accounts like due schedules. */
+function refreshQueue(sources: Model<KnowledgeSourceRecord>): DueQueue<KnowledgeSourceRecord> {
+  return new DueQueue(modelStore(sources, { timestamps: false }), { due: "next_refresh_at", crossAccount: "the scheduler's due refreshes of every account" });
+}
+
+/** Sources whose refresh is due, most overdue first. */
 export function dueRefreshes(sources: Model<KnowledgeSourceRecord>, now: Date, limit: number): Promise<DueRefresh[]> {
-  return crossAccount("the scheduler's due refreshes of every account", sources
-    .find({ next_refresh_at: { $lte: now }, deleting: false }, { account_id: 1, refresh: 1, next_refresh_at: 1 }))
-    .sort({ next_refresh_at: 1, _id: 1 })
-    .limit(limit)
-    .lean<DueRefresh[]>();
+  return refreshQueue(sources).list(now, limit, { filter: { deleting: false }, projection: { account_id: 1, refresh: 1, next_refresh_at: 1 } });
 }
 
 /**
@@ -22,13 +23,7 @@ export function dueRefreshes(sources: Model<KnowledgeSourceRecord>, now: Date, l
  * source back. The claim moves next_refresh_at past now, so an outage costs one refresh, not one per missed slot.
  */
 export function claimRefresh(sources: Model<KnowledgeSourceRecord>, due: DueRefresh, now: Date): Promise<KnowledgeSourceRecord | null> {
-  return sources
-    .findOneAndUpdate(
-      { _id: due._id, account_id: due.account_id, deleting: false, next_refresh_at: due.next_refresh_at },
-      { $set: { next_refresh_at: nextRefreshAt(due.refresh, now) } },
-      { returnDocument: "after", timestamps: false },
-    )
-    .lean<KnowledgeSourceRecord>();
+  return refreshQueue(sources).claim({ _id: due._id, account_id: due.account_id }, due.next_refresh_at, nextRefreshAt(due.refresh, now), { match: { deleting: false } });
 }
 
 /**

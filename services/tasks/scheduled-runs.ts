@@ -1,37 +1,37 @@
 import type { Model } from "mongoose";
 import { nextOccurrence } from "../../lib/cron";
 import type { ScheduledTaskRecord } from "./scheduled-model";
-import { crossAccount } from "../../lib/tenancy-guard";
+import { DueQueue, modelStore } from "../../lib/lease-queue";
 
 /** What a run needs of a due schedule. */
 export type DueSchedule = Pick<ScheduledTaskRecord, "_id" | "account_id" | "schedule" | "timezone" | "next_run_at" | "task_template">;
 
 /**
- * Enabled schedules whose next run is due, most overdue first. The scheduler's one query across accounts: it
- * is a worker acting for every account, and each run then acts as the schedule's own account.
+ * The schedules as a due queue (lib/lease-queue.ts). The scheduler's one query across accounts lists what is
+ * due: it is a worker acting for every account, and each run then acts as the schedule's own account. Run
+ * bookkeeping leaves updated_at to client edits.
  */
+function scheduleQueue(model: Model<ScheduledTaskRecord>): DueQueue<ScheduledTaskRecord> {
+  return new DueQueue(modelStore(model, { timestamps: false }), { due: "next_run_at", crossAccount: "the scheduler's due schedules of every account" });
+}
+
+/** Enabled schedules whose next run is due, most overdue first. */
 export function dueSchedules(model: Model<ScheduledTaskRecord>, now: Date, limit: number): Promise<DueSchedule[]> {
-  return crossAccount("the scheduler's due schedules of every account", model
-    .find({ enabled: true, next_run_at: { $lte: now } }, { account_id: 1, schedule: 1, timezone: 1, next_run_at: 1, task_template: 1 }))
-    .sort({ next_run_at: 1, _id: 1 })
-    .limit(limit)
-    .lean<DueSchedule[]>();
+  const projection = { account_id: 1, schedule: 1, timezone: 1, next_run_at: 1, task_template: 1 } as const;
+  return scheduleQueue(model).list(now, limit, { filter: { enabled: true }, projection });
 }
 
 /**
  * Claims the occurrence a replica saw as due, with one atomic update that matches only while the schedule is
  * unchanged since it was read (same next_run_at, expression, zone, still enabled). Of several replicas exactly
  * one matches; the others get null. The claim moves next_run_at to the first occurrence after now, so an outage
- * costs one run, not one per missed slot. Run bookkeeping leaves updated_at to client edits.
+ * costs one run, not one per missed slot.
  */
 export function claimOccurrence(model: Model<ScheduledTaskRecord>, due: DueSchedule, now: Date): Promise<ScheduledTaskRecord | null> {
-  return model
-    .findOneAndUpdate(
-      { _id: due._id, account_id: due.account_id, enabled: true, next_run_at: due.next_run_at, schedule: due.schedule, timezone: due.timezone },
-      { $set: { next_run_at: nextOccurrence(due.schedule, due.timezone, now), last_run_at: now }, $inc: { run_count: 1 } },
-      { returnDocument: "after", timestamps: false },
-    )
-    .lean<ScheduledTaskRecord>();
+  return scheduleQueue(model).claim({ _id: due._id, account_id: due.account_id }, due.next_run_at, nextOccurrence(due.schedule, due.timezone, now), {
+    match: { enabled: true, schedule: due.schedule, timezone: due.timezone },
+    update: { $set: { last_run_at: now }, $inc: { run_count: 1 } },
+  });
 }
 
 /** Records what a claimed run produced: the task it created, or why it created none. */
