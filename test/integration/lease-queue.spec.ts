@@ -207,6 +207,29 @@ describe.each(SETUPS)("lease queue over $name", ({ store: storeOf }) => {
     }
   });
 
+  it("a status-based queue (load-job style): a claim sets the item running, a release sets it pending with no lease, an expired running item is taken over", async () => {
+    const JOBS: LeaseQueueOptions = {
+      owner: "lease_owner",
+      until: "lease_expires_at",
+      vacant: null,
+      claimable: (now) => ({ $or: [{ status: "pending" }, { status: "running", lease_expires_at: { $lt: now } }] }),
+      held: { status: "running" },
+      onClaim: { $set: { status: "running" }, $inc: { attempts: 1 } },
+      onRelease: { status: "pending" },
+      crossAccount: "the contract test claims items of every account",
+    };
+    const now = new Date();
+    await seed(1, now, { lease_expires_at: null as never });
+    const item = await queue(JOBS).claim("a", 30 * SECOND, { now });
+    expect(item).toMatchObject({ status: "running", lease_owner: "a", attempts: 1 });
+    expect(await queue(JOBS).claim("b", 30 * SECOND, { now: at(now, 29 * SECOND) })).toBeNull();
+    expect(await queue(JOBS).release(keyOf(item!), "a")).toBe(true);
+    expect((await store.find({ _id: 1, account_id: 1 }, {}))[0]).toMatchObject({ status: "pending", lease_owner: null, lease_expires_at: null });
+    expect(await queue(JOBS).claim("b", 30 * SECOND, { now })).toMatchObject({ status: "running", lease_owner: "b", attempts: 2 });
+    expect(await queue(JOBS).claim("c", 30 * SECOND, { now: at(now, 31 * SECOND) })).toMatchObject({ lease_owner: "c", attempts: 3 });
+    expect(await queue(JOBS).write(keyOf(item!), "b", { attempts: 0 })).toBe(false);
+  });
+
   it("complete with removal deletes only what the owner holds", async () => {
     const now = new Date();
     await seed(4, at(now, -60 * SECOND));
