@@ -9,13 +9,14 @@ import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
 import { changeCounts, changeOf } from "../../lib/events";
 import { CountedCache } from "../../lib/counted-cache";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
-import { traits } from "../traits/resource";
-import { tools } from "../tools/resource";
+import { traits } from "../traits";
+import { tools } from "../tools";
 import { AGENT_ACCESS_LEVELS, agentModel, type AgentRecord } from "./model";
 import { resolveRefs, type AssociationKind } from "./associations";
 import { agents, type AgentParams } from "./resource";
 import { renderAgents, type ReferenceCache } from "./render";
-import { DEFAULT_TEMPERATURE, directoryItem, escapeRegex, mergeConfiguration } from "./rules";
+import { DEFAULT_TEMPERATURE, directoryItem, mergeConfiguration } from "./rules";
+import { escapeRegex } from "../../lib/regex";
 import { configOf } from "../../lib/config";
 
 const agentRefParam = agents.idParams;
