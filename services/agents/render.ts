@@ -1,7 +1,7 @@
 import type { Connection } from "mongoose";
 import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
-import { toolModel } from "../tools/model";
-import { traitModel } from "../traits/model";
+import { toolModel } from "../tools";
+import { traitModel } from "../traits";
 import type { AgentRecord } from "./model";
 import { publicPublication } from "./rules";
 import { tenantFilter } from "../../lib/tenancy-guard";

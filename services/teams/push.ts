@@ -3,11 +3,9 @@ import { ERRORS, isDuplicateKeyError, type FieldProblem } from "../../lib/errors
 import { slugify } from "../../lib/ids";
 import { UnitOfWork } from "../../lib/unit-of-work";
 import { hashPassword, verifyPassword } from "../../lib/auth/passwords";
-import type { AgentRecord } from "../agents/model";
-import type { TraitRecord } from "../traits/model";
-import { accountAgents, putAgent } from "../agents/store";
-import { accountTools, putTool } from "../tools/store";
-import { accountTraits, putTrait } from "../traits/store";
+import { accountAgents, putAgent, type AgentRecord } from "../agents";
+import { accountTools, putTool } from "../tools";
+import { accountTraits, putTrait, type TraitRecord } from "../traits";
 import { documentProblems } from "./config-schema";
 import {
   agentToConfig,

@@ -8,15 +8,14 @@ import { crudActions, ruleBody, ruleResponse, type CrudHooks } from "../../lib/r
 import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
 import type { ChangeEvent } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
-import { toolEventData } from "../tools/store";
-import { traitEventData } from "../traits/store";
+import { toolEventData } from "../tools";
+import { traitEventData } from "../traits";
 import { hashPassword, verifyPassword } from "../../lib/auth/passwords";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../../lib/auth/throttle";
 import { passwordHashing } from "../../lib/auth/hashing-queue";
 import { credentialsRefused } from "../../lib/auth/identity";
 import { configOf } from "../../lib/config";
-import { renderAgents } from "../agents/render";
-import { accountAgents, agentEventData } from "../agents/store";
+import { accountAgents, agentEventData, renderAgents } from "../agents";
 import { teamModel, type TeamAccessLevel, type TeamRecord } from "./model";
 import { teams } from "./resource";
 import { documentSchema, pushDocumentSchema } from "./config-schema";
