@@ -121,7 +121,11 @@ export type ActionCall = <R>(action: string, params: object) => Promise<R>;
 export class OwnerWrites {
   private readonly done: { owner: string; changes: PreparedChange[]; undo: LoggedUndo[] }[] = [];
 
-  constructor(private readonly call: ActionCall) {}
+  /** `warn` hears of an undo that failed (its batch stays written; the owner's sweep settles its events). */
+  constructor(
+    private readonly call: ActionCall,
+    private readonly warn: (message: string, err: unknown) => void = () => undefined,
+  ) {}
 
   /** Writes `items` through `owner`'s putBatch, for the caller's account; the records come back in their order. */
   async put<T, Def>(owner: string, items: BatchItem<Def>[]): Promise<T[]> {
@@ -139,7 +143,7 @@ export class OwnerWrites {
   /** Undoes every batch, newest first; an undo that fails leaves its events prepared for the owner's sweep. */
   async rollback(): Promise<void> {
     for (const { owner, changes, undo } of this.done.reverse()) {
-      await this.call(`${owner}.undoBatch`, { changes, undo }).catch(() => undefined);
+      await this.call(`${owner}.undoBatch`, { changes, undo }).catch((err) => this.warn(`Undoing a ${owner} batch failed`, err));
     }
     this.done.length = 0;
   }

@@ -2,7 +2,7 @@ import type { Connection } from "mongoose";
 import { ERRORS, type FieldProblem } from "../../lib/errors";
 import { slugify } from "../../lib/ids";
 import { UnitOfWork } from "../../lib/unit-of-work";
-import { isReplanError, OwnerWrites, type ActionCall } from "../../lib/owner-writes";
+import { isReplanError, type OwnerWrites } from "../../lib/owner-writes";
 import { hashPassword, verifyPassword } from "../../lib/auth/passwords";
 import { accountAgents, type AgentRecord } from "../agents";
 import { accountTools, type ToolRecord } from "../tools";
@@ -119,8 +119,7 @@ const itemFor = <Def>(existing: { _id: number } | null, def: Def) => ({ id: exis
  * lib/owner-writes.ts), the team here; a created record's identifier is its name's slug, so concurrent pushes
  * creating it collide and the loser re-plans.
  */
-async function apply(db: Connection, call: ActionCall, accountId: number, doc: TeamDocument, state: Awaited<ReturnType<typeof loadState>>) {
-  const owners = new OwnerWrites(call);
+async function apply(db: Connection, owners: OwnerWrites, accountId: number, doc: TeamDocument, state: Awaited<ReturnType<typeof loadState>>) {
   const uow = new UnitOfWork();
   try {
     const traitRecords = await owners.put<TraitRecord, object>("traits", (doc.traits ?? []).map((def) => itemFor(matchByName(state.traits, def.name), def)));
@@ -164,12 +163,13 @@ async function apply(db: Connection, call: ActionCall, accountId: number, doc: T
 /**
  * Push: creates or updates the team, its agents, tools and traits from one configuration document,
  * completely or not at all (everything is validated first; a failed write undoes the earlier ones).
- * `call` reaches the owners' batch actions with the caller's meta (ctx.call). Returns the change events of what
- * it wrote, prepared, for the caller to commit: the owners' (`owners.commit()`) first, then the team's.
+ * `owners` returns a fresh OwnerWrites per attempt (the owners' batch actions, called with the caller's meta).
+ * Returns the change events of what it wrote, prepared, for the caller to commit: the owners'
+ * (`owners.commit()`) first, then the team's.
  */
 export async function pushDocument(
   db: Connection,
-  call: ActionCall,
+  owners: () => OwnerWrites,
   accountId: number,
   raw: unknown,
 ): Promise<{ team: TeamRecord; owners: OwnerWrites; changes: UnitOfWork["changes"] }> {
@@ -178,7 +178,7 @@ export async function pushDocument(
     const state = await loadState(db, accountId, typeof name === "string" ? name : "");
     const doc = validate(raw, state);
     try {
-      return await apply(db, call, accountId, doc, state);
+      return await apply(db, owners(), accountId, doc, state);
     } catch (err) {
       if (!isReplanError(err)) throw err;
       if (attempt >= PUSH_ATTEMPTS) throw ERRORS.conflict("Other changes kept colliding with this push's identifiers; retry it");
