@@ -1,10 +1,11 @@
 /**
  * Service boundaries hold on every `npm test` (docs/adr/0052-service-boundaries.md): dependency-cruiser, with the
  * project's .dependency-cruiser.cjs, finds no service importing another's internals and no lib/ file importing
- * services/. A fixture with one import of each forbidden kind shows the rules do fire.
+ * services/. A fixture with one import of each forbidden kind shows the rules do fire. And no service writes
+ * through a model another service's public face exports (one writer per collection, docs/architecture.md).
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -41,6 +42,38 @@ function fixture(files: Record<string, string>): string {
   return dir;
 }
 
+/** Every .ts file under `dir`, relative to ROOT. */
+function sourceFiles(dir: string): string[] {
+  return readdirSync(path.join(ROOT, dir)).flatMap((name) => {
+    const rel = path.join(dir, name);
+    if (statSync(path.join(ROOT, rel)).isDirectory()) return sourceFiles(rel);
+    return name.endsWith(".ts") ? [rel] : [];
+  });
+}
+
+const WRITES = "create|insertMany|insertOne|updateOne|updateMany|replaceOne|deleteOne|deleteMany|findOneAndUpdate|findOneAndDelete|findOneAndReplace|findByIdAndUpdate|findByIdAndDelete|bulkWrite|save";
+
+/**
+ * Writes through another service's model in `source`: `otherModel(db).updateOne(...)`, a unit of work's
+ * `put/insert/update(otherModel(db), ...)`, or `this.models.<key>.updateOne(...)` for a key MongoMixin gives such
+ * a model. A heuristic over the text, for the forms the code uses; reads and handing the model to the owner's
+ * exported functions pass.
+ */
+function foreignModelWrites(source: string): string[] {
+  const imported = [...source.matchAll(/import\s*(?:type\s*)?\{([^}]*)\}\s*from\s*"\.\.\/[a-z-]+"/g)].flatMap((m) =>
+    m[1]!.split(",").map((name) => name.trim()).filter((name) => /^[a-z]\w*Models?$/.test(name)),
+  );
+  return imported.flatMap((model) => {
+    const keys = [...source.matchAll(new RegExp(`(\\w+):\\s*${model}\\(db\\)`, "g"))].map((m) => m[1]!);
+    const patterns = [
+      new RegExp(`\\b${model}\\([^()]*\\)\\s*\\.\\s*(?:${WRITES})\\(`, "g"),
+      new RegExp(`\\.(?:put|insert|update)\\(\\s*${model}\\(`, "g"),
+      ...keys.map((key) => new RegExp(`this\\.models\\.${key}\\s*\\.\\s*(?:${WRITES})\\(`, "g")),
+    ];
+    return patterns.flatMap((pattern) => [...source.matchAll(pattern)].map((m) => m[0]));
+  });
+}
+
 describe("service boundaries (dependency-cruiser)", () => {
   it("no service imports another's internals, and lib/ imports no service", () => {
     const found = violations(ROOT, ["services", "lib", "server.ts", "moleculer.config.ts"]);
@@ -74,5 +107,21 @@ describe("service boundaries (dependency-cruiser)", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("no service writes through a model another service's public face exports (one writer per collection)", () => {
+    const found = sourceFiles("services").flatMap((file) => foreignModelWrites(readFileSync(path.join(ROOT, file), "utf8")).map((w) => `${file}: ${w}`));
+    expect(found).toEqual([]);
+    // The check sees the forms it looks for.
+    const probe = [
+      'import { agentModel, type AgentRecord } from "../agents";',
+      'import { toolModel } from "../tools";',
+      "MongoMixin((db) => ({ tools: toolModel(db) }));",
+      "await agentModel(db).updateOne({ _id: 1 }, {});",
+      "await uow.put(agentModel(db), 1, null, {}, \"agent\");",
+      "await this.models.tools.deleteMany({});",
+      "await agentModel(db).find({ account_id: 1 }).lean();",
+    ].join("\n");
+    expect(foreignModelWrites(probe)).toEqual(["agentModel(db).updateOne(", ".put(agentModel(", "this.models.tools.deleteMany("]);
   });
 });
