@@ -39,7 +39,7 @@ export interface OwnerWriteOptions<T extends Owned, Def> {
   put: (uow: UnitOfWork, db: Connection, accountId: number, existing: T | null, def: Def) => Promise<T>;
 }
 
-/** The type of the conflict a batch answers when a write collided or a record changed under it: plan again. */
+/** The `data.reason` of the 409 a batch answers when a write collided or a record changed under it: plan again. */
 const REPLAN = "replan";
 
 /**
