@@ -111,8 +111,8 @@ export function ownerWriteActions<T extends Owned, Def>(options: OwnerWriteOptio
   };
 }
 
-/** Calls an action of another service with the caller's meta (ctx.call). */
-export type ActionCall = <R>(action: string, params: object) => Promise<R>;
+/** Calls an action of another service with the caller's meta (broker.call with the caller's ctx as parentCtx). */
+export type ActionCall = <R>(action: string, params: object, opts?: { timeout?: number }) => Promise<R>;
 
 /**
  * The caller's side: batches written through their owners, in order, committed together at the end or undone
@@ -130,7 +130,9 @@ export class OwnerWrites {
   /** Writes `items` through `owner`'s putBatch, for the caller's account; the records come back in their order. */
   async put<T, Def>(owner: string, items: BatchItem<Def>[]): Promise<T[]> {
     if (!items.length) return [];
-    const result = await this.call<BatchResult<T>>(`${owner}.putBatch`, { items });
+    // No request timeout: a batch the caller gave up on would go on writing after the caller had undone the
+    // others. The owner's database calls have their own timeouts, and a batch that fails undoes itself.
+    const result = await this.call<BatchResult<T>>(`${owner}.putBatch`, { items }, { timeout: 0 });
     this.done.push({ owner, changes: result.changes, undo: result.undo });
     return result.records;
   }

@@ -8,7 +8,7 @@ import { crudActions, ruleBody, ruleResponse, type CrudHooks } from "../../lib/r
 import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
 import type { ChangeEvent } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
-import { OwnerWrites } from "../../lib/owner-writes";
+import { OwnerWrites, type ActionCall } from "../../lib/owner-writes";
 import { hashPassword, verifyPassword } from "../../lib/auth/passwords";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../../lib/auth/throttle";
 import { passwordHashing } from "../../lib/auth/hashing-queue";
@@ -83,7 +83,9 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       response: teams.view.one(),
       async handler(ctx: Ctx<unknown>) {
         if (ctx.meta.authType === "master") throw ERRORS.forbidden("Master API keys cannot push teams; use an account API key or a user token");
-        const owners = () => new OwnerWrites((action, params) => ctx.call(action, params), (message, err) => this.logger.warn(message, err));
+        // broker.call with the push as parent: the caller's meta, and no share of the push's own request timeout.
+        const call = (action: string, params: object, opts?: { timeout?: number }) => this.broker.call(action, params, { ...opts, parentCtx: ctx });
+        const owners = () => new OwnerWrites(call as ActionCall, (message, err) => this.logger.warn(message, err));
         const { team, changes, owners: written } = await pushDocument(this.db, owners, this.accountOf(ctx), ctx.params);
         await written.commit();
         await this.commitRendered(changes);

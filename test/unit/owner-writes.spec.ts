@@ -27,6 +27,8 @@ describe("OwnerWrites", () => {
     expect(await writes.put("traits", [])).toEqual([]);
     expect(await writes.put("agents", [{ id: null, def: { name: "a" } }])).toEqual([{ _id: 1, owner: "agents" }]);
     expect(calls).toEqual([["agents.putBatch", { items: [{ id: null, def: { name: "a" } }] }]]);
+    // A batch is never abandoned by a request timeout while the owner goes on writing.
+    expect((call as unknown as jest.Mock).mock.calls[0][2]).toEqual({ timeout: 0 });
   });
 
   it("commits the batches' events in write order, skipping batches that changed nothing", async () => {
