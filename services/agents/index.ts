@@ -6,7 +6,7 @@
  */
 
 /** The agents collection: its model (for reads and index registration) and record types. */
-export { AGENT_ACCESS_LEVELS, agentModel, type AgentAccessLevel, type AgentRecord, type Publication } from "./model";
+export { agentModel, type AgentRecord, type Publication } from "./model";
 /** An account's agents, all of them or those with these ids. */
 export { accountAgents } from "./store";
 /** Agents as the API shows them, references resolved (teams render their agents with it). */

@@ -4,4 +4,4 @@
  */
 
 /** The teams collection: its model, for reads (tasks check and render their team). */
-export { teamModel, type TeamRecord } from "./model";
+export { teamModel } from "./model";
