@@ -1,6 +1,7 @@
 /**
- * Collection names other services read directly (one database, one writer per collection): the
- * knowledge-sources service writes this one; agents resolve associations against it.
+ * The knowledge sources' collection name, shared by its owner's model and resource and by the loader, which
+ * records their loading events. Other services read it through services/knowledge/index.ts, never by name
+ * (docs/adr/0052-service-boundaries.md).
  */
 export const KNOWLEDGE_SOURCES_COLLECTION = "knowledge_sources";
 

@@ -1,5 +1,6 @@
 import type { Connection } from "mongoose";
 import { isDuplicateKeyError } from "./errors";
+import { escapeRegex } from "./regex";
 
 const COUNTERS = "counters";
 const counters = (db: Connection) => db.collection<{ _id: string; seq: number }>(COUNTERS);
@@ -65,5 +66,5 @@ export function isIdRef(ref: string | number): boolean {
 
 /** Regex source matching base and its numbered variants (base-2, base-3, ...). */
 export function identifierFamily(base: string): RegExp {
-  return new RegExp(`^${base.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(-\\d+)?$`);
+  return new RegExp(`^${escapeRegex(base)}(-\\d+)?$`);
 }

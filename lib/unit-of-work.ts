@@ -13,6 +13,12 @@ interface Undo {
   before: Record<string, unknown> | null;
 }
 
+/** One write of a unit of work as plain data, so the service that asked for it can hand it back to be undone. */
+export type LoggedUndo = Omit<Undo, "model">;
+
+/** A change event prepared by a unit of work, to be committed with its data or dropped. */
+export type PreparedChange = { id: string; draft: ChangeDraft };
+
 /**
  * A change set over several collections with compensation instead of transactions (the MongoDB-compatible
  * server has none): every write records how to undo it, and rollback undoes them newest first. Callers
@@ -21,8 +27,25 @@ interface Undo {
 export class UnitOfWork {
   private readonly undos: Undo[] = [];
   /** Change events prepared before each write (lib/events.ts), for the caller to commit with their data. */
-  readonly changes: { id: string; draft: ChangeDraft }[] = [];
+  readonly changes: PreparedChange[] = [];
   private eventsDb?: Connection;
+
+  /**
+   * The unit of work another service's writes left, over `model`: its rollback undoes `log` and drops `changes`
+   * (lib/owner-writes.ts, the compensation of a write that spans owners).
+   */
+  static restore(model: Model<any>, log: LoggedUndo[], changes: PreparedChange[]): UnitOfWork {
+    const uow = new UnitOfWork();
+    uow.undos.push(...log.map((undo) => ({ ...undo, model })));
+    uow.changes.push(...changes);
+    if (changes.length) uow.eventsDb = model.db;
+    return uow;
+  }
+
+  /** What rollback would undo, oldest first, as plain data (see restore). */
+  undoLog(): LoggedUndo[] {
+    return this.undos.map(({ id, accountId, before }) => ({ id, accountId, before }));
+  }
 
   /** Inserts a record, remembering to delete it on rollback; `event` names its change event (e.g. agent.created). */
   async insert<T extends AnyRecord>(model: Model<T>, doc: T, event?: string): Promise<T> {

@@ -9,13 +9,16 @@ import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
 import { changeCounts, changeOf } from "../../lib/events";
 import { CountedCache } from "../../lib/counted-cache";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
-import { traits } from "../traits/resource";
-import { tools } from "../tools/resource";
+import { ownerWriteActions } from "../../lib/owner-writes";
+import { traits } from "../traits";
+import { tools } from "../tools";
 import { AGENT_ACCESS_LEVELS, agentModel, type AgentRecord } from "./model";
 import { resolveRefs, type AssociationKind } from "./associations";
 import { agents, type AgentParams } from "./resource";
 import { renderAgents, type ReferenceCache } from "./render";
-import { DEFAULT_TEMPERATURE, directoryItem, escapeRegex, mergeConfiguration } from "./rules";
+import { accountAgents, putAgent } from "./store";
+import { DEFAULT_TEMPERATURE, directoryItem, mergeConfiguration } from "./rules";
+import { escapeRegex } from "../../lib/regex";
 import { configOf } from "../../lib/config";
 
 const agentRefParam = agents.idParams;
@@ -120,6 +123,8 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (collected > 0) await ctx.call("entities.deleteForAgent", { agentId: agent._id });
       },
     } satisfies CrudHooks<Methods & Vars, AgentRecord>),
+    /** Agents written for another service's change (team push), in this service's unit of work (lib/owner-writes.ts). */
+    ...ownerWriteActions({ model: agentModel, read: accountAgents, put: putAgent }),
 
     directory: {
       rest: "GET /agents/directory",

@@ -1,12 +1,19 @@
-import type { Connection } from "mongoose";
-import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
+import type { Connection, Model } from "mongoose";
 import type { FieldProblem } from "../../lib/errors";
 import { isIdRef } from "../../lib/ids";
-import { tenantFilter } from "../../lib/tenancy-guard";
+import { knowledgeSourceModel } from "../knowledge";
+import { toolModel } from "../tools";
+import { traitModel } from "../traits";
 
-/** What an agent can be associated with, and the collection each lives in. */
-const COLLECTIONS = { traits: "traits", tools: "tools", knowledge_sources: KNOWLEDGE_SOURCES_COLLECTION } as const;
-export type AssociationKind = keyof typeof COLLECTIONS;
+type Identified = { _id: number; identifier: string };
+
+/** What an agent can be associated with, and the owner's model each is read through (services/<owner>/index.ts). */
+const MODELS: Record<"traits" | "tools" | "knowledge_sources", (db: Connection) => Model<any>> = {
+  traits: traitModel,
+  tools: toolModel,
+  knowledge_sources: knowledgeSourceModel,
+};
+export type AssociationKind = keyof typeof MODELS;
 
 /**
  * Turns references (numeric ids or identifiers) into ids of records of the caller's account, in the
@@ -23,10 +30,9 @@ export async function resolveRefs(
   if (!refs.length) return { ids: [], problems: [] };
   const ids = refs.filter(isIdRef).map(Number);
   const identifiers = refs.filter((r) => !isIdRef(r)).map(String);
-  const found = await db
-    .collection<{ _id: number; identifier: string }>(COLLECTIONS[kind])
-    .find(tenantFilter(COLLECTIONS[kind], { account_id: accountId, $or: [{ _id: { $in: ids } }, { identifier: { $in: identifiers } }] }), { projection: { identifier: 1 } })
-    .toArray();
+  const found = await MODELS[kind](db)
+    .find({ account_id: accountId, $or: [{ _id: { $in: ids } }, { identifier: { $in: identifiers } }] }, { identifier: 1 })
+    .lean<Identified[]>();
   const byRef = new Map<string, number>();
   for (const row of found) {
     byRef.set(String(row._id), row._id);

@@ -1,15 +1,15 @@
 import type { Connection } from "mongoose";
-import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
-import { toolModel } from "../tools/model";
-import { traitModel } from "../traits/model";
+import { knowledgeSourceModel } from "../knowledge";
+import { toolModel } from "../tools";
+import { traitModel } from "../traits";
 import type { AgentRecord } from "./model";
 import { publicPublication } from "./rules";
-import { tenantFilter } from "../../lib/tenancy-guard";
 import type { CountedCache } from "../../lib/counted-cache";
 
 /** What a reference shows of a trait or a tool. */
 const TRAIT_REF = { identifier: 1, name: 1, category: 1 };
 const TOOL_REF = { identifier: 1, name: 1, tool_type: 1 };
+const SOURCE_REF = { identifier: 1, name: 1 };
 
 type Ref = { id: number; identifier: string; name: string };
 type Referenced = { _id: number; identifier: string; name: string };
@@ -60,9 +60,7 @@ export async function renderAgents(db: Connection, accountId: number, agents: Ag
   const [traits, tools, sources] = await Promise.all([
     byId(accountId, "traits", traitIds, (missing) => traitModel(db).find(scope(missing), TRAIT_REF).lean<(Referenced & { category: string })[]>(), cache),
     byId(accountId, "tools", toolIds, (missing) => toolModel(db).find(scope(missing), TOOL_REF).lean<(Referenced & { tool_type: string })[]>(), cache),
-    byId(accountId, "knowledge_sources", sourceIds, (missing) =>
-      db.collection(KNOWLEDGE_SOURCES_COLLECTION).find(tenantFilter(KNOWLEDGE_SOURCES_COLLECTION, scope(missing)) as never, { projection: { identifier: 1, name: 1 } })
-        .toArray() as unknown as Promise<Referenced[]>),
+    byId(accountId, "knowledge_sources", sourceIds, (missing) => knowledgeSourceModel(db).find(scope(missing), SOURCE_REF).lean<Referenced[]>()),
   ]);
   const refs = <T extends Referenced>(list: number[], found: Map<number, T>, extra: (r: T) => object) =>
     list.flatMap((id) => {

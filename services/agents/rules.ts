@@ -42,11 +42,6 @@ export function directoryItem(agent: Pick<AgentRecord, "_id" | "name" | "identif
   };
 }
 
-/** Escapes user text for use inside a regular expression (directory search). */
-export function escapeRegex(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
-
 /** The publication as shown to clients: never the password hash, but whether one is set. */
 export function publicPublication(publication: AgentRecord["publication"]) {
   if (!publication) return null;

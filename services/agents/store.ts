@@ -1,11 +1,10 @@
 import type { Connection } from "mongoose";
 import type { UnitOfWork } from "../../lib/unit-of-work";
 import { agentModel, type AgentRecord } from "./model";
-import { renderAgents } from "./render";
 
 /*
- * The agents collection as other services use it (the agents service owns it; docs/adr/0022-layout-one-writer-tenancy-guard.md,
- * "One writer per collection"): their reads, their writes within a unit of work, and an agent's change-event data.
+ * The agents collection as other services read it (through services/agents/index.ts) and as the agents service's
+ * batch action writes it for them (lib/owner-writes.ts; docs/adr/0052-service-boundaries.md).
  */
 
 /** An account's agents, all of them or those with these ids. */
@@ -18,10 +17,4 @@ export function accountAgents(db: Connection, accountId: number, ids?: number[])
 /** An agent with these fields: created, or updated where it differs; the change is in `uow`. */
 export function putAgent(uow: UnitOfWork, db: Connection, accountId: number, existing: AgentRecord | null, fields: Partial<AgentRecord> & { name: string }): Promise<AgentRecord> {
   return uow.put(agentModel(db), accountId, existing, fields, "agent");
-}
-
-/** An agent's change-event data: the record as the API shows it, references resolved. */
-export async function agentEventData(db: Connection, agent: object): Promise<object> {
-  const record = agent as AgentRecord;
-  return (await renderAgents(db, record.account_id, [record]))[0]!;
 }

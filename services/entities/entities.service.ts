@@ -10,7 +10,7 @@ import { respondCreated } from "../../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
 import { changeOf, type ChangeEvent } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
-import { agentModel } from "../agents/model";
+import { agentModel } from "../agents";
 import { followAgentName } from "./agent-names";
 import { csvStream, EXPORT_FIELDS, exportFilename } from "./csv";
 import { sessionExcerpt, VISIBLE_ROLES } from "./excerpt";

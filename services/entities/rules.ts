@@ -1,4 +1,4 @@
-import { escapeRegex } from "../agents/rules";
+import { escapeRegex } from "../../lib/regex";
 import { ENTITY_STATUSES, type EntityStatus, type Provenance } from "./types";
 
 const DAY_MS = 86_400_000;

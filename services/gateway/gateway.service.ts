@@ -12,7 +12,7 @@ import { MongoMixin } from "../../lib/mongo.mixin";
 import { secretBox } from "../../lib/secrets";
 import { SECURITY_HEADERS } from "../../lib/security-headers";
 import { openApiDocument, type RoutedAction } from "./openapi";
-import { mcpHttpHandler } from "../mcp/http";
+import { mcpHttpHandler } from "../mcp";
 import { IDEMPOTENCY_HEADER, IdempotencyStore, idempotencyModel, keyClaim, REPLAYED_HEADER, type KeyClaim, type StoredAnswer } from "./idempotency";
 
 type McpProxy = ReturnType<typeof mcpHttpHandler>;

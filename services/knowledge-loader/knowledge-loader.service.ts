@@ -6,12 +6,20 @@ import type { ServiceSchema } from "moleculer";
 import { configOf, type Config } from "../../lib/config";
 import { MongoMixin } from "../../lib/mongo.mixin";
 import { secretBox } from "../../lib/secrets";
-import { claimJob, pendingJobs, releaseJob, renewLease } from "../knowledge/jobs";
-import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "../knowledge/model";
+import {
+  claimJob,
+  knowledgeSourceModel,
+  loadJobModel,
+  pendingJobs,
+  releaseJob,
+  renewLease,
+  type KnowledgeSourceRecord,
+  type LoadJobRecord,
+} from "../knowledge";
 import { runDeleteSource, runLoadWindow, type PageDoc, type PageReader, type RunnerDeps } from "./runner";
 import { createSourceReader, urlListModel } from "./pages";
 import { pageRegistryModel } from "./registry";
-import { MAX_URLS_PER_CALL } from "../search/rules";
+import { MAX_URLS_PER_CALL } from "../search";
 
 /** Attempts of a search call after the first; delays 0.5, 1, 2, 4 s. */
 const SEARCH_CALL_RETRIES = 4;

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Schema, type Connection, type Model } from "mongoose";
 import { HostLimiter } from "../../lib/host-limiter";
 import type { SecretBox } from "../../lib/secrets";
-import type { KnowledgeSourceRecord } from "../knowledge/model";
+import type { KnowledgeSourceRecord } from "../knowledge";
 import { FetchError, type SafeFetchOptions } from "../../lib/safe-fetch";
 import type { AddressPolicy } from "../../lib/address-policy";
 import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext, type UrlListState } from "./readers";

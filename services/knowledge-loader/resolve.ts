@@ -1,6 +1,6 @@
 import type { AddressPolicy } from "../../lib/address-policy";
 import { createFetcher, resolveDataType } from "./readers";
-import type { DataType } from "../knowledge/model";
+import type { DataType } from "../knowledge";
 
 /** Time a create may spend looking for a sitemap before it settles on discovery. */
 const RESOLVE_TIMEOUT_MS = 5_000;

@@ -1,8 +1,18 @@
 import type { Model } from "mongoose";
-import type { KnowledgeSourceRecord, LoadJobRecord } from "../knowledge/model";
-import { cancelPendingLoads, continueJob, finishJob, saveProgress } from "../knowledge/jobs";
-import { jobSource, removeSourceRecord, setLoadingState } from "../knowledge/sources";
-import { loadOutcome, loadReport, loadStarted } from "../knowledge/states";
+import {
+  cancelPendingLoads,
+  continueJob,
+  finishJob,
+  jobSource,
+  loadOutcome,
+  loadReport,
+  loadStarted,
+  removeSourceRecord,
+  saveProgress,
+  setLoadingState,
+  type KnowledgeSourceRecord,
+  type LoadJobRecord,
+} from "../knowledge";
 
 /** One document ready for the index: a page, file or wiki page of the source. */
 export interface PageDoc {

@@ -20,8 +20,8 @@ import { enqueueJob } from "./jobs";
 import { deletionResponse, derivedLabel, preloadResponse, preloadSkipped } from "./rules";
 import { nextRefreshAt, refreshPolicy, type RefreshInput } from "./refresh";
 import { preloadDecision } from "./states";
-import { resolveSourceType } from "../knowledge-loader/resolve";
-import { documentIdParam, listDocumentsParams, searchDocumentsParams, searchSourcesParams } from "../search/params";
+import { resolveSourceType } from "../knowledge-loader";
+import { documentIdParam, listDocumentsParams, searchDocumentsParams, searchSourcesParams } from "../search";
 
 const idParam = knowledgeSources.idParams;
 type SourceParams = typeof knowledgeSources.types.update;

@@ -3,10 +3,24 @@ import type { ServiceSchema } from "moleculer";
 import { MongoMixin } from "../../lib/mongo.mixin";
 import { asAccount } from "../../lib/meta";
 import { configOf, type Config } from "../../lib/config";
-import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "../knowledge/model";
-import { claimRefresh, dueRefreshes, queueRefresh } from "../knowledge/refreshes";
-import { scheduledTaskModel, type ScheduledTaskRecord } from "../tasks/scheduled-model";
-import { claimOccurrence, describeRunError, dueSchedules, recordRunOutcome, type DueSchedule } from "../tasks/scheduled-runs";
+import {
+  claimRefresh,
+  dueRefreshes,
+  knowledgeSourceModel,
+  loadJobModel,
+  queueRefresh,
+  type KnowledgeSourceRecord,
+  type LoadJobRecord,
+} from "../knowledge";
+import {
+  claimOccurrence,
+  describeRunError,
+  dueSchedules,
+  recordRunOutcome,
+  scheduledTaskModel,
+  type DueSchedule,
+  type ScheduledTaskRecord,
+} from "../tasks";
 
 interface Vars {
   db: Connection;

@@ -1,7 +1,7 @@
 import type { Connection } from "mongoose";
 import type { FieldProblem } from "../../lib/errors";
-import { agentModel } from "../agents/model";
-import { teamModel } from "../teams/model";
+import { agentModel } from "../agents";
+import { teamModel } from "../teams";
 
 /**
  * Problems with the team and agent a task (or a schedule's task template) is assigned to: each must be a record

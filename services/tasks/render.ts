@@ -1,6 +1,6 @@
 import type { Connection, HydratedDocument } from "mongoose";
-import { agentModel } from "../agents/model";
-import { teamModel } from "../teams/model";
+import { agentModel } from "../agents";
+import { teamModel } from "../teams";
 import { taskModel, type TaskRecord, type TaskStatus } from "./model";
 
 type Summary = { _id: number; title: string; status: TaskStatus };

@@ -2,7 +2,7 @@ import Validator from "fastest-validator";
 import type { FieldProblem } from "../../lib/errors";
 import { freeJsonRule } from "../../lib/free-json";
 import { PLATFORM_MESSAGES } from "../../lib/validator";
-import { chatUiRule } from "../agents/resource";
+import { chatUiRule } from "../agents";
 
 /** Tool types a team configuration may declare. */
 export const CONFIG_TOOL_TYPES = ["mcp", "external", "function"] as const;

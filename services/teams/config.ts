@@ -1,7 +1,6 @@
 import type { FieldProblem } from "../../lib/errors";
 import { slugify } from "../../lib/ids";
-import type { AgentRecord, Publication } from "../agents/model";
-import { DEFAULT_TEMPERATURE, mergeConfiguration } from "../agents/rules";
+import { DEFAULT_TEMPERATURE, mergeConfiguration, type AgentRecord, type Publication } from "../agents";
 import type { KnowledgeConfig } from "./model";
 
 type Json = Record<string, unknown>;

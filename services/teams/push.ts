@@ -1,13 +1,12 @@
 import type { Connection } from "mongoose";
-import { ERRORS, isDuplicateKeyError, type FieldProblem } from "../../lib/errors";
+import { ERRORS, type FieldProblem } from "../../lib/errors";
 import { slugify } from "../../lib/ids";
 import { UnitOfWork } from "../../lib/unit-of-work";
+import { isReplanError, type OwnerWrites } from "../../lib/owner-writes";
 import { hashPassword, verifyPassword } from "../../lib/auth/passwords";
-import type { AgentRecord } from "../agents/model";
-import type { TraitRecord } from "../traits/model";
-import { accountAgents, putAgent } from "../agents/store";
-import { accountTools, putTool } from "../tools/store";
-import { accountTraits, putTrait } from "../traits/store";
+import { accountAgents, type AgentRecord } from "../agents";
+import { accountTools, type ToolRecord } from "../tools";
+import { accountTraits, type TraitRecord } from "../traits";
 import { documentProblems } from "./config-schema";
 import {
   agentToConfig,
@@ -111,25 +110,29 @@ function validate(raw: unknown, state: Awaited<ReturnType<typeof loadState>>): T
   return doc;
 }
 
+/** A batch item for the owner: the matched record to update (null: create one) and what to write. */
+const itemFor = <Def>(existing: { _id: number } | null, def: Def) => ({ id: existing?._id ?? null, def });
+
 /**
  * Writes the planned changes, each with its change event prepared; every write is undone if a later one fails.
- * Agents, tools and traits are written by their owners' functions (services/<owner>/store.ts); a created
- * record's identifier is its name's slug, so concurrent pushes creating it collide and the loser re-plans.
+ * Traits, tools and agents are written by their owners, in one batch each (`<owner>.putBatch`,
+ * lib/owner-writes.ts), the team here; a created record's identifier is its name's slug, so concurrent pushes
+ * creating it collide and the loser re-plans.
  */
-async function apply(db: Connection, accountId: number, doc: TeamDocument, state: Awaited<ReturnType<typeof loadState>>) {
+async function apply(db: Connection, owners: OwnerWrites, accountId: number, doc: TeamDocument, state: Awaited<ReturnType<typeof loadState>>) {
   const uow = new UnitOfWork();
   try {
-    const traitRecords: TraitRecord[] = [];
-    for (const def of doc.traits ?? []) traitRecords.push(await putTrait(uow, db, accountId, matchByName(state.traits, def.name), def));
+    const traitRecords = await owners.put<TraitRecord, object>("traits", (doc.traits ?? []).map((def) => itemFor(matchByName(state.traits, def.name), def)));
     const traitId = (ref: string) =>
       (traitRecords.find((t) => traitMatches(ref, t)) ?? state.traits.find((t) => traitMatches(ref, t)))!._id;
 
-    const toolIds: number[] = [];
-    for (const def of doc.tools ?? []) {
-      toolIds.push((await putTool(uow, db, accountId, matchByName(state.tools, def.name, state.team?.tool_ids), def))._id);
-    }
+    const toolRecords = await owners.put<ToolRecord, object>(
+      "tools",
+      (doc.tools ?? []).map((def) => itemFor(matchByName(state.tools, def.name, state.team?.tool_ids), def)),
+    );
+    const toolIds = toolRecords.map((t) => t._id);
 
-    const agentIds: number[] = [];
+    const agentItems = [];
     for (const config of doc.agents ?? []) {
       const existing = matchByName(state.agents, config.name, state.team?.agent_ids);
       const fields = mergedAgentFields(existing, config, {
@@ -137,8 +140,9 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
         passwordHash: await publicationPasswordHash(existing, config.publication?.password),
       });
       fields.tool_ids = [...new Set([...(existing?.tool_ids ?? []), ...toolIds])];
-      agentIds.push((await putAgent(uow, db, accountId, existing, { ...fields, name: config.name }))._id);
+      agentItems.push(itemFor(existing, { ...fields, name: config.name }));
     }
+    const agentIds = (await owners.put<AgentRecord, object>("agents", agentItems)).map((a) => a._id);
 
     const teamFields = {
       name: doc.name,
@@ -148,9 +152,10 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
       knowledge: doc.knowledge ?? state.team?.knowledge ?? [],
     };
     const team = await uow.put(teamModel(db), accountId, state.team, teamFields, "team");
-    return { team, changes: uow.changes };
+    return { team, owners, changes: uow.changes };
   } catch (err) {
     await uow.rollback();
+    await owners.rollback();
     throw err;
   }
 }
@@ -158,17 +163,24 @@ async function apply(db: Connection, accountId: number, doc: TeamDocument, state
 /**
  * Push: creates or updates the team, its agents, tools and traits from one configuration document,
  * completely or not at all (everything is validated first; a failed write undoes the earlier ones).
- * Returns the change events of what it wrote, prepared, for the caller to commit (nothing changed: none).
+ * `owners` returns a fresh OwnerWrites per attempt (the owners' batch actions, called with the caller's meta).
+ * Returns the change events of what it wrote, prepared, for the caller to commit: the owners'
+ * (`owners.commit()`) first, then the team's.
  */
-export async function pushDocument(db: Connection, accountId: number, raw: unknown): Promise<{ team: TeamRecord; changes: UnitOfWork["changes"] }> {
+export async function pushDocument(
+  db: Connection,
+  owners: () => OwnerWrites,
+  accountId: number,
+  raw: unknown,
+): Promise<{ team: TeamRecord; owners: OwnerWrites; changes: UnitOfWork["changes"] }> {
   const name = (raw as { name?: unknown })?.name;
   for (let attempt = 1; ; attempt++) {
     const state = await loadState(db, accountId, typeof name === "string" ? name : "");
     const doc = validate(raw, state);
     try {
-      return await apply(db, accountId, doc, state);
+      return await apply(db, owners(), accountId, doc, state);
     } catch (err) {
-      if (!isDuplicateKeyError(err)) throw err;
+      if (!isReplanError(err)) throw err;
       if (attempt >= PUSH_ATTEMPTS) throw ERRORS.conflict("Other changes kept colliding with this push's identifiers; retry it");
       // Jittered backoff so racing pushes stop colliding with each other's in-flight writes.
       await new Promise((r) => setTimeout(r, PUSH_BACKOFF_MS * attempt * (0.5 + Math.random())));

@@ -1,7 +1,7 @@
 import { freeJsonRule } from "../../lib/free-json";
 import { identifierRule } from "../../lib/ids";
 import { defineResource, viewRule } from "../../lib/resource";
-import { agents } from "../agents/resource";
+import { agents } from "../agents";
 import { TEAM_ACCESS_LEVELS, teamModel } from "./model";
 import { accessLevelRule } from "./rules";
 

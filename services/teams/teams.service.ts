@@ -8,15 +8,13 @@ import { crudActions, ruleBody, ruleResponse, type CrudHooks } from "../../lib/r
 import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
 import type { ChangeEvent } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
-import { toolEventData } from "../tools/store";
-import { traitEventData } from "../traits/store";
+import { OwnerWrites, type ActionCall } from "../../lib/owner-writes";
 import { hashPassword, verifyPassword } from "../../lib/auth/passwords";
 import { attemptKeys, failureCounterModel, FailureThrottle } from "../../lib/auth/throttle";
 import { passwordHashing } from "../../lib/auth/hashing-queue";
 import { credentialsRefused } from "../../lib/auth/identity";
 import { configOf } from "../../lib/config";
-import { renderAgents } from "../agents/render";
-import { accountAgents, agentEventData } from "../agents/store";
+import { accountAgents, renderAgents } from "../agents";
 import { teamModel, type TeamAccessLevel, type TeamRecord } from "./model";
 import { teams } from "./resource";
 import { documentSchema, pushDocumentSchema } from "./config-schema";
@@ -45,12 +43,9 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "teams",
   mixins: [
     EventsMixin({
-      // Push writes agents, tools and traits too: their events are recorded (and, after a crash, settled) here.
+      // Push writes agents, tools and traits through their owners, who commit (and settle) those events.
       records: {
         teams: function (this: Methods, team) { return this.render(team as unknown as TeamRecord); },
-        agents: function (this: Vars, agent) { return agentEventData(this.db, agent); },
-        tools: function (this: Vars, tool) { return toolEventData(this.db, tool); },
-        traits: function (this: Vars, trait) { return traitEventData(this.db, trait); },
       },
       consumer: {
         group: "teams",
@@ -88,7 +83,11 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       response: teams.view.one(),
       async handler(ctx: Ctx<unknown>) {
         if (ctx.meta.authType === "master") throw ERRORS.forbidden("Master API keys cannot push teams; use an account API key or a user token");
-        const { team, changes } = await pushDocument(this.db, this.accountOf(ctx), ctx.params);
+        // broker.call with the push as parent: the caller's meta, and no share of the push's own request timeout.
+        const call = (action: string, params: object, opts?: { timeout?: number }) => this.broker.call(action, params, { ...opts, parentCtx: ctx });
+        const owners = () => new OwnerWrites(call as ActionCall, (message, err) => this.logger.warn(message, err));
+        const { team, changes, owners: written } = await pushDocument(this.db, owners, this.accountOf(ctx), ctx.params);
+        await written.commit();
         await this.commitRendered(changes);
         return this.render(team);
       },

@@ -4,8 +4,8 @@ import type { UnitOfWork } from "../../lib/unit-of-work";
 import { toolModel, type ToolRecord } from "./model";
 
 /*
- * The tools collection as other services use it (the tools service owns it; docs/adr/0022-layout-one-writer-tenancy-guard.md,
- * "One writer per collection"): their reads, their writes within a unit of work, and a tool's change-event data.
+ * The tools collection as other services read it (through services/tools/index.ts) and as the tools service's
+ * batch action writes it for them (lib/owner-writes.ts; docs/adr/0052-service-boundaries.md).
  */
 
 /** An account's tools, all of them or those with these ids. */
@@ -23,9 +23,4 @@ export function putTool(
 ): Promise<ToolRecord> {
   const fields = { name: def.name, description: def.description ?? null, tool_type: def.type, configuration: def.config ?? {} };
   return uow.put(toolModel(db), accountId, existing, fields, "tool");
-}
-
-/** A tool's change-event data: the record as the API shows it. */
-export function toolEventData(db: Connection, tool: object): object {
-  return toolModel(db).hydrate(tool).toJSON();
 }

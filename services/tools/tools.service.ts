@@ -7,8 +7,10 @@ import { crudActions, eventRecords } from "../../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
 import { changeOf } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
+import { ownerWriteActions } from "../../lib/owner-writes";
 import { toolModel, type ToolRecord } from "./model";
 import { tools } from "./resource";
+import { accountTools, putTool } from "./store";
 
 /** Account tools agents can use (services/tools/resource.ts), and the built-in tools agents ensure. */
 const ToolsService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMethods, { db: Connection; models: { tools: Model<ToolRecord> } }> = {
@@ -18,6 +20,8 @@ const ToolsService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMetho
 
   actions: {
     ...crudActions(tools),
+    /** Tools written for another service's change (team push), in this service's unit of work (lib/owner-writes.ts). */
+    ...ownerWriteActions({ model: toolModel, read: accountTools, put: putTool }),
 
     /** Returns the account's tool with this identifier, creating it first if needed (built-in tools). */
     ensure: {

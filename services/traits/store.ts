@@ -5,8 +5,8 @@ import { traitModel, type TraitRecord } from "./model";
 import { normalizeTags } from "./rules";
 
 /*
- * The traits collection as other services use it (the traits service owns it; docs/adr/0022-layout-one-writer-tenancy-guard.md,
- * "One writer per collection"): their reads, their writes within a unit of work, and a trait's change-event data.
+ * The traits collection as other services read it (through services/traits/index.ts) and as the traits service's
+ * batch action writes it for them (lib/owner-writes.ts; docs/adr/0052-service-boundaries.md).
  */
 
 /** An account's traits, all of them or those with these ids. */
@@ -24,9 +24,4 @@ export function putTrait(
 ): Promise<TraitRecord> {
   const fields = { name: def.name, category: def.category ?? "general", description: def.description ?? null, tags: normalizeTags(def.tags ?? []) };
   return uow.put(traitModel(db), accountId, existing, fields, "trait");
-}
-
-/** A trait's change-event data: the record as the API shows it. */
-export function traitEventData(db: Connection, trait: object): object {
-  return traitModel(db).hydrate(trait).toJSON();
 }

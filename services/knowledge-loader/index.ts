@@ -1,0 +1,7 @@
+/*
+ * The knowledge loader's public face (docs/adr/0052-service-boundaries.md): the only file of
+ * services/knowledge-loader/ another service may import.
+ */
+
+/** Resolves `data_type: auto` with the loader's readers (the knowledge service's create, docs/adr/0047). */
+export { resolveSourceType } from "./resolve";
