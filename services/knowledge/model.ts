@@ -1,110 +1,10 @@
 import { Schema, type Connection, type Model } from "mongoose";
-import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
-import { namedRecordSchema, recordSchemaOptions, type NamedRecord } from "../../lib/db";
+import { recordSchemaOptions } from "../../lib/db";
 
 export const DATA_TYPES = ["auto", "wiki", "website", "sitemap", "discovery", "pdf", "markdown", "text"] as const;
 export type DataType = (typeof DATA_TYPES)[number];
 export const LOADING_STATUSES = ["unloaded", "loading", "loaded", "partial", "failed"] as const;
 export type LoadingStatus = (typeof LOADING_STATUSES)[number];
-
-/** When a source reloads on its own: every `interval_seconds`, or on a cron `schedule` read in `timezone`. */
-export interface RefreshPolicy {
-  interval_seconds: number | null;
-  cron: string | null;
-  timezone: string;
-  /** Remove pages gone from the listing or answering 404/410 twice in a row. */
-  prune: boolean;
-}
-
-/** What a load did (the last one is shown on the source and its stats). */
-export interface LoadReport {
-  job_id: string;
-  trigger: JobTrigger;
-  status: "loaded" | "partial" | "failed";
-  started_at: Date;
-  finished_at: Date;
-  duration_ms: number;
-  new: number;
-  changed: number;
-  unchanged: number;
-  removed: number;
-  failed: number;
-}
-
-export interface KnowledgeSourceRecord extends NamedRecord {
-  data_type: Exclude<DataType, "auto">;
-  paths: string[];
-  /** Encrypted credential for sources behind auth (wiki token); never serialised. */
-  credentials: string | null;
-  loading_status: LoadingStatus;
-  loaded_at: Date | null;
-  document_count: number;
-  last_indexed_at: Date | null;
-  loading_urls_total: number | null;
-  loading_urls_done: number;
-  loading_error: string | null;
-  /** Set while a deletion job is queued; the record answers 200 until the job removes it. */
-  deleting: boolean;
-  refresh: RefreshPolicy | null;
-  /** When the scheduler queues the next refresh; null without a policy. */
-  next_refresh_at: Date | null;
-  last_refresh: LoadReport | null;
-}
-
-const refreshSchema = new Schema<RefreshPolicy>(
-  {
-    interval_seconds: { type: Number, default: null },
-    cron: { type: String, default: null },
-    timezone: { type: String, default: "UTC" },
-    prune: { type: Boolean, default: true },
-  },
-  { _id: false },
-);
-
-const reportSchema = new Schema<LoadReport>(
-  {
-    job_id: String,
-    trigger: String,
-    status: String,
-    started_at: Date,
-    finished_at: Date,
-    duration_ms: Number,
-    new: Number,
-    changed: Number,
-    unchanged: Number,
-    removed: Number,
-    failed: Number,
-  },
-  { _id: false },
-);
-
-const sourceSchema = namedRecordSchema<KnowledgeSourceRecord>(
-  {
-    data_type: { type: String, enum: DATA_TYPES, required: true },
-    paths: { type: [String], default: [] },
-    credentials: { type: String, default: null },
-    loading_status: { type: String, enum: LOADING_STATUSES, default: "unloaded" },
-    loaded_at: { type: Date, default: null },
-    document_count: { type: Number, default: 0 },
-    last_indexed_at: { type: Date, default: null },
-    loading_urls_total: { type: Number, default: null },
-    loading_urls_done: { type: Number, default: 0 },
-    loading_error: { type: String, default: null },
-    deleting: { type: Boolean, default: false },
-    refresh: { type: refreshSchema, default: null },
-    next_refresh_at: { type: Date, default: null },
-    last_refresh: { type: reportSchema, default: null },
-  },
-  { hidden: ["credentials", "deleting"], collection: KNOWLEDGE_SOURCES_COLLECTION },
-);
-sourceSchema.index({ account_id: 1, loading_status: 1 });
-// The scheduler's look for due refreshes, across accounts, oldest due first.
-sourceSchema.index({ next_refresh_at: 1, _id: 1 });
-
-/** The knowledge sources model on a given connection. */
-export function knowledgeSourceModel(db: Connection): Model<KnowledgeSourceRecord> {
-  return (db.models.KnowledgeSource as Model<KnowledgeSourceRecord>) ?? db.model<KnowledgeSourceRecord>("KnowledgeSource", sourceSchema);
-}
 
 export const JOB_KINDS = ["load", "delete-source", "delete-document"] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
@@ -171,3 +71,7 @@ jobSchema.index({ account_id: 1, knowledge_source_id: 1, status: 1 });
 export function loadJobModel(db: Connection): Model<LoadJobRecord> {
   return (db.models.LoadJob as Model<LoadJobRecord>) ?? db.model<LoadJobRecord>("LoadJob", jobSchema);
 }
+
+// A knowledge source's fields, storage included, are declared once in ./resource.ts; its model and record type
+// derive from them. Exported last: ./resource.ts reads the values above while this module loads.
+export { knowledgeSourceModel, type KnowledgeSourceRecord, type LoadReport, type RefreshPolicy } from "./resource";

@@ -1,52 +1,57 @@
 import { Schema, type Connection, type Model } from "mongoose";
 import { recordSchemaOptions } from "../../lib/db";
+import { defineResource } from "../../lib/resource";
+import { stored } from "../../lib/storage";
+import { MAX_URL_LENGTH, WEBHOOK_EVENT_TYPES } from "./rules";
 
-export interface WebhookSubscriptionRecord {
-  _id: number;
-  account_id: number;
-  url: string;
-  description: string | null;
-  /** Event types delivered; empty means every type. */
-  event_types: string[];
-  enabled: boolean;
-  /** Why delivery stopped (a 410 Gone answer); null while enabled. */
-  disabled_reason: string | null;
-  /** The signing secret, sealed with lib/secrets; only the secret endpoints ever open it. */
-  secret_sealed: string;
-  /** The secret before the last rotation, still signing until previous_secret_expires_at. */
-  previous_secret_sealed: string | null;
-  previous_secret_expires_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-const subscriptionSchema = new Schema<WebhookSubscriptionRecord>(
-  {
-    _id: { type: Number, required: true },
-    account_id: { type: Number, required: true },
-    url: { type: String, required: true },
-    description: { type: String, default: null },
-    event_types: { type: [String], default: [] },
-    enabled: { type: Boolean, default: true },
-    disabled_reason: { type: String, default: null },
-    secret_sealed: { type: String, required: true },
-    previous_secret_sealed: { type: String, default: null },
-    previous_secret_expires_at: { type: Date, default: null },
-  },
-  {
-    ...recordSchemaOptions<WebhookSubscriptionRecord>(["secret_sealed", "previous_secret_sealed", "previous_secret_expires_at"]),
+/**
+ * Webhook subscriptions; the signing secret is never in a subscription's response (see the secret actions), so
+ * never in its change events either.
+ */
+export const subscriptions = defineResource({
+  name: "WebhookSubscription",
+  collection: "webhook_subscriptions",
+  storage: {
+    name: "WebhookSubscription",
     collection: "webhook_subscriptions",
+    indexes: [[{ account_id: 1, created_at: -1, _id: -1 }]],
   },
-);
-subscriptionSchema.index({ account_id: 1, created_at: -1, _id: -1 });
+  path: "/webhook-subscriptions",
+  idParam: "id",
+  event: "webhook_subscription",
+  fields: {
+    url: { write: { type: "string", min: 1, max: MAX_URL_LENGTH, trim: true }, store: stored.string({ required: true }) },
+    description: { write: { type: "string", max: 10_000, optional: true, nullable: true }, store: stored.string({ default: null }) },
+    /** Event types delivered; empty means every type. */
+    event_types: {
+      write: {
+        type: "array",
+        max: WEBHOOK_EVENT_TYPES.length,
+        optional: true,
+        items: {
+          type: "enum",
+          values: WEBHOOK_EVENT_TYPES,
+          messages: { enumValue: "The '{field}' field must be one of the event types {expected}." },
+        },
+      },
+      read: { type: "array", items: { type: "string" } },
+      store: stored.strings(),
+    },
+    enabled: { write: { type: "boolean", optional: true }, store: stored.boolean({ default: true }) },
+    /** Why delivery stopped (a 410 Gone answer); null while enabled. */
+    disabled_reason: { store: stored.string({ default: null }) },
+    /** The signing secret, sealed with lib/secrets; only the secret endpoints ever open it. */
+    secret_sealed: { read: false, store: stored.string({ required: true }) },
+    /** The secret before the last rotation, still signing until previous_secret_expires_at. */
+    previous_secret_sealed: { read: false, store: stored.string({ default: null }) },
+    previous_secret_expires_at: { read: false, store: stored.date({ default: null }) },
+  },
+  list: { limits: { max: 200, def: 50 }, sort: { created_at: -1, _id: -1 } },
+});
 
 /** The subscriptions model on a given connection. */
-export function subscriptionModel(db: Connection): Model<WebhookSubscriptionRecord> {
-  return (
-    (db.models.WebhookSubscription as Model<WebhookSubscriptionRecord>) ??
-    db.model<WebhookSubscriptionRecord>("WebhookSubscription", subscriptionSchema)
-  );
-}
+export const subscriptionModel = subscriptions.model;
+export type WebhookSubscriptionRecord = typeof subscriptions.types.record;
 
 export const DELIVERY_STATUSES = ["pending", "delivered", "failed"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
