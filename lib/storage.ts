@@ -115,7 +115,9 @@ export interface BaseRecord {
   updated_at: Date;
 }
 /** A stored record of the declared fields (the record type, inferred: no hand-written interface). */
-export type RecordOf<F, Named extends boolean = false> = (Named extends true ? NamedRecord : BaseRecord) & Present<F> & Absent<F>;
+export type RecordOf<F, Base = BaseRecord> = Base & Present<F> & Absent<F>;
+/** What a model's records have besides their declared fields. */
+type BaseOf<O> = O extends { named: true } ? NamedRecord : O extends { keyed: true } ? { created_at: Date; updated_at: Date } : BaseRecord;
 
 /** How the model of declared fields is built, besides the fields. */
 export interface ModelOptions {
@@ -123,6 +125,8 @@ export interface ModelOptions {
   name: string;
   /** A named record (lib/db namedRecordSchema): name, identifier unique per account, description, their indexes. */
   named?: boolean;
+  /** The fields declare every stored path, `_id` and `account_id` included (e.g. a queue keyed by a string id). */
+  keyed?: boolean;
   /** The collection, where it is not mongoose's plural of the name. */
   collection?: string;
   /** Keep empty objects (free-form values that are `{}`). */
@@ -139,7 +143,7 @@ export interface ModelOptions {
 
 /** The mongoose schema and model of declared fields: stored fields in order, hidden ones (`read: false`) never serialised. */
 export function defineModel<const F extends Readonly<Record<string, StoredField>>, const O extends ModelOptions>(fields: F, options: O) {
-  type Record = RecordOf<F, O extends { named: true } ? true : false>;
+  type Record = RecordOf<F, BaseOf<O>>;
   const keys = options.order ?? Object.keys(fields).filter((key) => fields[key]!.store);
   const definitions: SchemaDefinition = {};
   for (const key of keys) definitions[key] = fields[key]!.store!.definition;
@@ -149,7 +153,7 @@ export function defineModel<const F extends Readonly<Record<string, StoredField>
   const schema: Schema<any> = options.named
     ? namedRecordSchema(definitions, { hidden, ...schemaOptions })
     : new Schema(
-        { _id: { type: Number, required: true }, account_id: { type: Number, required: true }, ...definitions },
+        options.keyed ? definitions : { _id: { type: Number, required: true }, account_id: { type: Number, required: true }, ...definitions },
         { ...recordSchemaOptions(hidden, options.standIns), ...schemaOptions },
       );
   if (!options.named) schema.plugin(freeJsonFields);

@@ -1,5 +1,5 @@
-import { Schema, type Connection, type Model } from "mongoose";
-import { recordSchemaOptions } from "../../lib/db";
+import { Schema } from "mongoose";
+import { defineModel, stored } from "../../lib/storage";
 
 export const DATA_TYPES = ["auto", "wiki", "website", "sitemap", "discovery", "pdf", "markdown", "text"] as const;
 export type DataType = (typeof DATA_TYPES)[number];
@@ -19,58 +19,43 @@ export type JobTrigger = (typeof JOB_TRIGGERS)[number];
  * lease ran out (its loader died) is claimed again and resumes from `progress`. KEDA's MongoDB scaler
  * counts `{status: "pending"}` to scale loaders.
  */
-export interface LoadJobRecord {
-  _id: string;
-  kind: JobKind;
-  account_id: number;
-  knowledge_source_id: number;
-  document_id: string | null;
-  status: JobStatus;
-  force: boolean;
-  trigger: JobTrigger;
-  /** 1 for the first window of a load; continuations count up. */
-  window: number;
-  /** Where the load stands (page list or crawl frontier, and the next position); plain JSON. */
-  progress: Record<string, unknown> | null;
-  lease_owner: string | null;
-  lease_expires_at: Date | null;
-  attempts: number;
-  error: string | null;
-  /** When the job (or its latest continuation) entered the queue: claims go oldest first. */
-  queued_at: Date;
-  created_at: Date;
-  updated_at: Date;
-}
-
-const jobSchema = new Schema<LoadJobRecord>(
+export const loadJobs = defineModel(
   {
-    _id: { type: String, required: true },
-    kind: { type: String, enum: JOB_KINDS, required: true },
-    account_id: { type: Number, required: true },
-    knowledge_source_id: { type: Number, required: true },
-    document_id: { type: String, default: null },
-    status: { type: String, enum: JOB_STATUSES, default: "pending" },
-    force: { type: Boolean, default: false },
-    trigger: { type: String, enum: JOB_TRIGGERS, default: "manual" },
-    window: { type: Number, default: 1 },
-    progress: { type: Schema.Types.Mixed, default: null },
-    lease_owner: { type: String, default: null },
-    lease_expires_at: { type: Date, default: null },
-    attempts: { type: Number, default: 0 },
-    error: { type: String, default: null },
-    queued_at: { type: Date, default: () => new Date() },
+    _id: { store: stored.string({ required: true }) },
+    kind: { store: stored.string({ enum: JOB_KINDS, required: true }) },
+    account_id: { store: stored.int({ required: true }) },
+    knowledge_source_id: { store: stored.int({ required: true, ref: "knowledge_sources" }) },
+    document_id: { store: stored.string({ default: null }) },
+    status: { store: stored.string({ enum: JOB_STATUSES, default: "pending" }) },
+    force: { store: stored.boolean({ default: false }) },
+    trigger: { store: stored.string({ enum: JOB_TRIGGERS, default: "manual" }) },
+    /** 1 for the first window of a load; continuations count up. */
+    window: { store: stored.int({ default: 1 }) },
+    /** Where the load stands (page list or crawl frontier, and the next position); plain JSON. */
+    progress: { store: stored.custom<Record<string, unknown> | null>({ type: Schema.Types.Mixed, default: null }) },
+    lease_owner: { store: stored.string({ default: null }) },
+    lease_expires_at: { store: stored.date({ default: null }) },
+    attempts: { store: stored.int({ default: 0 }) },
+    error: { store: stored.string({ default: null }) },
+    /** When the job (or its latest continuation) entered the queue: claims go oldest first. */
+    queued_at: { store: stored.date({ default: () => new Date() }) },
   },
-  { ...recordSchemaOptions<LoadJobRecord>(), collection: "load_jobs", minimize: false },
+  {
+    name: "LoadJob",
+    keyed: true,
+    collection: "load_jobs",
+    minimize: false,
+    indexes: [
+      // Claiming: oldest pending first, or a running job whose lease expired.
+      [{ status: 1, queued_at: 1 }],
+      [{ status: 1, lease_expires_at: 1 }],
+      [{ account_id: 1, knowledge_source_id: 1, status: 1 }],
+    ],
+  },
 );
-// Claiming: oldest pending first, or a running job whose lease expired.
-jobSchema.index({ status: 1, queued_at: 1 });
-jobSchema.index({ status: 1, lease_expires_at: 1 });
-jobSchema.index({ account_id: 1, knowledge_source_id: 1, status: 1 });
-
 /** The background jobs model on a given connection. */
-export function loadJobModel(db: Connection): Model<LoadJobRecord> {
-  return (db.models.LoadJob as Model<LoadJobRecord>) ?? db.model<LoadJobRecord>("LoadJob", jobSchema);
-}
+export const loadJobModel = loadJobs.model;
+export type LoadJobRecord = typeof loadJobs.record;
 
 // A knowledge source's fields, storage included, are declared once in ./resource.ts; its model and record type
 // derive from them. Exported last: ./resource.ts reads the values above while this module loads.

@@ -1,7 +1,5 @@
-import { Schema, type Connection, type Model } from "mongoose";
-import { recordSchemaOptions } from "../../lib/db";
-import { defineResource } from "../../lib/resource";
-import { stored } from "../../lib/storage";
+import { defineResource, defineView } from "../../lib/resource";
+import { defineModel, stored } from "../../lib/storage";
 import { MAX_URL_LENGTH, WEBHOOK_EVENT_TYPES } from "./rules";
 
 /**
@@ -56,53 +54,38 @@ export type WebhookSubscriptionRecord = typeof subscriptions.types.record;
 export const DELIVERY_STATUSES = ["pending", "delivered", "failed"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
-export interface WebhookDeliveryRecord {
+/** A delivery: stored, and shown (GET .../deliveries) without its body and lease. */
+const deliveryFields = {
+  id: { read: { type: "string" } },
   /** The webhook-id header: identical on every attempt. */
-  _id: string;
-  subscription_id: number;
-  account_id: number;
-  type: string;
+  _id: { read: false, store: stored.string({ required: true }) },
+  subscription_id: { store: stored.int({ required: true, ref: "webhook_subscriptions" }) },
+  account_id: { store: stored.int({ required: true }) },
+  type: { store: stored.string({ required: true }) },
   /** The exact bytes every attempt sends and signs. */
-  body: string;
+  body: { read: false, store: stored.string({ required: true }) },
   /** Attempts started so far (a claim counts one). */
-  attempts: number;
-  next_attempt_at: Date;
-  status: DeliveryStatus;
+  attempts: { store: stored.int({ default: 0 }) },
+  next_attempt_at: { store: stored.date({ required: true }) },
+  status: { store: stored.string({ enum: DELIVERY_STATUSES, default: "pending" }) },
   /** The dispatcher holding the current attempt, and until when; a past expiry means nobody holds it. */
-  lease_owner: string | null;
-  lease_expires_at: Date;
-  last_status: number | null;
-  last_error: string | null;
-  delivered_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
+  lease_owner: { read: false, store: stored.string({ default: null }) },
+  lease_expires_at: { read: false, store: stored.date({ default: () => new Date(0) }) },
+  last_status: { store: stored.int({ default: null }) },
+  last_error: { store: stored.string({ default: null }) },
+  delivered_at: { store: stored.date({ default: null }) },
+  created_at: { read: { type: "date" } },
+  updated_at: { read: { type: "date" } },
+} as const;
 
-const deliverySchema = new Schema<WebhookDeliveryRecord>(
-  {
-    _id: { type: String, required: true },
-    subscription_id: { type: Number, required: true },
-    account_id: { type: Number, required: true },
-    type: { type: String, required: true },
-    body: { type: String, required: true },
-    attempts: { type: Number, default: 0 },
-    next_attempt_at: { type: Date, required: true },
-    status: { type: String, enum: DELIVERY_STATUSES, default: "pending" },
-    lease_owner: { type: String, default: null },
-    lease_expires_at: { type: Date, default: () => new Date(0) },
-    last_status: { type: Number, default: null },
-    last_error: { type: String, default: null },
-    delivered_at: { type: Date, default: null },
-  },
-  { ...recordSchemaOptions<WebhookDeliveryRecord>(["body", "lease_owner", "lease_expires_at"]), collection: "webhook_deliveries" },
-);
-deliverySchema.index({ status: 1, next_attempt_at: 1 });
-deliverySchema.index({ account_id: 1, subscription_id: 1, created_at: -1, _id: -1 });
-
+export const deliveries = defineModel(deliveryFields, {
+  name: "WebhookDelivery",
+  keyed: true,
+  collection: "webhook_deliveries",
+  indexes: [[{ status: 1, next_attempt_at: 1 }], [{ account_id: 1, subscription_id: 1, created_at: -1, _id: -1 }]],
+});
 /** The deliveries model on a given connection. */
-export function deliveryModel(db: Connection): Model<WebhookDeliveryRecord> {
-  return (
-    (db.models.WebhookDelivery as Model<WebhookDeliveryRecord>) ??
-    db.model<WebhookDeliveryRecord>("WebhookDelivery", deliverySchema)
-  );
-}
+export const deliveryModel = deliveries.model;
+export type WebhookDeliveryRecord = typeof deliveries.record;
+/** A delivery as GET /webhook-subscriptions/{id}/deliveries lists it. */
+export const Delivery = defineView("WebhookDelivery", deliveryFields);

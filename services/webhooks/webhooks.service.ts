@@ -4,7 +4,7 @@ import { ERRORS } from "../../lib/errors";
 import type { Ctx } from "../../lib/meta";
 import { MongoMixin } from "../../lib/mongo.mixin";
 import { paginationParams, toPage } from "../../lib/pagination";
-import { crudActions, defineView, eventRecords, plainResponse } from "../../lib/resource";
+import { crudActions, eventRecords, plainResponse } from "../../lib/resource";
 import { secretBox, type SecretBox } from "../../lib/secrets";
 import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
 import { changeOf, type ChangeEvent } from "../../lib/events";
@@ -12,26 +12,11 @@ import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
 import { configOf, type Config } from "../../lib/config";
 import type { AddressPolicy } from "../../lib/address-policy";
 import { claimDelivery, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./deliveries";
-import { DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, subscriptions, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./model";
+import { Delivery, DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, subscriptions, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./model";
 import { attemptResult, MAX_URL_LENGTH, signingSecrets, urlProblem, WEBHOOK_EVENT_TYPES, type Answer } from "./rules";
 import { postDelivery } from "./send";
 import { newSecret, sign } from "./signature";
 
-const nullable = <T extends string>(type: T) => ({ type, nullable: true }) as const;
-const Delivery = defineView("WebhookDelivery", {
-  id: { read: { type: "string" } },
-  subscription_id: { read: { type: "number", integer: true } },
-  account_id: { read: { type: "number", integer: true } },
-  type: { read: { type: "string" } },
-  attempts: { read: { type: "number", integer: true } },
-  next_attempt_at: { read: { type: "date" } },
-  status: { read: { type: "enum", values: DELIVERY_STATUSES } },
-  last_status: { read: { type: "number", integer: true, nullable: true } },
-  last_error: { read: nullable("string") },
-  delivered_at: { read: nullable("date") },
-  created_at: { read: { type: "date" } },
-  updated_at: { read: { type: "date" } },
-});
 
 const idParam = subscriptions.idParams;
 /** Finished deliveries are pruned at most this often. */
@@ -121,7 +106,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       rest: "POST /webhook-subscriptions/:id/secret/rotate",
       summary: "Rotate a webhook subscription's signing secret",
       params: idParam,
-      response: plainResponse({ secret: { type: "string" }, previous_secret_expires_at: nullable("date") }),
+      response: plainResponse({ secret: { type: "string" }, previous_secret_expires_at: { type: "date", nullable: true } }),
       async handler(ctx: Ctx<{ id: number }>) {
         const subscription = await this.findSubscription(ctx, ctx.params.id);
         const overlapMs = this.config.rotationOverlapSeconds * 1000;
