@@ -117,7 +117,13 @@ export interface BaseRecord {
 /** A stored record of the declared fields (the record type, inferred: no hand-written interface). */
 export type RecordOf<F, Base = BaseRecord> = Base & Present<F> & Absent<F>;
 /** What a model's records have besides their declared fields. */
-type BaseOf<O> = O extends { named: true } ? NamedRecord : O extends { keyed: true } ? { created_at: Date; updated_at: Date } : BaseRecord;
+type BaseOf<O> = O extends { named: true }
+  ? NamedRecord
+  : O extends { plain: true }
+    ? unknown
+    : O extends { keyed: true }
+      ? { created_at: Date; updated_at: Date }
+      : BaseRecord;
 
 /** How the model of declared fields is built, besides the fields. */
 export interface ModelOptions {
@@ -127,6 +133,8 @@ export interface ModelOptions {
   named?: boolean;
   /** The fields declare every stored path, `_id` and `account_id` included (e.g. a queue keyed by a string id). */
   keyed?: boolean;
+  /** Keyed, and none of the records' shared options: no timestamps, no JSON shape (bookkeeping: counters, registries). */
+  plain?: boolean;
   /** The collection, where it is not mongoose's plural of the name. */
   collection?: string;
   /** Keep empty objects (free-form values that are `{}`). */
@@ -152,10 +160,12 @@ export function defineModel<const F extends Readonly<Record<string, StoredField>
   const schemaOptions = { ...(collection ? { collection } : {}), ...(minimize === false ? { minimize } : {}) };
   const schema: Schema<any> = options.named
     ? namedRecordSchema(definitions, { hidden, ...schemaOptions })
-    : new Schema(
-        options.keyed ? definitions : { _id: { type: Number, required: true }, account_id: { type: Number, required: true }, ...definitions },
-        { ...recordSchemaOptions(hidden, options.standIns), ...schemaOptions },
-      );
+    : options.plain
+      ? new Schema(definitions, { ...schemaOptions, versionKey: false })
+      : new Schema(
+          options.keyed ? definitions : { _id: { type: Number, required: true }, account_id: { type: Number, required: true }, ...definitions },
+          { ...recordSchemaOptions(hidden, options.standIns), ...schemaOptions },
+        );
   if (!options.named) schema.plugin(freeJsonFields);
   for (const [index, indexOptions] of options.indexes ?? []) schema.index(index, indexOptions);
   options.setup?.(schema);

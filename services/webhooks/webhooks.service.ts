@@ -13,7 +13,7 @@ import { configOf, type Config } from "../../lib/config";
 import type { AddressPolicy } from "../../lib/address-policy";
 import { claimDelivery, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./deliveries";
 import { Delivery, DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, subscriptions, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./model";
-import { attemptResult, MAX_URL_LENGTH, signingSecrets, urlProblem, WEBHOOK_EVENT_TYPES, type Answer } from "./rules";
+import { attemptResult, signingSecrets, urlProblem, type Answer } from "./rules";
 import { postDelivery } from "./send";
 import { newSecret, sign } from "./signature";
 
