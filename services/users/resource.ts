@@ -3,9 +3,7 @@ import { USER_ROLES } from "../../lib/meta";
 import type { OutboxEntry } from "../../lib/outbox";
 import { defineView, RECORD_FIELDS } from "../../lib/resource";
 import { defineModel, stored } from "../../lib/storage";
-import { USER_AUDIT_ACTIONS } from "./audit";
-
-const nullable = <T extends string>(type: T) => ({ type, nullable: true }) as const;
+import { auditFields } from "./audit";
 
 /**
  * A user's fields: what a signup or an update may write, what responses show and how each is stored. Users keep
@@ -73,15 +71,4 @@ export const UserPublic = defineView("UserPublic", { ...RECORD_FIELDS, ...userFi
 export const Token = defineView("Token", tokenFields);
 /** A signup answers the new user and a token for it. */
 export const UserCreated = defineView("UserCreateResponse", { ...RECORD_FIELDS, ...userFields, ...tokenFields });
-export const UserAuditEntry = defineView("UserAuditEntry", {
-  id: { read: { type: "string" } },
-  account_id: { read: { type: "number", integer: true } },
-  action: { read: { type: "enum", values: USER_AUDIT_ACTIONS } },
-  target_user_id: { read: { type: "number", integer: true } },
-  actor_type: { read: { type: "enum", values: ["user", "api_key", "master"] } },
-  actor_user_id: { read: { type: "number", integer: true, nullable: true } },
-  actor_api_key_id: { read: { type: "number", integer: true, nullable: true } },
-  fields: { read: { type: "array", items: { type: "string" } } },
-  client_ip: { read: nullable("string") },
-  at: { read: { type: "date" } },
-});
+export const UserAuditEntry = defineView("UserAuditEntry", auditFields);
