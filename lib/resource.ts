@@ -7,6 +7,7 @@ import { ruleToSchema, valueSchema, type JsonSchema } from "./json-schema";
 import type { Ctx } from "./meta";
 import { namedSort, paginationParams, sortParams, toPage, type PageLimits } from "./pagination";
 import { respondCreated, respondNoContent } from "./responses";
+import { defineModel, type ModelOptions, type Store } from "./storage";
 import type { ListOptions, OwnedRecord, TenancyMethods } from "./tenancy.mixin";
 
 /**
@@ -15,7 +16,8 @@ import type { ListOptions, OwnedRecord, TenancyMethods } from "./tenancy.mixin";
  * their TypeScript types, which fields a write may set, the OpenAPI response schemas, and the standard CRUD
  * actions with tenancy and change events (docs/adr/0023-resource-declaration.md). The shape follows
  * @moleculer/database's field definitions: one map of fields, each saying how it is validated, whether clients
- * may write it and whether it is shown.
+ * may write it, whether it is shown and how it is stored, so the mongoose schema and the record type derive from
+ * it too (lib/storage.ts, docs/adr/0051-fields-declare-storage.md).
  */
 
 /** A fastest-validator rule object (declared `as const`, so the types below can read it). */
@@ -24,10 +26,15 @@ export type Rule = { readonly type: string; readonly [key: string]: unknown };
 export interface FieldDecl {
   /** How a client's value is validated; a field without one is read-only (set by the service). */
   readonly write?: Rule;
-  /** What responses carry, as a rule describing the value; defaults to `write`; false: never shown (e.g. a password). */
+  /**
+   * What responses carry, as a rule describing the value; defaults to `write`, else to the stored value's rule;
+   * false: never shown (a write-only password; a stored hash, dropped from the record's JSON too).
+   */
   readonly read?: Rule | false;
   /** Writable only when creating, or only when updating (default: both). */
   readonly on?: "create" | "update";
+  /** How the field is stored (lib/storage `stored.*`); a field without one is not stored (params or computed). */
+  readonly store?: Store;
 }
 export type Fields = Readonly<Record<string, FieldDecl>>;
 
@@ -73,10 +80,11 @@ export type CreateParams<F> = {
 export type UpdateParams<F> = { [K in WritableOn<F, "update">]?: Value<WriteRule<F[K]>> };
 
 type ReadRule<D> = D extends { read: false } ? never : D extends { read: infer R } ? R : D extends { write: infer W } ? W : never;
+type Shown<D> = [ReadRule<D>] extends [never] ? (D extends { read: false } ? never : D extends { store: Store<infer T> } ? T : never) : Value<ReadRule<D>>;
 /** What every stored record's response has. */
 export type RecordBase = { id: number; account_id: number; created_at: Date; updated_at: Date };
 /** A response object of the shape `fields` declares. */
-export type View<F> = { [K in keyof F as [ReadRule<F[K]>] extends [never] ? never : K]: Value<ReadRule<F[K]>> };
+export type View<F> = { [K in keyof F as [Shown<F[K]>] extends [never] ? never : K]: Shown<F[K]> };
 
 // ---- Response schemas ----
 
@@ -131,17 +139,20 @@ function fieldSchema(rule: Rule): JsonSchema {
 function referencedSchemas(fields: Fields): Record<string, JsonSchema> {
   const out: Record<string, JsonSchema> = {};
   for (const f of Object.values(fields)) {
-    const rule = f.read || f.write;
+    const rule = shownRule(f);
     const nested = isViewRule(rule) ? rule : rule?.type === "array" && isViewRule(rule.items) ? rule.items : undefined;
     if (nested) Object.assign(out, nested.view.schemas);
   }
   return out;
 }
 
+/** How responses show a field: its read rule, else its write rule, else its stored value's rule; none: not shown. */
+const shownRule = (f: FieldDecl): Rule | undefined => (f.read === undefined ? (f.write ?? f.store?.rule) : f.read || undefined);
+
 /** The JSON Schema of a response object: every shown field, required unless its read rule says optional; nothing else. */
 export function viewSchema(fields: Fields): JsonSchema {
   const shown = Object.entries(fields).flatMap(([key, f]) => {
-    const rule = f.read === undefined ? f.write : f.read;
+    const rule = shownRule(f);
     return rule ? [[key, rule, f.read ? f.read.optional === true : false] as const] : [];
   });
   return {
@@ -205,7 +216,8 @@ export interface ResourceOptions<F extends Fields> {
   label?: string;
   /** Collection: the id sequence, the event subjects (lib/events changeOf) and the model's collection. */
   collection: string;
-  model: (db: Connection) => Model<any>;
+  /** The model built from the fields' storage (lib/storage defineModel): name, indexes, collection. */
+  storage: ModelOptions;
   /** URL of the collection under /api/v1, e.g. "/tools", and the path parameter naming one record. */
   path: string;
   idParam: string;
@@ -234,8 +246,9 @@ const optionalRule = (rule: Rule): Rule => {
 };
 
 /** A resource: its declaration and what derives from it. */
-export function defineResource<const F extends Fields>(options: ResourceOptions<F>) {
+export function defineResource<const F extends Fields, const M extends ModelOptions>(options: ResourceOptions<F> & { storage: M }) {
   const fields = { ...RECORD_FIELDS, ...options.fields };
+  const stored = defineModel(options.fields, options.storage);
   const view = defineView(options.name, fields);
   const writable = (on: "create" | "update") =>
     Object.entries(options.fields).filter(([, f]) => f.write && (!f.on || f.on === on)) as [string, FieldDecl & { write: Rule }][];
@@ -247,6 +260,9 @@ export function defineResource<const F extends Fields>(options: ResourceOptions<
     : { type: "number", integer: true, positive: true, convert: true, description: `The ${singular}'s id` };
   return {
     ...options,
+    /** The model on a given connection, its schema generated from the fields' storage. */
+    model: stored.model,
+    schema: stored.schema,
     view,
     idParams: { [options.idParam]: idRule } as Record<string, Rule>,
     createParams: Object.fromEntries(writable("create").map(([key, f]) => [key, f.write])) as Record<string, Rule>,
@@ -262,10 +278,11 @@ export function defineResource<const F extends Fields>(options: ResourceOptions<
       return out;
     },
     location: (id: number) => `/api/v1${options.path}/${id}`,
-    types: undefined as unknown as { create: CreateParams<F>; update: UpdateParams<F>; view: View<typeof fields> },
+    types: undefined as unknown as { create: CreateParams<F>; update: UpdateParams<F>; view: View<typeof fields>; record: typeof stored.record },
   };
 }
-export type Resource = ReturnType<typeof defineResource<Fields>>;
+/** Any resource, as the standard actions take it (its model untyped: each resource's own is typed by its fields). */
+export type Resource = Omit<ReturnType<typeof defineResource<Fields, ModelOptions>>, "model" | "schema"> & { model: (db: Connection) => Model<any> };
 
 /** What the CRUD actions need of their service (TenancyMixin, EventsMixin, MongoMixin). */
 type Host = TenancyMethods & EventsMethods & { db: Connection };

@@ -1,5 +1,6 @@
-import { Schema, type Connection, type Model } from "mongoose";
+import type { Model } from "mongoose";
 import { ERRORS, isDuplicateKeyError } from "../errors";
+import { defineModel, stored } from "../storage";
 
 /** At most `max` failures per `windowSeconds`; the window starts at the first attempt. */
 export interface ThrottleLimit {
@@ -8,27 +9,20 @@ export interface ThrottleLimit {
 }
 
 /** One counter of attempts (a login email, a team, a client address). */
-interface FailureCounter {
-  _id: string;
-  /** Attempts reserved in this window and not refunded: failures, plus checks still in progress. */
-  failures: number;
-  window_ends: Date;
-}
-
-const counterSchema = new Schema<FailureCounter>(
+const counters = defineModel(
   {
-    _id: { type: String, required: true },
-    failures: { type: Number, required: true },
+    _id: { store: stored.string({ required: true }) },
+    /** Attempts reserved in this window and not refunded: failures, plus checks still in progress. */
+    failures: { store: stored.int({ required: true }) },
     // Expired windows are pruned by the users service (the bundled server has no TTL indexes) and reset on the next attempt.
-    window_ends: { type: Date, required: true, index: true },
+    window_ends: { store: stored.date({ required: true, index: true }) },
   },
-  { collection: "auth_failures", versionKey: false },
+  { name: "AuthFailure", plain: true, collection: "auth_failures" },
 );
+type FailureCounter = typeof counters.record;
 
 /** The failure counters model on a given connection: one collection, so every gateway and service replica shares it. */
-export function failureCounterModel(db: Connection): Model<FailureCounter> {
-  return (db.models.AuthFailure as Model<FailureCounter>) ?? db.model<FailureCounter>("AuthFailure", counterSchema);
-}
+export const failureCounterModel = counters.model;
 
 /** A counter key and the limit it is held to. */
 export interface ThrottledKey {

@@ -1,8 +1,8 @@
 import { freeJsonRule } from "../../lib/free-json";
 import { identifierRule } from "../../lib/ids";
 import { defineResource } from "../../lib/resource";
-import { AGENT_ACCESS_LEVELS, agentModel } from "./model";
-import { accessLevelRule, MAX_SUGGESTED_PROMPTS } from "./rules";
+import { stored } from "../../lib/storage";
+import { accessLevelRule, AGENT_ACCESS_LEVELS, MAX_SUGGESTED_PROMPTS, type Publication } from "./model";
 
 const text = (max: number) => ({ type: "string", max, optional: true, nullable: true }) as const;
 const refList = {
@@ -52,7 +52,7 @@ const objects = { type: "array", items: { type: "object" } } as const;
 export const agents = defineResource({
   name: "Agent",
   collection: "agents",
-  model: agentModel,
+  storage: { name: "Agent", named: true, minimize: false },
   path: "/agents",
   idParam: "agent_id_or_identifier",
   byRef: true,
@@ -62,13 +62,25 @@ export const agents = defineResource({
     name: { write: { type: "string", min: 1, max: 255, trim: true } },
     identifier: { write: identifierRule },
     description: { write: text(10_000) },
-    instructions: { write: text(100_000) },
-    model: { write: { type: "string", min: 1, max: 200, trim: true, optional: true } },
-    temperature: { write: { type: "number", min: 0, max: 2, optional: true } },
-    max_tokens: { write: { type: "number", integer: true, positive: true, optional: true, nullable: true } },
-    access_level: { write: accessLevelRule, read: { type: "enum", values: AGENT_ACCESS_LEVELS } },
-    image_url: { write: { type: "string", max: 2048, optional: true, nullable: true } },
-    configuration: { write: freeJsonRule({ type: "object", optional: true, props: { chat_ui: chatUiRule } }), read: { type: "object" } },
+    instructions: { write: text(100_000), store: stored.string({ default: null }) },
+    model: { write: { type: "string", min: 1, max: 200, trim: true, optional: true }, store: stored.string({ required: true }) },
+    temperature: { write: { type: "number", min: 0, max: 2, optional: true }, store: stored.number({ default: 0.7 }) },
+    max_tokens: { write: { type: "number", integer: true, positive: true, optional: true, nullable: true }, store: stored.number({ default: null }) },
+    access_level: {
+      write: accessLevelRule,
+      read: { type: "enum", values: AGENT_ACCESS_LEVELS },
+      store: stored.string({ enum: AGENT_ACCESS_LEVELS, default: "private" }),
+    },
+    image_url: { write: { type: "string", max: 2048, optional: true, nullable: true }, store: stored.string({ default: null }) },
+    configuration: {
+      write: freeJsonRule({ type: "object", optional: true, props: { chat_ui: chatUiRule } }),
+      read: { type: "object" },
+      store: stored.json({ default: () => ({}) }),
+    },
+    // Stored as ids, shown resolved (render.ts) as `traits`, `tools` and `knowledge_sources`.
+    trait_ids: { read: false, store: stored.ints({ ref: "traits" }) },
+    tool_ids: { read: false, store: stored.ints({ ref: "tools" }) },
+    knowledge_source_ids: { read: false, store: stored.ints({ ref: "knowledge_sources" }) },
     traits: { write: refList, read: refs({ category: { type: "string" } }) },
     tools: { write: refList, read: refs({ tool_type: { type: "string" } }) },
     knowledge_sources: { write: refList, read: refs({}) },
@@ -83,11 +95,16 @@ export const agents = defineResource({
           has_password: { type: "boolean" },
         },
       },
+      store: stored.json<Publication>({ default: null }),
     },
-    events: { read: objects },
-    delegations: { read: objects },
+    events: { read: objects, store: stored.json<Record<string, unknown>[]>({ default: () => [] }) },
+    delegations: { read: objects, store: stored.json<Record<string, unknown>[]>({ default: () => [] }) },
   },
   list: { limits: { max: 200, def: 50 }, sortable: ["updated_at", "created_at", "name"] },
 });
 
 export type AgentParams = typeof agents.types.update;
+
+/** The agents model on a given connection. */
+export const agentModel = agents.model;
+export type AgentRecord = typeof agents.types.record;

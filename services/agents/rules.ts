@@ -1,7 +1,6 @@
-import { AGENT_ACCESS_LEVELS, type AgentRecord } from "./model";
+import type { AgentRecord } from "./model";
 
-/** The interface allows at most this many suggested prompts in configuration.chat_ui. */
-export const MAX_SUGGESTED_PROMPTS = 8;
+export { accessLevelRule, MAX_SUGGESTED_PROMPTS } from "./model";
 /** Model used when a create names none (configurable per deployment). */
 export const DEFAULT_TEMPERATURE = 0.7;
 
@@ -25,9 +24,6 @@ export function mergeConfiguration(current: Json, patch: Json): Json {
   }
   return out;
 }
-
-/** Access levels are accepted in any case (teams use upper case) and stored lower case, as the interface shows them. */
-export const accessLevelRule = { type: "string", lowercase: true, enum: AGENT_ACCESS_LEVELS, optional: true } as const;
 
 /** A lean directory row: what pickers need and nothing else. */
 export function directoryItem(agent: Pick<AgentRecord, "_id" | "name" | "identifier" | "image_url" | "access_level" | "configuration" | "publication">) {

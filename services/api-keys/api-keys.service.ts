@@ -3,42 +3,19 @@ import type { ServiceSchema } from "moleculer";
 import { ERRORS } from "../../lib/errors";
 import type { Ctx } from "../../lib/meta";
 import { MongoMixin } from "../../lib/mongo.mixin";
-import { crudActions, defineResource, defineView, eventRecords, type CrudHooks } from "../../lib/resource";
+import { crudActions, defineView, eventRecords, type CrudHooks } from "../../lib/resource";
 import { respondCreated } from "../../lib/responses";
 import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
-import { API_KEY_PERMISSIONS, generateApiKey, hashApiKey, keyRevocationRefusal, type ApiKeyPermission } from "../../lib/auth/api-keys";
+import { generateApiKey, hashApiKey, keyRevocationRefusal, type ApiKeyPermission } from "../../lib/auth/api-keys";
 import { changeOf } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
 import { nextId } from "../../lib/ids";
-import { apiKeyModel, API_KEY_STATUSES, type ApiKeyRecord } from "./model";
+import { apiKeyModel, apiKeys, type ApiKeyRecord } from "./model";
 import { keyCreator, keyRejection, permissionGrantRefusal, privilegedKeyRefusal, shouldTouch } from "./rules";
 import { crossAccount } from "../../lib/tenancy-guard";
 import { plainResponse } from "../../lib/resource";
 
-const nullableDate = { type: "date", nullable: true } as const;
 const userIdRule = { type: "number", integer: true, positive: true, convert: true, description: "The id of the user the keys are answerable for" } as const;
-
-/** Account API keys: the plaintext key is shown once at creation; only its hash is stored (never shown). */
-export const apiKeys = defineResource({
-  name: "AccountApiKey",
-  collection: "apikeys",
-  model: apiKeyModel,
-  path: "/account-api-keys",
-  idParam: "api_key_id",
-  event: "api_key",
-  patch: false,
-  fields: {
-    name: { write: { type: "string", min: 1, max: 255, trim: true } },
-    status: { write: { type: "enum", values: API_KEY_STATUSES, optional: true }, on: "update", read: { type: "enum", values: API_KEY_STATUSES } },
-    expires_at: { write: { type: "date", convert: true, optional: true, nullable: true }, on: "create", read: nullableDate },
-    permissions: { write: { type: "array", items: { type: "enum", values: API_KEY_PERMISSIONS }, unique: true, optional: true } },
-    prefix: { read: { type: "string" } },
-    last_used_at: { read: nullableDate },
-    created_by_user_id: { read: { type: "number", integer: true, nullable: true } },
-    created_by_api_key_id: { read: { type: "number", integer: true, nullable: true } },
-  },
-  list: { limits: { max: 1000, def: 100 }, sort: { _id: 1 }, bare: true },
-});
 
 const CreatedKey = defineView("AccountApiKeyCreateResponse", { ...apiKeys.view.fields, key: { read: { type: "string" } } });
 

@@ -1,13 +1,24 @@
 import { freeJsonRule, type FreeJsonErrors } from "../../lib/free-json";
 import { paginationParams } from "../../lib/pagination";
 import { defineResource } from "../../lib/resource";
-import { entityModel } from "./model";
-import { ENTITY_STATUSES, MESSAGE_ROLES } from "./types";
+import { stored } from "../../lib/storage";
+import { attributeKeys, searchText, templateKey } from "./rules";
+import { ENTITY_STATUSES, MESSAGE_ROLES, type Provenance } from "./types";
 
 const positiveId = { type: "number", integer: true, positive: true, convert: true } as const;
 const text = (max: number) => ({ type: "string", max, optional: true, nullable: true }) as const;
 const flag = { type: "boolean", convert: true, default: false, optional: true } as const;
 const status = { type: "enum", values: [...ENTITY_STATUSES] } as const;
+
+/** What the fields derived on every save are read from and written to. */
+type Derived = {
+  agent_name: string;
+  entity_type_name: string;
+  attributes?: Record<string, unknown>;
+  search_text: string;
+  entity_type_key: string;
+  attribute_keys: string[];
+};
 
 /** Filters of list, facets and export (query strings are converted). */
 export const filterParams = {
@@ -80,30 +91,59 @@ export const entities = defineResource({
   name: "EntityDetail",
   label: "Collected data record",
   collection: "entities",
-  model: entityModel,
+  storage: {
+    name: "Entity",
+    collection: "entities",
+    minimize: false,
+    indexes: [[{ account_id: 1, created_at: -1, _id: -1 }], [{ account_id: 1, agent_id: 1 }]],
+    // Every write goes through save(), so the derived fields are always in step with what they derive from.
+    setup: (schema) =>
+      schema.pre("validate", function (this: Derived) {
+        // Read once: each read of a free-form field decodes it.
+        const attributes = this.attributes ?? {};
+        this.search_text = searchText(this.agent_name, this.entity_type_name, attributes);
+        this.entity_type_key = templateKey(this.entity_type_name);
+        this.attribute_keys = attributeKeys(attributes);
+      }),
+  },
   path: "/entities",
   idParam: "entity_id",
   event: "entity",
   fields: {
-    agent_id: { write: { type: "number", integer: true, positive: true }, on: "create" },
-    agent_name: { read: { type: "string" } },
-    template_id: { write: { type: "number", integer: true, positive: true, optional: true, nullable: true }, on: "create" },
-    entity_type_name: { write: { type: "string", min: 1, max: 255, trim: true }, on: "create" },
-    entity_type_icon: { write: text(100), on: "create" },
-    status: { write: { ...status, optional: true }, read: status },
-    attributes: { write: attributesRule, read: { type: "object" } },
-    confidence_score: { write: { type: "number", min: 0, max: 1, optional: true, nullable: true }, on: "create" },
-    display_name: { write: text(255) },
-    contact_email: { write: text(320) },
-    contact_phone: { write: text(50) },
-    display_summary: { write: text(2000) },
-    session_channel: { write: text(50), on: "create" },
-    session_id: { write: { type: "string", min: 1, max: 255, optional: true, nullable: true }, on: "create" },
+    agent_id: { write: { type: "number", integer: true, positive: true }, on: "create", store: stored.int({ required: true, ref: "agents" }) },
+    /** Copied from the agent when the record is made, so it survives renames in exports. */
+    agent_name: { store: stored.string({ required: true }) },
+    template_id: {
+      write: { type: "number", integer: true, positive: true, optional: true, nullable: true },
+      on: "create",
+      store: stored.int({ default: null }),
+    },
+    entity_type_name: { write: { type: "string", min: 1, max: 255, trim: true }, on: "create", store: stored.string({ required: true }) },
+    entity_type_icon: { write: text(100), on: "create", store: stored.string({ default: null }) },
+    status: { write: { ...status, optional: true }, read: status, store: stored.string({ enum: ENTITY_STATUSES, default: "new" }) },
+    attributes: { write: attributesRule, read: { type: "object" }, store: stored.json({ default: () => ({}) }) },
+    confidence_score: { write: { type: "number", min: 0, max: 1, optional: true, nullable: true }, on: "create", store: stored.number({ default: null }) },
+    // The identity fields the server resolves for display (DISPLAY_FIELDS); all nullable.
+    display_name: { write: text(255), store: stored.string({ default: null }) },
+    contact_email: { write: text(320), store: stored.string({ default: null }) },
+    contact_phone: { write: text(50), store: stored.string({ default: null }) },
+    display_summary: { write: text(2000), store: stored.string({ default: null }) },
+    session_channel: { write: text(50), on: "create", store: stored.string({ default: null }) },
+    session_id: { write: { type: "string", min: 1, max: 255, optional: true, nullable: true }, on: "create", store: stored.string({ default: null }) },
     provenance: {
       write: provenanceRule,
       on: "create",
       read: { type: "record", nullable: true, value: { type: "object", props: { message_id: nullableInt, quote: { type: "string" } } } },
+      store: stored.json<Provenance>({ default: null }),
     },
+    /** Lower-cased attribute values, agent name and type name: `search` is one substring match. */
+    search_text: { read: false, store: stored.string({ default: "" }) },
+    /** Lower-cased template name: the case-insensitive template_name filter is an equality match. */
+    entity_type_key: { read: false, store: stored.string({ default: "" }) },
+    /** Sorted attribute names: the export header comes from one distinct() instead of reading every row twice. */
+    attribute_keys: { read: false, store: stored.strings() },
+    // Given explicitly by internal callers that import history; mongoose keeps a created_at that is set.
+    created_at: { store: stored.date() },
     session_excerpt: {
       read: {
         type: "array",
@@ -114,6 +154,11 @@ export const entities = defineResource({
   },
   list: { limits: { max: 200, def: 50 }, sort: { created_at: -1, _id: -1 } },
 });
+
+/** The collected data records model on a given connection. */
+export const entityModel = entities.model;
+/** A collected data record: what an agent extracted from a conversation with a data template. */
+export type EntityRecord = typeof entities.types.record;
 
 /** Internal callers (imports, the agent runtime) may also date the record. */
 export const internalRecordFields = {

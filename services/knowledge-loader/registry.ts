@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
-import { Schema, type Connection, type Model } from "mongoose";
+import type { Model } from "mongoose";
 import { insertNew } from "../../lib/db";
-import type { KnownPage, ReaderDocument } from "./readers";
+import { defineModel, stored } from "../../lib/storage";
+import type { ReaderDocument } from "./readers";
 
 /** Consecutive 404/410 answers after which a page is taken as gone (one may be a deploy or a CDN hiccup). */
 export const MISSING_LOADS_TO_PRUNE = 2;
@@ -9,46 +10,33 @@ export const MISSING_LOADS_TO_PRUNE = 2;
 /**
  * What the loader knows of one page of a source across loads: the document it became, its content hash and
  * the validators to ask for it conditionally, how many loads in a row found it missing, and the last load
- * that listed it (a complete load prunes the pages it did not list).
+ * that listed it (a complete load prunes the pages it did not list). A KnownPage (readers/types.ts), as stored.
  */
-export interface PageRecord extends KnownPage {
-  /** pageId(source, url): every read and write of one page is a key lookup (the local server scans on other fields). */
-  _id: string;
-  account_id: number;
-  source_id: number;
-  /** The page as listed or crawled (the key); the document URL may differ after a redirect or rel=canonical. */
-  url: string;
-  content_hash: string | null;
-  missing: number;
-  load_id: string;
-  updated_at: Date;
-}
-
-const pageSchema = new Schema<PageRecord>(
+const pages = defineModel(
   {
-    _id: { type: String, required: true },
-    account_id: { type: Number, required: true },
-    source_id: { type: Number, required: true },
-    url: { type: String, required: true },
-    doc_url: { type: String, default: null },
-    content_hash: { type: String, default: null },
-    etag: { type: String, default: null },
-    last_modified: { type: String, default: null },
-    lastmod: { type: String, default: null },
+    /** pageId(source, url): every read and write of one page is a key lookup (the local server scans on other fields). */
+    _id: { store: stored.string({ required: true }) },
+    account_id: { store: stored.int({ required: true }) },
+    source_id: { store: stored.int({ required: true, ref: "knowledge_sources" }) },
+    /** The page as listed or crawled (the key); the document URL may differ after a redirect or rel=canonical. */
+    url: { store: stored.string({ required: true }) },
+    doc_url: { store: stored.string({ default: null }) },
+    content_hash: { store: stored.string({ default: null }) },
+    etag: { store: stored.string({ default: null }) },
+    last_modified: { store: stored.string({ default: null }) },
+    lastmod: { store: stored.string({ default: null }) },
     // Crawls only: absent for list readers' pages.
-    links: { type: [String], default: undefined },
-    missing: { type: Number, default: 0 },
-    load_id: { type: String, required: true },
-    updated_at: { type: Date, default: () => new Date() },
+    links: { store: stored.custom<string[] | null, true>({ type: [String], default: undefined }, { type: "array", items: { type: "string" } }, true) },
+    missing: { store: stored.int({ default: 0 }) },
+    load_id: { store: stored.string({ required: true }) },
+    updated_at: { store: stored.date({ default: () => new Date() }) },
   },
-  { versionKey: false, collection: "knowledge_pages" },
+  { name: "KnowledgePage", plain: true, collection: "knowledge_pages", indexes: [[{ account_id: 1, source_id: 1, url: 1 }, { unique: true }]] },
 );
-pageSchema.index({ account_id: 1, source_id: 1, url: 1 }, { unique: true });
+export type PageRecord = typeof pages.record;
 
 /** The page registry model on a given connection. */
-export function pageRegistryModel(db: Connection): Model<PageRecord> {
-  return (db.models.KnowledgePage as Model<PageRecord>) ?? db.model<PageRecord>("KnowledgePage", pageSchema);
-}
+export const pageRegistryModel = pages.model;
 
 type SourceKey = { account_id: number; _id: number };
 

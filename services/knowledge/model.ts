@@ -1,110 +1,10 @@
-import { Schema, type Connection, type Model } from "mongoose";
-import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
-import { namedRecordSchema, recordSchemaOptions, type NamedRecord } from "../../lib/db";
+import { Schema } from "mongoose";
+import { defineModel, stored } from "../../lib/storage";
 
 export const DATA_TYPES = ["auto", "wiki", "website", "sitemap", "discovery", "pdf", "markdown", "text"] as const;
 export type DataType = (typeof DATA_TYPES)[number];
 export const LOADING_STATUSES = ["unloaded", "loading", "loaded", "partial", "failed"] as const;
 export type LoadingStatus = (typeof LOADING_STATUSES)[number];
-
-/** When a source reloads on its own: every `interval_seconds`, or on a cron `schedule` read in `timezone`. */
-export interface RefreshPolicy {
-  interval_seconds: number | null;
-  cron: string | null;
-  timezone: string;
-  /** Remove pages gone from the listing or answering 404/410 twice in a row. */
-  prune: boolean;
-}
-
-/** What a load did (the last one is shown on the source and its stats). */
-export interface LoadReport {
-  job_id: string;
-  trigger: JobTrigger;
-  status: "loaded" | "partial" | "failed";
-  started_at: Date;
-  finished_at: Date;
-  duration_ms: number;
-  new: number;
-  changed: number;
-  unchanged: number;
-  removed: number;
-  failed: number;
-}
-
-export interface KnowledgeSourceRecord extends NamedRecord {
-  data_type: Exclude<DataType, "auto">;
-  paths: string[];
-  /** Encrypted credential for sources behind auth (wiki token); never serialised. */
-  credentials: string | null;
-  loading_status: LoadingStatus;
-  loaded_at: Date | null;
-  document_count: number;
-  last_indexed_at: Date | null;
-  loading_urls_total: number | null;
-  loading_urls_done: number;
-  loading_error: string | null;
-  /** Set while a deletion job is queued; the record answers 200 until the job removes it. */
-  deleting: boolean;
-  refresh: RefreshPolicy | null;
-  /** When the scheduler queues the next refresh; null without a policy. */
-  next_refresh_at: Date | null;
-  last_refresh: LoadReport | null;
-}
-
-const refreshSchema = new Schema<RefreshPolicy>(
-  {
-    interval_seconds: { type: Number, default: null },
-    cron: { type: String, default: null },
-    timezone: { type: String, default: "UTC" },
-    prune: { type: Boolean, default: true },
-  },
-  { _id: false },
-);
-
-const reportSchema = new Schema<LoadReport>(
-  {
-    job_id: String,
-    trigger: String,
-    status: String,
-    started_at: Date,
-    finished_at: Date,
-    duration_ms: Number,
-    new: Number,
-    changed: Number,
-    unchanged: Number,
-    removed: Number,
-    failed: Number,
-  },
-  { _id: false },
-);
-
-const sourceSchema = namedRecordSchema<KnowledgeSourceRecord>(
-  {
-    data_type: { type: String, enum: DATA_TYPES, required: true },
-    paths: { type: [String], default: [] },
-    credentials: { type: String, default: null },
-    loading_status: { type: String, enum: LOADING_STATUSES, default: "unloaded" },
-    loaded_at: { type: Date, default: null },
-    document_count: { type: Number, default: 0 },
-    last_indexed_at: { type: Date, default: null },
-    loading_urls_total: { type: Number, default: null },
-    loading_urls_done: { type: Number, default: 0 },
-    loading_error: { type: String, default: null },
-    deleting: { type: Boolean, default: false },
-    refresh: { type: refreshSchema, default: null },
-    next_refresh_at: { type: Date, default: null },
-    last_refresh: { type: reportSchema, default: null },
-  },
-  { hidden: ["credentials", "deleting"], collection: KNOWLEDGE_SOURCES_COLLECTION },
-);
-sourceSchema.index({ account_id: 1, loading_status: 1 });
-// The scheduler's look for due refreshes, across accounts, oldest due first.
-sourceSchema.index({ next_refresh_at: 1, _id: 1 });
-
-/** The knowledge sources model on a given connection. */
-export function knowledgeSourceModel(db: Connection): Model<KnowledgeSourceRecord> {
-  return (db.models.KnowledgeSource as Model<KnowledgeSourceRecord>) ?? db.model<KnowledgeSourceRecord>("KnowledgeSource", sourceSchema);
-}
 
 export const JOB_KINDS = ["load", "delete-source", "delete-document"] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
@@ -119,55 +19,44 @@ export type JobTrigger = (typeof JOB_TRIGGERS)[number];
  * lease ran out (its loader died) is claimed again and resumes from `progress`. KEDA's MongoDB scaler
  * counts `{status: "pending"}` to scale loaders.
  */
-export interface LoadJobRecord {
-  _id: string;
-  kind: JobKind;
-  account_id: number;
-  knowledge_source_id: number;
-  document_id: string | null;
-  status: JobStatus;
-  force: boolean;
-  trigger: JobTrigger;
-  /** 1 for the first window of a load; continuations count up. */
-  window: number;
-  /** Where the load stands (page list or crawl frontier, and the next position); plain JSON. */
-  progress: Record<string, unknown> | null;
-  lease_owner: string | null;
-  lease_expires_at: Date | null;
-  attempts: number;
-  error: string | null;
-  /** When the job (or its latest continuation) entered the queue: claims go oldest first. */
-  queued_at: Date;
-  created_at: Date;
-  updated_at: Date;
-}
-
-const jobSchema = new Schema<LoadJobRecord>(
+export const loadJobs = defineModel(
   {
-    _id: { type: String, required: true },
-    kind: { type: String, enum: JOB_KINDS, required: true },
-    account_id: { type: Number, required: true },
-    knowledge_source_id: { type: Number, required: true },
-    document_id: { type: String, default: null },
-    status: { type: String, enum: JOB_STATUSES, default: "pending" },
-    force: { type: Boolean, default: false },
-    trigger: { type: String, enum: JOB_TRIGGERS, default: "manual" },
-    window: { type: Number, default: 1 },
-    progress: { type: Schema.Types.Mixed, default: null },
-    lease_owner: { type: String, default: null },
-    lease_expires_at: { type: Date, default: null },
-    attempts: { type: Number, default: 0 },
-    error: { type: String, default: null },
-    queued_at: { type: Date, default: () => new Date() },
+    _id: { store: stored.string({ required: true }) },
+    kind: { store: stored.string({ enum: JOB_KINDS, required: true }) },
+    account_id: { store: stored.int({ required: true }) },
+    knowledge_source_id: { store: stored.int({ required: true, ref: "knowledge_sources" }) },
+    document_id: { store: stored.string({ default: null }) },
+    status: { store: stored.string({ enum: JOB_STATUSES, default: "pending" }) },
+    force: { store: stored.boolean({ default: false }) },
+    trigger: { store: stored.string({ enum: JOB_TRIGGERS, default: "manual" }) },
+    /** 1 for the first window of a load; continuations count up. */
+    window: { store: stored.int({ default: 1 }) },
+    /** Where the load stands (page list or crawl frontier, and the next position); plain JSON. */
+    progress: { store: stored.custom<Record<string, unknown> | null>({ type: Schema.Types.Mixed, default: null }) },
+    lease_owner: { store: stored.string({ default: null }) },
+    lease_expires_at: { store: stored.date({ default: null }) },
+    attempts: { store: stored.int({ default: 0 }) },
+    error: { store: stored.string({ default: null }) },
+    /** When the job (or its latest continuation) entered the queue: claims go oldest first. */
+    queued_at: { store: stored.date({ default: () => new Date() }) },
   },
-  { ...recordSchemaOptions<LoadJobRecord>(), collection: "load_jobs", minimize: false },
+  {
+    name: "LoadJob",
+    keyed: true,
+    collection: "load_jobs",
+    minimize: false,
+    indexes: [
+      // Claiming: oldest pending first, or a running job whose lease expired.
+      [{ status: 1, queued_at: 1 }],
+      [{ status: 1, lease_expires_at: 1 }],
+      [{ account_id: 1, knowledge_source_id: 1, status: 1 }],
+    ],
+  },
 );
-// Claiming: oldest pending first, or a running job whose lease expired.
-jobSchema.index({ status: 1, queued_at: 1 });
-jobSchema.index({ status: 1, lease_expires_at: 1 });
-jobSchema.index({ account_id: 1, knowledge_source_id: 1, status: 1 });
-
 /** The background jobs model on a given connection. */
-export function loadJobModel(db: Connection): Model<LoadJobRecord> {
-  return (db.models.LoadJob as Model<LoadJobRecord>) ?? db.model<LoadJobRecord>("LoadJob", jobSchema);
-}
+export const loadJobModel = loadJobs.model;
+export type LoadJobRecord = typeof loadJobs.record;
+
+// A knowledge source's fields, storage included, are declared once in ./resource.ts; its model and record type
+// derive from them. Exported last: ./resource.ts reads the values above while this module loads.
+export { knowledgeSourceModel, type KnowledgeSourceRecord, type LoadReport, type RefreshPolicy } from "./resource";

@@ -1,11 +1,41 @@
 import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
 import { defineResource } from "../../lib/resource";
-import { DATA_TYPES, JOB_TRIGGERS, knowledgeSourceModel, LOADING_STATUSES } from "./model";
+import { stored } from "../../lib/storage";
+import { DATA_TYPES, JOB_TRIGGERS, LOADING_STATUSES, type DataType } from "./model";
 import { refreshParam } from "./refresh";
 
-const int = { type: "number", integer: true } as const;
-const nullable = <T extends string>(type: T) => ({ type, nullable: true }) as const;
+const RESOLVED_DATA_TYPES = DATA_TYPES.filter((t): t is Exclude<DataType, "auto"> => t !== "auto");
 const urlList = { type: "array", min: 1, max: 1000, items: { type: "url", max: 4096 } } as const;
+
+/** When a source reloads on its own: every `interval_seconds`, or on a cron `schedule` read in `timezone`. */
+const refreshPolicy = stored.object(
+  {
+    interval_seconds: stored.number({ default: null }),
+    cron: stored.string({ default: null }),
+    timezone: stored.string({ default: "UTC" }),
+    /** Remove pages gone from the listing or answering 404/410 twice in a row. */
+    prune: stored.boolean({ default: true }),
+  },
+  { default: null },
+);
+
+/** What a load did (the last one is shown on the source and its stats). */
+const loadReport = stored.object(
+  {
+    job_id: stored.string(),
+    trigger: stored.string({ values: JOB_TRIGGERS }),
+    status: stored.string({ values: ["loaded", "partial", "failed"] }),
+    started_at: stored.date(),
+    finished_at: stored.date(),
+    duration_ms: stored.int(),
+    new: stored.int(),
+    changed: stored.int(),
+    unchanged: stored.int(),
+    removed: stored.int(),
+    failed: stored.int(),
+  },
+  { default: null },
+);
 
 /**
  * Knowledge sources. Name and description default to a label derived from the paths, the data type is resolved
@@ -15,7 +45,21 @@ export const knowledgeSources = defineResource({
   name: "KnowledgeSource",
   label: "Knowledge source",
   collection: KNOWLEDGE_SOURCES_COLLECTION,
-  model: knowledgeSourceModel,
+  storage: {
+    name: "KnowledgeSource",
+    named: true,
+    collection: KNOWLEDGE_SOURCES_COLLECTION,
+    indexes: [
+      [{ account_id: 1, loading_status: 1 }],
+      // The scheduler's look for due refreshes, across accounts, oldest due first.
+      [{ next_refresh_at: 1, _id: 1 }],
+    ],
+    // As records have held them since before the declaration listed `refresh` beside the other writable fields.
+    order: [
+      "data_type", "paths", "credentials", "loading_status", "loaded_at", "document_count", "last_indexed_at", "loading_urls_total",
+      "loading_urls_done", "loading_error", "deleting", "refresh", "next_refresh_at", "last_refresh",
+    ],
+  },
   path: "/knowledge",
   idParam: "knowledge_source_id",
   identifier: true,
@@ -24,41 +68,35 @@ export const knowledgeSources = defineResource({
     name: { write: { type: "string", max: 255, trim: true, optional: true, nullable: true }, read: { type: "string" } },
     identifier: { read: { type: "string" } },
     description: { write: { type: "string", max: 10_000, optional: true, nullable: true } },
-    data_type: { write: { type: "enum", values: DATA_TYPES, optional: true }, read: { type: "enum", values: DATA_TYPES.filter((t) => t !== "auto") } },
-    paths: { write: urlList, read: { type: "array", items: { type: "string" } } },
-    // Write-only credential for sources behind auth (a wiki's API token).
+    data_type: {
+      write: { type: "enum", values: DATA_TYPES, optional: true },
+      read: { type: "enum", values: RESOLVED_DATA_TYPES },
+      // Never "auto" once stored: the create resolves it.
+      store: stored.string({ enum: DATA_TYPES, values: RESOLVED_DATA_TYPES, required: true }),
+    },
+    paths: { write: urlList, read: { type: "array", items: { type: "string" } }, store: stored.strings() },
+    // Write-only credential for sources behind auth (a wiki's API token), stored sealed as `credentials`.
     auth_token: { write: { type: "string", min: 1, max: 4096, optional: true }, read: false },
-    refresh: {
-      write: refreshParam,
-      read: { type: "object", nullable: true, props: { interval_seconds: nullable("number"), cron: nullable("string"), timezone: { type: "string" }, prune: { type: "boolean" } } },
-    },
-    loading_status: { read: { type: "enum", values: LOADING_STATUSES } },
-    loaded_at: { read: nullable("date") },
-    document_count: { read: int },
-    last_indexed_at: { read: nullable("date") },
-    loading_urls_total: { read: { ...int, nullable: true } },
-    loading_urls_done: { read: int },
-    loading_error: { read: nullable("string") },
-    next_refresh_at: { read: nullable("date") },
-    last_refresh: {
-      read: {
-        type: "object",
-        nullable: true,
-        props: {
-          job_id: { type: "string" },
-          trigger: { type: "enum", values: JOB_TRIGGERS },
-          status: { type: "enum", values: ["loaded", "partial", "failed"] },
-          started_at: { type: "date" },
-          finished_at: { type: "date" },
-          duration_ms: int,
-          new: int,
-          changed: int,
-          unchanged: int,
-          removed: int,
-          failed: int,
-        },
-      },
-    },
+    credentials: { read: false, store: stored.string({ default: null }) },
+    refresh: { write: refreshParam, read: refreshPolicy.rule, store: refreshPolicy },
+    loading_status: { store: stored.string({ enum: LOADING_STATUSES, default: "unloaded" }) },
+    loaded_at: { store: stored.date({ default: null }) },
+    document_count: { store: stored.int({ default: 0 }) },
+    last_indexed_at: { store: stored.date({ default: null }) },
+    loading_urls_total: { store: stored.int({ default: null }) },
+    loading_urls_done: { store: stored.int({ default: 0 }) },
+    loading_error: { store: stored.string({ default: null }) },
+    /** Set while a deletion job is queued; the record answers 200 until the job removes it. */
+    deleting: { read: false, store: stored.boolean({ default: false }) },
+    /** When the scheduler queues the next refresh; null without a policy. */
+    next_refresh_at: { store: stored.date({ default: null }) },
+    last_refresh: { store: loadReport },
   },
   list: { limits: { max: 200, def: 50 }, sortable: ["updated_at", "created_at", "name"] },
 });
+
+/** The knowledge sources model on a given connection. */
+export const knowledgeSourceModel = knowledgeSources.model;
+export type KnowledgeSourceRecord = typeof knowledgeSources.types.record;
+export type RefreshPolicy = NonNullable<KnowledgeSourceRecord["refresh"]>;
+export type LoadReport = NonNullable<KnowledgeSourceRecord["last_refresh"]>;

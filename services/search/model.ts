@@ -1,31 +1,40 @@
 import { Schema, type Connection, type Model } from "mongoose";
-import { recordSchemaOptions } from "../../lib/db";
+import { defineModel, stored } from "../../lib/storage";
 import { crossAccount } from "../../lib/tenancy-guard";
 import type { StoredChunk } from "../../lib/search/port";
 
 /** One page or file of a knowledge source, as the loader delivered it. Its id is stable per (account, source, url). */
-export interface DocumentRecord {
-  _id: string;
-  account_id: number;
-  source_id: number;
-  url: string;
-  title: string;
-  content: string;
-  content_hash: string;
-  metadata: Record<string, unknown>;
-  chunk_ids: string[];
-  chunk_size: number;
-  chunk_overlap: number;
-  /** Hash of everything that decides the chunks (content, title, url, chunking); equal means nothing to redo. */
-  index_key: string;
-  /** "pending" while chunks are being written to the index; only "indexed" documents are skipped as unchanged. */
-  index_state: "pending" | "indexed";
-  indexed_at: Date;
-  /** Set when a deletion is queued; the document answers 200 until the job has removed it. */
-  deletion_job_id: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
+const documents = defineModel(
+  {
+    _id: { store: stored.string({ required: true }) },
+    account_id: { store: stored.int({ required: true }) },
+    source_id: { store: stored.int({ required: true, ref: "knowledge_sources" }) },
+    url: { store: stored.string({ required: true }) },
+    title: { store: stored.string({ default: "" }) },
+    content: { store: stored.string({ default: "" }) },
+    content_hash: { store: stored.string({ required: true }) },
+    metadata: { store: stored.custom<Record<string, unknown>>({ type: Schema.Types.Mixed, default: {} }) },
+    chunk_ids: { read: false, store: stored.strings() },
+    chunk_size: { store: stored.int({ required: true }) },
+    chunk_overlap: { read: false, store: stored.int({ required: true }) },
+    /** Hash of everything that decides the chunks (content, title, url, chunking); equal means nothing to redo. */
+    index_key: { read: false, store: stored.string({ required: true }) },
+    /** "pending" while chunks are being written to the index; only "indexed" documents are skipped as unchanged. */
+    index_state: { read: false, store: stored.string({ enum: ["pending", "indexed"], default: "pending" }) },
+    indexed_at: { store: stored.date({ required: true }) },
+    /** Set when a deletion is queued; the document answers 200 until the job has removed it. */
+    deletion_job_id: { store: stored.string({ default: null }) },
+  },
+  {
+    name: "SearchDocument",
+    keyed: true,
+    collection: "search_documents",
+    minimize: false,
+    // Listings filter by account (and source) and sort newest first.
+    indexes: [[{ account_id: 1, source_id: 1, indexed_at: -1, _id: 1 }], [{ account_id: 1, indexed_at: -1, _id: 1 }]],
+  },
+);
+export type DocumentRecord = typeof documents.record;
 
 /** A chunk of a document with its vector (Float32 bytes), the durable copy the index is rebuilt from. */
 export interface ChunkRecord extends StoredChunk {
@@ -76,30 +85,6 @@ export interface DeletionRecord {
   job_id: string;
   created_at: Date;
 }
-
-const documentSchema = new Schema<DocumentRecord>(
-  {
-    _id: { type: String, required: true },
-    account_id: { type: Number, required: true },
-    source_id: { type: Number, required: true },
-    url: { type: String, required: true },
-    title: { type: String, default: "" },
-    content: { type: String, default: "" },
-    content_hash: { type: String, required: true },
-    metadata: { type: Schema.Types.Mixed, default: {} },
-    chunk_ids: { type: [String], default: [] },
-    chunk_size: { type: Number, required: true },
-    chunk_overlap: { type: Number, required: true },
-    index_key: { type: String, required: true },
-    index_state: { type: String, enum: ["pending", "indexed"], default: "pending" },
-    indexed_at: { type: Date, required: true },
-    deletion_job_id: { type: String, default: null },
-  },
-  { ...recordSchemaOptions<DocumentRecord>(["chunk_ids", "index_key", "index_state", "chunk_overlap"]), minimize: false },
-);
-// Listings filter by account (and source) and sort newest first.
-documentSchema.index({ account_id: 1, source_id: 1, indexed_at: -1, _id: 1 });
-documentSchema.index({ account_id: 1, indexed_at: -1, _id: 1 });
 
 const chunkSchema = new Schema<ChunkRecord>(
   {
@@ -172,7 +157,7 @@ export function searchModels(db: Connection): SearchModels {
   const get = <T>(name: string, schema: Schema<T>, collection: string) =>
     (db.models[name] as Model<T>) ?? db.model<T>(name, schema, collection);
   return {
-    documents: get("SearchDocument", documentSchema, "search_documents"),
+    documents: documents.model(db),
     chunks: get("SearchChunk", chunkSchema, "search_chunks"),
     embeddings: get("SearchEmbedding", embeddingSchema, "search_embeddings"),
     pending: get("SearchPendingEmbedding", pendingSchema, "search_pending_embeddings"),

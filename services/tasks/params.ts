@@ -1,13 +1,12 @@
 import { freeJsonRule } from "../../lib/free-json";
 import { defineResource, defineView, type Rule } from "../../lib/resource";
-import { TASK_PRIORITIES, TASK_STATUSES, taskModel } from "./model";
+import { stored } from "../../lib/storage";
+import { DEFAULT_TASK_TYPE, TASK_PRIORITIES, TASK_STATUSES } from "./model";
 
 const text = (max: number) => ({ type: "string", max, optional: true, nullable: true }) as const;
 const taskRef = { type: "number", integer: true, positive: true, optional: true, nullable: true } as const;
 const queryRef = { type: "number", integer: true, positive: true, convert: true, optional: true } as const;
 
-const nullableInt = { type: "number", integer: true, nullable: true } as const;
-const nullableDate = { type: "date", nullable: true } as const;
 /** The interface states no bound for task lists; unbounded lists are a denial-of-service risk. */
 export const TASK_PAGE = { max: 1000, def: 100 };
 
@@ -15,29 +14,54 @@ export const TASK_PAGE = { max: 1000, def: 100 };
 export const tasks = defineResource({
   name: "Task",
   collection: "tasks",
-  model: taskModel,
+  storage: {
+    name: "Task",
+    minimize: false,
+    // The list's sort and filters, subtasks of a parent, and the links a delete removes.
+    indexes: [
+      [{ account_id: 1, created_at: -1, _id: -1 }],
+      [{ account_id: 1, status: 1 }],
+      [{ account_id: 1, parent_id: 1, _id: 1 }],
+      [{ account_id: 1, dependency_ids: 1 }],
+    ],
+  },
   path: "/tasks",
   idParam: "task_id",
   event: "task",
   fields: {
-    title: { write: { type: "string", min: 1, max: 500, trim: true } },
-    description: { write: text(50_000) },
-    status: { write: { type: "enum", values: TASK_STATUSES, optional: true }, read: { type: "enum", values: TASK_STATUSES } },
-    task_type: { write: { type: "string", min: 1, max: 100, trim: true, optional: true } },
-    priority: { write: { type: "enum", values: TASK_PRIORITIES, optional: true }, read: { type: "enum", values: TASK_PRIORITIES } },
-    parent_id: { write: taskRef },
-    team_id: { write: taskRef },
-    agent_id: { write: taskRef },
-    session_id: { write: { type: "string", min: 1, max: 255, optional: true, nullable: true } },
-    input: { write: freeJsonRule({ type: "object", optional: true }) },
-    result: { write: freeJsonRule({ type: "object", optional: true, nullable: true }) },
-    dependency_ids: { read: { type: "array", items: { type: "number", integer: true } } },
-    scheduled_task_id: { read: nullableInt },
-    scheduled_for: { read: nullableDate },
-    completed_at: { read: nullableDate },
+    title: { write: { type: "string", min: 1, max: 500, trim: true }, store: stored.string({ required: true }) },
+    description: { write: text(50_000), store: stored.string({ default: null }) },
+    status: {
+      write: { type: "enum", values: TASK_STATUSES, optional: true },
+      read: { type: "enum", values: TASK_STATUSES },
+      store: stored.string({ enum: TASK_STATUSES, default: "pending" }),
+    },
+    task_type: { write: { type: "string", min: 1, max: 100, trim: true, optional: true }, store: stored.string({ default: DEFAULT_TASK_TYPE }) },
+    priority: {
+      write: { type: "enum", values: TASK_PRIORITIES, optional: true },
+      read: { type: "enum", values: TASK_PRIORITIES },
+      store: stored.string({ enum: TASK_PRIORITIES, default: "medium" }),
+    },
+    parent_id: { write: taskRef, store: stored.int({ default: null, ref: "tasks" }) },
+    team_id: { write: taskRef, store: stored.int({ default: null, ref: "teams" }) },
+    agent_id: { write: taskRef, store: stored.int({ default: null, ref: "agents" }) },
+    session_id: { write: { type: "string", min: 1, max: 255, optional: true, nullable: true }, store: stored.string({ default: null }) },
+    input: { write: freeJsonRule({ type: "object", optional: true }), store: stored.json({ default: () => ({}) }) },
+    result: { write: freeJsonRule({ type: "object", optional: true, nullable: true }), store: stored.json({ default: null }) },
+    /** Tasks this one waits for; changed only through the dependency endpoints. */
+    dependency_ids: { store: stored.ints({ ref: "tasks" }) },
+    /** The schedule and the occurrence that created this task, when a schedule did. */
+    scheduled_task_id: { store: stored.int({ default: null, ref: "scheduled_tasks" }) },
+    scheduled_for: { store: stored.date({ default: null }) },
+    completed_at: { store: stored.date({ default: null }) },
   },
   list: { limits: TASK_PAGE, sort: { created_at: -1, _id: -1 }, bare: true },
 });
+
+/** The tasks model on a given connection. */
+export const taskModel = tasks.model;
+/** A task as stored; its public JSON is the same fields with `_id` shown as `id`. */
+export type TaskRecord = typeof tasks.types.record;
 
 /** Validated task fields of a create, update or schedule run. */
 export type TaskFields = typeof tasks.types.update;

@@ -1,10 +1,9 @@
-import { TEAM_ACCESS_LEVELS, type TeamAccessLevel } from "./model";
+import type { TeamAccessLevel } from "./model";
+
+export { accessLevelRule } from "./model";
 
 /** The interface's minimum length for a team password. */
 export const MIN_TEAM_PASSWORD = 8;
-
-/** Access levels are accepted in any case and stored upper case, as the interface shows them. */
-export const accessLevelRule = { type: "string", uppercase: true, enum: TEAM_ACCESS_LEVELS, optional: true } as const;
 
 /** Why a team write's password is unacceptable (a 400), or null. */
 export function passwordProblem(accessLevel: TeamAccessLevel, password: string | undefined, hasStoredPassword: boolean): string | null {

@@ -1,54 +1,46 @@
-import { Schema, type Connection, type Model } from "mongoose";
+import { defineModel, stored } from "../../lib/storage";
 import type { UserActor } from "./rules";
 
 /** What happened to a user account. */
 export const USER_AUDIT_ACTIONS = ["user.created", "user.updated", "user.deleted", "user.password_changed"] as const;
 export type UserAuditAction = (typeof USER_AUDIT_ACTIONS)[number];
 
-/** One recorded change to a user: who did it (user, API key or operator), to whom, which fields, when. */
-export interface UserAuditRecord {
-  account_id: number;
-  action: UserAuditAction;
-  target_user_id: number;
-  actor_type: UserActor["kind"];
-  actor_user_id: number | null;
-  actor_api_key_id: number | null;
-  /** Names of the changed fields (never their values: emails and passwords stay out of the log). */
-  fields: string[];
-  client_ip: string | null;
-  at: Date;
-}
+/** Who can change a user: a user, an API key, or the operator (UserActor's kinds). */
+const ACTOR_TYPES = ["user", "api_key", "master"] as const satisfies readonly UserActor["kind"][];
 
-const auditSchema = new Schema<UserAuditRecord>(
-  {
-    account_id: { type: Number, required: true },
-    action: { type: String, enum: USER_AUDIT_ACTIONS, required: true },
-    target_user_id: { type: Number, required: true },
-    actor_type: { type: String, required: true },
-    actor_user_id: { type: Number, default: null },
-    actor_api_key_id: { type: Number, default: null },
-    fields: { type: [String], default: [] },
-    client_ip: { type: String, default: null },
-    at: { type: Date, required: true },
-  },
-  {
-    collection: "user_audit",
-    versionKey: false,
-    toJSON: {
-      transform(_doc, ret) {
-        const { _id, ...rest } = ret as Record<string, unknown>;
+/** One recorded change to a user: who did it (user, API key or operator), to whom, which fields, when. */
+export const auditFields = {
+  id: { read: { type: "string" } },
+  account_id: { store: stored.int({ required: true }) },
+  action: { store: stored.string({ enum: USER_AUDIT_ACTIONS, required: true }) },
+  target_user_id: { store: stored.int({ required: true, ref: "users" }) },
+  actor_type: { store: stored.string({ values: ACTOR_TYPES, required: true }) },
+  actor_user_id: { store: stored.int({ default: null, ref: "users" }) },
+  actor_api_key_id: { store: stored.int({ default: null, ref: "apikeys" }) },
+  /** Names of the changed fields (never their values: emails and passwords stay out of the log). */
+  fields: { store: stored.strings() },
+  client_ip: { store: stored.string({ default: null }) },
+  at: { store: stored.date({ required: true }) },
+} as const;
+
+const audit = defineModel(auditFields, {
+  name: "UserAudit",
+  plain: true,
+  collection: "user_audit",
+  // The account's log is read newest first.
+  indexes: [[{ account_id: 1, at: -1 }]],
+  setup: (schema) =>
+    schema.set("toJSON", {
+      transform(_doc: unknown, ret: Record<string, unknown>) {
+        const { _id, ...rest } = ret;
         return { id: String(_id), ...rest };
       },
-    },
-  },
-);
-// The account's log is read newest first.
-auditSchema.index({ account_id: 1, at: -1 });
+    }),
+});
+export type UserAuditRecord = typeof audit.record;
 
 /** The user audit log model on a given connection (append-only; written by the users service alone). */
-export function userAuditModel(db: Connection): Model<UserAuditRecord> {
-  return (db.models.UserAudit as Model<UserAuditRecord>) ?? db.model<UserAuditRecord>("UserAudit", auditSchema);
-}
+export const userAuditModel = audit.model;
 
 /** The audit entry of one change made by `actor`. */
 export function auditEntry(

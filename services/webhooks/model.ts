@@ -1,103 +1,91 @@
-import { Schema, type Connection, type Model } from "mongoose";
-import { recordSchemaOptions } from "../../lib/db";
+import { defineResource, defineView } from "../../lib/resource";
+import { defineModel, stored } from "../../lib/storage";
+import { MAX_URL_LENGTH, WEBHOOK_EVENT_TYPES } from "./rules";
 
-export interface WebhookSubscriptionRecord {
-  _id: number;
-  account_id: number;
-  url: string;
-  description: string | null;
-  /** Event types delivered; empty means every type. */
-  event_types: string[];
-  enabled: boolean;
-  /** Why delivery stopped (a 410 Gone answer); null while enabled. */
-  disabled_reason: string | null;
-  /** The signing secret, sealed with lib/secrets; only the secret endpoints ever open it. */
-  secret_sealed: string;
-  /** The secret before the last rotation, still signing until previous_secret_expires_at. */
-  previous_secret_sealed: string | null;
-  previous_secret_expires_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-const subscriptionSchema = new Schema<WebhookSubscriptionRecord>(
-  {
-    _id: { type: Number, required: true },
-    account_id: { type: Number, required: true },
-    url: { type: String, required: true },
-    description: { type: String, default: null },
-    event_types: { type: [String], default: [] },
-    enabled: { type: Boolean, default: true },
-    disabled_reason: { type: String, default: null },
-    secret_sealed: { type: String, required: true },
-    previous_secret_sealed: { type: String, default: null },
-    previous_secret_expires_at: { type: Date, default: null },
-  },
-  {
-    ...recordSchemaOptions<WebhookSubscriptionRecord>(["secret_sealed", "previous_secret_sealed", "previous_secret_expires_at"]),
+/**
+ * Webhook subscriptions; the signing secret is never in a subscription's response (see the secret actions), so
+ * never in its change events either.
+ */
+export const subscriptions = defineResource({
+  name: "WebhookSubscription",
+  collection: "webhook_subscriptions",
+  storage: {
+    name: "WebhookSubscription",
     collection: "webhook_subscriptions",
+    indexes: [[{ account_id: 1, created_at: -1, _id: -1 }]],
   },
-);
-subscriptionSchema.index({ account_id: 1, created_at: -1, _id: -1 });
+  path: "/webhook-subscriptions",
+  idParam: "id",
+  event: "webhook_subscription",
+  fields: {
+    url: { write: { type: "string", min: 1, max: MAX_URL_LENGTH, trim: true }, store: stored.string({ required: true }) },
+    description: { write: { type: "string", max: 10_000, optional: true, nullable: true }, store: stored.string({ default: null }) },
+    /** Event types delivered; empty means every type. */
+    event_types: {
+      write: {
+        type: "array",
+        max: WEBHOOK_EVENT_TYPES.length,
+        optional: true,
+        items: {
+          type: "enum",
+          values: WEBHOOK_EVENT_TYPES,
+          messages: { enumValue: "The '{field}' field must be one of the event types {expected}." },
+        },
+      },
+      read: { type: "array", items: { type: "string" } },
+      store: stored.strings(),
+    },
+    enabled: { write: { type: "boolean", optional: true }, store: stored.boolean({ default: true }) },
+    /** Why delivery stopped (a 410 Gone answer); null while enabled. */
+    disabled_reason: { store: stored.string({ default: null }) },
+    /** The signing secret, sealed with lib/secrets; only the secret endpoints ever open it. */
+    secret_sealed: { read: false, store: stored.string({ required: true }) },
+    /** The secret before the last rotation, still signing until previous_secret_expires_at. */
+    previous_secret_sealed: { read: false, store: stored.string({ default: null }) },
+    previous_secret_expires_at: { read: false, store: stored.date({ default: null }) },
+  },
+  list: { limits: { max: 200, def: 50 }, sort: { created_at: -1, _id: -1 } },
+});
 
 /** The subscriptions model on a given connection. */
-export function subscriptionModel(db: Connection): Model<WebhookSubscriptionRecord> {
-  return (
-    (db.models.WebhookSubscription as Model<WebhookSubscriptionRecord>) ??
-    db.model<WebhookSubscriptionRecord>("WebhookSubscription", subscriptionSchema)
-  );
-}
+export const subscriptionModel = subscriptions.model;
+export type WebhookSubscriptionRecord = typeof subscriptions.types.record;
 
 export const DELIVERY_STATUSES = ["pending", "delivered", "failed"] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
-export interface WebhookDeliveryRecord {
+/** A delivery: stored, and shown (GET .../deliveries) without its body and lease. */
+const deliveryFields = {
+  id: { read: { type: "string" } },
   /** The webhook-id header: identical on every attempt. */
-  _id: string;
-  subscription_id: number;
-  account_id: number;
-  type: string;
+  _id: { read: false, store: stored.string({ required: true }) },
+  subscription_id: { store: stored.int({ required: true, ref: "webhook_subscriptions" }) },
+  account_id: { store: stored.int({ required: true }) },
+  type: { store: stored.string({ required: true }) },
   /** The exact bytes every attempt sends and signs. */
-  body: string;
+  body: { read: false, store: stored.string({ required: true }) },
   /** Attempts started so far (a claim counts one). */
-  attempts: number;
-  next_attempt_at: Date;
-  status: DeliveryStatus;
+  attempts: { store: stored.int({ default: 0 }) },
+  next_attempt_at: { store: stored.date({ required: true }) },
+  status: { store: stored.string({ enum: DELIVERY_STATUSES, default: "pending" }) },
   /** The dispatcher holding the current attempt, and until when; a past expiry means nobody holds it. */
-  lease_owner: string | null;
-  lease_expires_at: Date;
-  last_status: number | null;
-  last_error: string | null;
-  delivered_at: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
+  lease_owner: { read: false, store: stored.string({ default: null }) },
+  lease_expires_at: { read: false, store: stored.date({ default: () => new Date(0) }) },
+  last_status: { store: stored.int({ default: null }) },
+  last_error: { store: stored.string({ default: null }) },
+  delivered_at: { store: stored.date({ default: null }) },
+  created_at: { read: { type: "date" } },
+  updated_at: { read: { type: "date" } },
+} as const;
 
-const deliverySchema = new Schema<WebhookDeliveryRecord>(
-  {
-    _id: { type: String, required: true },
-    subscription_id: { type: Number, required: true },
-    account_id: { type: Number, required: true },
-    type: { type: String, required: true },
-    body: { type: String, required: true },
-    attempts: { type: Number, default: 0 },
-    next_attempt_at: { type: Date, required: true },
-    status: { type: String, enum: DELIVERY_STATUSES, default: "pending" },
-    lease_owner: { type: String, default: null },
-    lease_expires_at: { type: Date, default: () => new Date(0) },
-    last_status: { type: Number, default: null },
-    last_error: { type: String, default: null },
-    delivered_at: { type: Date, default: null },
-  },
-  { ...recordSchemaOptions<WebhookDeliveryRecord>(["body", "lease_owner", "lease_expires_at"]), collection: "webhook_deliveries" },
-);
-deliverySchema.index({ status: 1, next_attempt_at: 1 });
-deliverySchema.index({ account_id: 1, subscription_id: 1, created_at: -1, _id: -1 });
-
+export const deliveries = defineModel(deliveryFields, {
+  name: "WebhookDelivery",
+  keyed: true,
+  collection: "webhook_deliveries",
+  indexes: [[{ status: 1, next_attempt_at: 1 }], [{ account_id: 1, subscription_id: 1, created_at: -1, _id: -1 }]],
+});
 /** The deliveries model on a given connection. */
-export function deliveryModel(db: Connection): Model<WebhookDeliveryRecord> {
-  return (
-    (db.models.WebhookDelivery as Model<WebhookDeliveryRecord>) ??
-    db.model<WebhookDeliveryRecord>("WebhookDelivery", deliverySchema)
-  );
-}
+export const deliveryModel = deliveries.model;
+export type WebhookDeliveryRecord = typeof deliveries.record;
+/** A delivery as GET /webhook-subscriptions/{id}/deliveries lists it. */
+export const Delivery = defineView("WebhookDelivery", deliveryFields);

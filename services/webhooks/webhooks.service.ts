@@ -4,7 +4,7 @@ import { ERRORS } from "../../lib/errors";
 import type { Ctx } from "../../lib/meta";
 import { MongoMixin } from "../../lib/mongo.mixin";
 import { paginationParams, toPage } from "../../lib/pagination";
-import { crudActions, defineResource, defineView, eventRecords, plainResponse } from "../../lib/resource";
+import { crudActions, eventRecords, plainResponse } from "../../lib/resource";
 import { secretBox, type SecretBox } from "../../lib/secrets";
 import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
 import { changeOf, type ChangeEvent } from "../../lib/events";
@@ -12,59 +12,11 @@ import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
 import { configOf, type Config } from "../../lib/config";
 import type { AddressPolicy } from "../../lib/address-policy";
 import { claimDelivery, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./deliveries";
-import { DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./model";
-import { attemptResult, MAX_URL_LENGTH, signingSecrets, urlProblem, WEBHOOK_EVENT_TYPES, type Answer } from "./rules";
+import { Delivery, DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, subscriptions, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./model";
+import { attemptResult, signingSecrets, urlProblem, type Answer } from "./rules";
 import { postDelivery } from "./send";
 import { newSecret, sign } from "./signature";
 
-/**
- * Webhook subscriptions; the signing secret is never in a subscription's response (see the secret actions), so
- * never in its change events either.
- */
-export const subscriptions = defineResource({
-  name: "WebhookSubscription",
-  collection: "webhook_subscriptions",
-  model: subscriptionModel,
-  path: "/webhook-subscriptions",
-  idParam: "id",
-  event: "webhook_subscription",
-  fields: {
-    url: { write: { type: "string", min: 1, max: MAX_URL_LENGTH, trim: true } },
-    description: { write: { type: "string", max: 10_000, optional: true, nullable: true } },
-    event_types: {
-      write: {
-        type: "array",
-        max: WEBHOOK_EVENT_TYPES.length,
-        optional: true,
-        items: {
-          type: "enum",
-          values: WEBHOOK_EVENT_TYPES,
-          messages: { enumValue: "The '{field}' field must be one of the event types {expected}." },
-        },
-      },
-      read: { type: "array", items: { type: "string" } },
-    },
-    enabled: { write: { type: "boolean", optional: true } },
-    disabled_reason: { read: { type: "string", nullable: true } },
-  },
-  list: { limits: { max: 200, def: 50 }, sort: { created_at: -1, _id: -1 } },
-});
-
-const nullable = <T extends string>(type: T) => ({ type, nullable: true }) as const;
-const Delivery = defineView("WebhookDelivery", {
-  id: { read: { type: "string" } },
-  subscription_id: { read: { type: "number", integer: true } },
-  account_id: { read: { type: "number", integer: true } },
-  type: { read: { type: "string" } },
-  attempts: { read: { type: "number", integer: true } },
-  next_attempt_at: { read: { type: "date" } },
-  status: { read: { type: "enum", values: DELIVERY_STATUSES } },
-  last_status: { read: { type: "number", integer: true, nullable: true } },
-  last_error: { read: nullable("string") },
-  delivered_at: { read: nullable("date") },
-  created_at: { read: { type: "date" } },
-  updated_at: { read: { type: "date" } },
-});
 
 const idParam = subscriptions.idParams;
 /** Finished deliveries are pruned at most this often. */
@@ -154,7 +106,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       rest: "POST /webhook-subscriptions/:id/secret/rotate",
       summary: "Rotate a webhook subscription's signing secret",
       params: idParam,
-      response: plainResponse({ secret: { type: "string" }, previous_secret_expires_at: nullable("date") }),
+      response: plainResponse({ secret: { type: "string" }, previous_secret_expires_at: { type: "date", nullable: true } }),
       async handler(ctx: Ctx<{ id: number }>) {
         const subscription = await this.findSubscription(ctx, ctx.params.id);
         const overlapMs = this.config.rotationOverlapSeconds * 1000;

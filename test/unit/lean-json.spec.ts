@@ -74,11 +74,11 @@ describe("lean list rows render as their documents do", () => {
   }
 
   it("gives each record its own copy of a default (a list's rows never share one array or object)", () => {
-    const model = agentModel(db);
+    const model = teamModel(db);
     const { lean } = record(model, "required");
     const [a, b] = [leanToJSON(model, { ...lean }), leanToJSON(model, { ...lean })];
-    expect(a.trait_ids).toEqual([]);
-    expect(a.trait_ids).not.toBe(b.trait_ids);
+    expect(a.agent_ids).toEqual([]);
+    expect(a.agent_ids).not.toBe(b.agent_ids);
     expect(a.configuration).not.toBe(b.configuration);
   });
 });

@@ -1,19 +1,21 @@
 import { crudActions, defineResource, defineView, viewRule } from "../../lib/resource";
+import { stored } from "../../lib/storage";
 
 const widgets = defineResource({
   name: "Widget",
   collection: "widgets",
-  model: () => null as never,
+  storage: { name: "Widget" },
   path: "/widgets",
   idParam: "widget_id",
   event: "widget",
   fields: {
-    name: { write: { type: "string", min: 1, max: 10 } },
-    size: { write: { type: "number", integer: true, optional: true, default: 3 } },
+    name: { write: { type: "string", min: 1, max: 10 }, store: stored.string({ required: true }) },
+    size: { write: { type: "number", integer: true, optional: true, default: 3 }, store: stored.int({ default: 3 }) },
     secret: { write: { type: "string", optional: true }, read: false },
-    kind: { write: { type: "enum", values: ["a", "b"], optional: true }, on: "create" },
-    note: { write: { type: "string", optional: true, nullable: true } },
-    made_by: { read: { type: "number", integer: true, nullable: true } },
+    secret_hash: { read: false, store: stored.string({ default: null }) },
+    kind: { write: { type: "enum", values: ["a", "b"], optional: true }, on: "create", store: stored.string({ enum: ["a", "b"] }) },
+    note: { write: { type: "string", optional: true, nullable: true }, store: stored.string({ default: null }) },
+    made_by: { store: stored.int({ default: null, ref: "users" }) },
   },
   list: { limits: { max: 20, def: 5 }, sort: { _id: 1 } },
 });

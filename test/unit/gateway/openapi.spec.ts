@@ -7,7 +7,7 @@ const UserCreated = defineView("UserCreateResponse", { id: { read: { type: "numb
 const tools = defineResource({
   name: "Tool",
   collection: "tools",
-  model: () => null as never,
+  storage: { name: "Tool" },
   path: "/tools",
   idParam: "tool_id",
   event: "tool",
