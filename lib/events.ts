@@ -3,6 +3,7 @@ import type { Connection } from "mongoose";
 import { isDuplicateKeyError } from "./errors";
 import { decodeFreeJson, encodeFreeJson } from "./free-json";
 import { CONSUMER_GROUPS } from "./event-types";
+import { groupCommit } from "./group-commit";
 import { nextId, readSequences } from "./ids";
 import { tenantFilter } from "./tenancy-guard";
 
@@ -109,7 +110,10 @@ export async function ensureEventIndexes(db: Connection): Promise<void> {
   }
 }
 
-/** Writes events as prepared, before the change they describe. Returns their ids, in order. */
+/**
+ * Writes events as prepared, before the change they describe. Returns their ids, in order. Concurrent calls on
+ * one connection go in one insert (group commit, docs/adr/0050-write-path-speed.md).
+ */
 export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now = new Date()): Promise<string[]> {
   if (!drafts.length) return [];
   const docs = drafts.map((d) => ({
@@ -123,8 +127,32 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
     seq: null,
     committed_at: null,
   }));
-  await log(db).insertMany(docs);
+  await grouped(db).prepare(docs);
   return docs.map((d) => d._id);
+}
+
+type Committed = Omit<ChangeEvent, "occurred_at">;
+
+/** Per connection, the group commits of prepares and commits. */
+const groups = new WeakMap<Connection, { prepare(docs: StoredEvent[]): Promise<void>; commit(events: Committed[]): Promise<void> }>();
+function grouped(db: Connection) {
+  let group = groups.get(db);
+  if (!group) {
+    groups.set(
+      db,
+      (group = {
+        prepare: groupCommit(async (batches: StoredEvent[][]) => {
+          await log(db).insertMany(batches.flat());
+          return batches.map(() => undefined);
+        }),
+        commit: groupCommit(async (batches: Committed[][]) => {
+          await commitAll(db, batches.flat(), true);
+          return batches.map(() => undefined);
+        }),
+      }),
+    );
+  }
+  return group;
 }
 
 /**
@@ -135,42 +163,60 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
  * `committed`. An event is never committed without its work items, and an event still `prepared` is settled by
  * what the database shows. Returns how many of the events this call committed (others were settled meanwhile).
  */
-export async function commitEvents(db: Connection, committed: Omit<ChangeEvent, "occurred_at">[]): Promise<number> {
-  if (!committed.length) return 0;
-  const last = await nextId(db, EVENTS_COLLECTION, committed.length);
+export async function commitEvents(db: Connection, committed: Committed[]): Promise<number> {
+  return (await commitAll(db, committed, false)).filter(Boolean).length;
+}
+
+/**
+ * commitEvents for a writer about to answer: concurrent calls on one connection are committed together (one
+ * counter update, one insert of work items, one update command flipping every log entry), each call's events
+ * keeping their order and getting a seq range after those of the calls before it.
+ */
+export async function commitEventsGrouped(db: Connection, committed: Committed[]): Promise<void> {
+  if (committed.length) await grouped(db).commit(committed);
+}
+
+/** The steps of commitEvents; which events this call flipped (all true when `bulk`: one update command, no per-event answer). */
+async function commitAll(db: Connection, committed: Committed[], bulk: boolean): Promise<boolean[]> {
+  if (!committed.length) return [];
+  // The seq range and the change counts are independent; both come before the work items.
+  const [last] = await Promise.all([nextId(db, EVENTS_COLLECTION, committed.length), countChanges(db, committed)]);
   const now = new Date();
-  const seqOf = new Map(committed.map((c, i) => [c.id, last - committed.length + 1 + i]));
-  await countChanges(db, committed);
-  const items = committed.flatMap((event) =>
+  const seqOf = (i: number) => last - committed.length + 1 + i;
+  const items = committed.flatMap((event, i) =>
     groupsFor(event.type).map((group) => ({
       _id: `${group}:${event.id}`,
       group,
       // data holds client JSON (any keys): stored encoded like every free-form field (lib/free-json).
       event: { ...event, data: encodeFreeJson(event.data), occurred_at: now },
       subject: event.subject,
-      seq: seqOf.get(event.id)!,
+      seq: seqOf(i),
       claim_until: new Date(0),
       claimed_by: null,
       queued_at: now,
     })),
   );
   if (items.length) await ignoringDuplicates(queue(db).insertMany(items, { ordered: false }));
+  // An upsert: a settler that looked before this write landed may have dropped the prepared event meanwhile.
+  const flip = (c: Committed, i: number) => ({
+    filter: { _id: c.id, state: "prepared" as const },
+    update: {
+      $set: { state: "committed" as const, data: encodeFreeJson(c.data), seq: seqOf(i), occurred_at: now, committed_at: now },
+      $setOnInsert: { type: c.type, account_id: c.account_id, subject: c.subject },
+    },
+    upsert: true,
+  });
+  if (bulk) {
+    await ignoringDuplicates(log(db).bulkWrite(committed.map((c, i) => ({ updateOne: flip(c, i) })), { ordered: false }));
+    return committed.map(() => true);
+  }
   const flipped = await Promise.all(
-    committed.map((c) =>
-      // An upsert: a settler that looked before this write landed may have dropped the prepared event meanwhile.
-      ignoringDuplicates(
-        log(db).updateOne(
-          { _id: c.id, state: "prepared" },
-          {
-            $set: { state: "committed", data: encodeFreeJson(c.data), seq: seqOf.get(c.id)!, occurred_at: now, committed_at: now },
-            $setOnInsert: { type: c.type, account_id: c.account_id, subject: c.subject },
-          },
-          { upsert: true },
-        ),
-      ),
-    ),
+    committed.map((c, i) => {
+      const { filter, update, upsert } = flip(c, i);
+      return ignoringDuplicates(log(db).updateOne(filter, update, { upsert }));
+    }),
   );
-  return flipped.filter((res) => res && (res.modifiedCount || res.upsertedCount)).length;
+  return flipped.map((res) => Boolean(res && (res.modifiedCount || res.upsertedCount)));
 }
 
 /** The write's result, or undefined when it met existing documents (what a repeated step of a commit does). */
@@ -279,7 +325,8 @@ export async function claimEvents(db: Connection, group: string, owner: string, 
   const candidates = await queue(db).find(due, { projection: { _id: 1 } }).sort({ seq: 1 }).limit(limit).toArray();
   if (!candidates.length) return [];
   const ids = candidates.map((c) => c._id);
-  await queue(db).updateMany({ ...due, _id: { $in: ids } }, { $set: { claim_until: new Date(now.getTime() + leaseMs), claimed_by: owner } });
+  const taken = await queue(db).updateMany({ ...due, _id: { $in: ids } }, { $set: { claim_until: new Date(now.getTime() + leaseMs), claimed_by: owner } });
+  if (!taken.modifiedCount) return []; // another replica claimed them first
   const claimed = await queue(db).find({ _id: { $in: ids }, claimed_by: owner, claim_until: { $gt: now } }).sort({ seq: 1 }).toArray();
   if (!claimed.length) return [];
   const older = await queue(db)
