@@ -7,8 +7,9 @@ import {
   acknowledgeEvents,
   appendEvent,
   claimEvents,
-  commitEvents,
+  commitEventsGrouped,
   ensureEventIndexes,
+  groupsFor,
   prepareEvents,
   pruneEvents,
   queuedEvent,
@@ -22,8 +23,18 @@ import { tenantFilter } from "./tenancy-guard";
 
 type Data = Record<string, unknown>;
 
-/** Broadcast after every commit: consumers look at the log now instead of at their next poll. */
+/**
+ * Emitted after every commit with the consumer groups it queued work for: one replica of each such consumer looks
+ * at the log now instead of at its next poll (emitted, not broadcast: replicas woken together claimed the same
+ * items and all but one came away empty; docs/adr/0050-write-path-speed.md).
+ */
 export const EVENTS_COMMITTED = "events.committed";
+
+/** Tells the consumers of `types`' groups that work is queued. */
+function announce(broker: Service["broker"], types: string[]): void {
+  const groups = [...new Set(types.flatMap(groupsFor))];
+  if (groups.length) broker.emit(EVENTS_COMMITTED, { groups });
+}
 
 /** How often abandoned events are looked for, at most (twice per abandonment age when that is shorter). */
 const RECOVERY_EVERY_MS = 15_000;
@@ -69,6 +80,8 @@ type Self = Service &
     consuming?: Promise<void>;
     consumerRunning: boolean;
     wake?: () => void;
+    /** A wake came while the consumer was busy: it looks again before it sleeps. */
+    wakeMissed?: boolean;
     consumeEvents(): Promise<void>;
     settleAbandonedEvents(): Promise<void>;
   };
@@ -97,8 +110,12 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
   return {
     events: options.consumer
       ? {
-          [EVENTS_COMMITTED]() {
-            (this as unknown as Self).wake?.();
+          [EVENTS_COMMITTED](ctx: { params?: { groups?: string[] } }) {
+            const self = this as unknown as Self;
+            const groups = ctx.params?.groups;
+            if (groups && !groups.includes(options.consumer!.group)) return;
+            if (self.wake) self.wake();
+            else self.wakeMissed = true;
           },
         }
       : {},
@@ -120,18 +137,18 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
       async appendChange(this: Self, event: ChangeEvent) {
         if (await appendEvent(this.db, event)) {
           this.broker.emit(event.type, event);
-          this.broker.broadcast(EVENTS_COMMITTED, {});
+          announce(this.broker, [event.type]);
         }
       },
 
       async commitChanges(this: Self, changes: { id: string; draft: ChangeDraft }[], data: Data[]) {
         if (!changes.length) return;
         const events = changes.map(({ id, draft }, i) => ({ id, type: draft.type, account_id: draft.accountId, subject: subjectOf(draft.record), data: (data[i] ?? {}) as Data }));
-        await commitEvents(this.db, events);
+        await commitEventsGrouped(this.db, events);
         // Live notification for in-cluster listeners that may miss some; consumers that must not read the log.
         const occurred_at = new Date();
         for (const event of events) this.broker.emit(event.type, { ...event, occurred_at });
-        this.broker.broadcast(EVENTS_COMMITTED, {});
+        announce(this.broker, events.map((event) => event.type));
       },
 
       async commitRendered(this: Self, changes: { id: string; draft: ChangeDraft }[]) {
@@ -178,7 +195,10 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
           }
           await acknowledgeEvents(this.db, done).catch((err) => this.logger.warn("Acknowledging events failed", err));
           await releaseEvents(this.db, retry, RETRY_AFTER_MS).catch(() => undefined);
-          if (batch.length === CLAIM_BATCH) continue;
+          if (batch.length === CLAIM_BATCH || this.wakeMissed) {
+            this.wakeMissed = false;
+            continue;
+          }
           if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
             prunedAt = Date.now();
             const day = 86_400_000;
