@@ -1,5 +1,5 @@
 import type { Connection, HydratedDocument, Model } from "mongoose";
-import type { ServiceSchema } from "moleculer";
+import type { ServiceBroker, ServiceSchema } from "moleculer";
 import { ERRORS } from "../../lib/errors";
 import type { Ctx } from "../../lib/meta";
 import { MongoMixin } from "../../lib/mongo.mixin";
@@ -86,7 +86,9 @@ function subscriptionChanges(fields: typeof subscriptions.types.update): Partial
 interface Methods extends TenancyMethods, EventsMethods {
   findSubscription(ctx: Ctx<unknown>, id: number): Promise<SubscriptionDoc>;
   dispatch(): Promise<void>;
-  attempt(delivery: WebhookDeliveryRecord): Promise<void>;
+  attempt(delivery: WebhookDeliveryRecord, subscription?: WebhookSubscriptionRecord | null): Promise<void>;
+  /** Runs a claimed delivery's attempt among those in flight. */
+  track(delivery: WebhookDeliveryRecord, subscription?: WebhookSubscriptionRecord): void;
   send(subscription: WebhookSubscriptionRecord, delivery: WebhookDeliveryRecord): Promise<Answer>;
 }
 interface Vars {
@@ -99,6 +101,8 @@ interface Vars {
   secrets: SecretBox;
   running: boolean;
   loop?: Promise<void>;
+  /** Attempts under way, claimed by the dispatcher or written claimed by the consumer; at most config.concurrency. */
+  inFlight: Set<Promise<void>>;
 }
 
 /**
@@ -112,8 +116,12 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       records: eventRecords(subscriptions),
       consumer: {
         group: "webhooks",
-        handle(this: Vars, event: ChangeEvent) {
-          return enqueueDeliveries(this.models.subscriptions, this.models.deliveries, event);
+        // Deliveries there is room for are written claimed and attempted at once (no claim, no poll wait).
+        async handle(this: Vars & Methods & { broker: ServiceBroker }, event: ChangeEvent) {
+          const room = this.running ? this.config.concurrency - this.inFlight.size : 0;
+          const claim = room > 0 ? { owner: this.broker.nodeID, leaseMs: this.config.leaseMs, max: room } : undefined;
+          const { claimed } = await enqueueDeliveries(this.models.subscriptions, this.models.deliveries, event, claim);
+          for (const { delivery, subscription } of claimed) this.track(delivery, subscription);
         },
       },
     }),
@@ -194,8 +202,15 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
 
     /** Claims due deliveries while there is room for more in flight; otherwise waits for a slot or the next poll. */
+    track(delivery, subscription) {
+      const attempt: Promise<void> = this.attempt(delivery, subscription)
+        .catch((err) => this.logger.error(`Delivery ${delivery._id} attempt failed`, err))
+        .finally(() => this.inFlight.delete(attempt));
+      this.inFlight.add(attempt);
+    },
+
     async dispatch() {
-      const inFlight = new Set<Promise<void>>();
+      const inFlight = this.inFlight;
       let prunedAt = 0;
       while (this.running) {
         const delivery =
@@ -206,10 +221,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
               })
             : null;
         if (delivery) {
-          const attempt: Promise<void> = this.attempt(delivery)
-            .catch((err) => this.logger.error(`Delivery ${delivery._id} attempt failed`, err))
-            .finally(() => inFlight.delete(attempt));
-          inFlight.add(attempt);
+          this.track(delivery);
           continue;
         }
         if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
@@ -225,11 +237,12 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
 
     /** One attempt of a claimed delivery; a 410 Gone answer also disables the subscription. */
-    async attempt(delivery) {
+    /** `subscription` as read when the delivery was written claimed, or read now. */
+    async attempt(delivery, known) {
       const owner = this.broker.nodeID;
-      const subscription = await this.models.subscriptions
-        .findOne({ _id: delivery.subscription_id, account_id: delivery.account_id })
-        .lean<WebhookSubscriptionRecord>();
+      const subscription =
+        known ??
+        (await this.models.subscriptions.findOne({ _id: delivery.subscription_id, account_id: delivery.account_id }).lean<WebhookSubscriptionRecord>());
       if (!subscription?.enabled) {
         const error = subscription ? "the subscription is disabled" : "the subscription was deleted";
         await finishAttempt(this.models.deliveries, delivery, owner, { status: "failed", httpStatus: null, error });
@@ -277,6 +290,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   },
 
   started() {
+    this.inFlight = new Set();
     this.config = configOf(this).webhooks;
     this.addressPolicy = configOf(this).addressPolicy;
     this.running = true;
@@ -286,6 +300,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   async stopped() {
     this.running = false;
     await this.loop;
+    await Promise.all(this.inFlight);
   },
 };
 
