@@ -132,9 +132,19 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
 }
 
 type Committed = Omit<ChangeEvent, "occurred_at">;
+/** An event to commit with the place in the log its writer reserved (reserveSeqs) while its change was written. */
+export type Sequenced = Committed & { seq: number };
+
+/**
+ * Reserves `count` places in the log's commit order, returning the first. A writer reserves them while its change
+ * is written: a change made after another's answer still comes after it, the order that matters per record.
+ */
+export async function reserveSeqs(db: Connection, count: number): Promise<number> {
+  return (await nextId(db, EVENTS_COLLECTION, count)) - count + 1;
+}
 
 /** Per connection, the group commits of prepares and commits. */
-const groups = new WeakMap<Connection, { prepare(docs: StoredEvent[]): Promise<void>; commit(events: Committed[]): Promise<void> }>();
+const groups = new WeakMap<Connection, { prepare(docs: StoredEvent[]): Promise<void>; commit(events: Sequenced[]): Promise<void> }>();
 function grouped(db: Connection) {
   let group = groups.get(db);
   if (!group) {
@@ -145,8 +155,9 @@ function grouped(db: Connection) {
           await log(db).insertMany(batches.flat());
           return batches.map(() => undefined);
         }),
-        commit: groupCommit(async (batches: Committed[][]) => {
-          await commitAll(db, batches.flat(), true);
+        commit: groupCommit(async (batches: Sequenced[][]) => {
+          const events = batches.flat();
+          await commitAll(db, events, events.map((e) => e.seq));
           return batches.map(() => undefined);
         }),
       }),
@@ -164,25 +175,28 @@ function grouped(db: Connection) {
  * what the database shows. Returns how many of the events this call committed (others were settled meanwhile).
  */
 export async function commitEvents(db: Connection, committed: Committed[]): Promise<number> {
-  return (await commitAll(db, committed, false)).filter(Boolean).length;
+  return (await commitAll(db, committed)).filter(Boolean).length;
 }
 
 /**
- * commitEvents for a writer about to answer: concurrent calls on one connection are committed together (one
- * counter update, one insert of work items, one update command flipping every log entry), each call's events
- * keeping their order and getting a seq range after those of the calls before it.
+ * commitEvents for a writer about to answer, its events' seqs reserved (reserveSeqs): concurrent calls on one
+ * connection are committed together (one counter update, one insert of work items, one update command flipping
+ * every log entry).
  */
-export async function commitEventsGrouped(db: Connection, committed: Committed[]): Promise<void> {
+export async function commitEventsGrouped(db: Connection, committed: Sequenced[]): Promise<void> {
   if (committed.length) await grouped(db).commit(committed);
 }
 
-/** The steps of commitEvents; which events this call flipped (all true when `bulk`: one update command, no per-event answer). */
-async function commitAll(db: Connection, committed: Committed[], bulk: boolean): Promise<boolean[]> {
+/**
+ * The steps of commitEvents; which events this call flipped. With `seqs` (reserved already), the log entries
+ * are flipped in one update command, with no per-event answer (all true).
+ */
+async function commitAll(db: Connection, committed: Committed[], seqs?: number[]): Promise<boolean[]> {
   if (!committed.length) return [];
-  // The seq range and the change counts are independent; both come before the work items.
-  const [last] = await Promise.all([nextId(db, EVENTS_COLLECTION, committed.length), countChanges(db, committed)]);
+  const bulk = seqs !== undefined;
+  const first = seqs ? 0 : await reserveSeqs(db, committed.length);
+  const seqOf = (i: number) => (seqs ? seqs[i]! : first + i);
   const now = new Date();
-  const seqOf = (i: number) => last - committed.length + 1 + i;
   const items = committed.flatMap((event, i) =>
     groupsFor(event.type).map((group) => ({
       _id: `${group}:${event.id}`,
@@ -196,7 +210,8 @@ async function commitAll(db: Connection, committed: Committed[], bulk: boolean):
       queued_at: now,
     })),
   );
-  if (items.length) await ignoringDuplicates(queue(db).insertMany(items, { ordered: false }));
+  // The change counts and the work items are independent; both come before the log entry turns committed.
+  await Promise.all([countChanges(db, committed), items.length ? ignoringDuplicates(queue(db).insertMany(items, { ordered: false })) : undefined]);
   // An upsert: a settler that looked before this write landed may have dropped the prepared event meanwhile.
   const flip = (c: Committed, i: number) => ({
     filter: { _id: c.id, state: "prepared" as const },
@@ -322,12 +337,17 @@ export async function resolvePrepared(
 export async function claimEvents(db: Connection, group: string, owner: string, leaseMs: number, limit: number): Promise<QueuedEvent[]> {
   const now = new Date();
   const due = { group, claim_until: { $lt: now } };
-  const candidates = await queue(db).find(due, { projection: { _id: 1 } }).sort({ seq: 1 }).limit(limit).toArray();
+  const candidates = await queue(db).find(due).sort({ seq: 1 }).limit(limit).toArray();
   if (!candidates.length) return [];
   const ids = candidates.map((c) => c._id);
-  const taken = await queue(db).updateMany({ ...due, _id: { $in: ids } }, { $set: { claim_until: new Date(now.getTime() + leaseMs), claimed_by: owner } });
+  const claim = { claim_until: new Date(now.getTime() + leaseMs), claimed_by: owner };
+  const taken = await queue(db).updateMany({ ...due, _id: { $in: ids } }, { $set: claim });
   if (!taken.modifiedCount) return []; // another replica claimed them first
-  const claimed = await queue(db).find({ _id: { $in: ids }, claimed_by: owner, claim_until: { $gt: now } }).sort({ seq: 1 }).toArray();
+  // All taken: they are the candidates as read (only claims ever change an item). Some: read which.
+  const claimed =
+    taken.modifiedCount === candidates.length
+      ? candidates.map((c) => ({ ...c, ...claim }))
+      : await queue(db).find({ _id: { $in: ids }, claimed_by: owner, claim_until: { $gt: now } }).sort({ seq: 1 }).toArray();
   if (!claimed.length) return [];
   const older = await queue(db)
     .find(
