@@ -78,12 +78,10 @@ interface Deployment {
   base: string;
   token: string;
   procs: BenchProcess[];
-  /** Starts one more webhooks replica. */
-  addWebhooksReplica(): Promise<void>;
 }
 
 /** Starts a deployment on a fresh database and signs up its account. */
-async function startDeployment(name: "embedded" | "nats", natsUrl: string, mongoUrl: string): Promise<Deployment> {
+async function startDeployment(name: "embedded" | "nats", natsUrl: string, mongoUrl: string, webhooksReplicas = 1): Promise<Deployment> {
   const port = await freePort();
   const env = {
     NODE_ENV: "production",
@@ -101,6 +99,8 @@ async function startDeployment(name: "embedded" | "nats", natsUrl: string, mongo
           startNode("nats webhooks 1", SERVER_SCRIPT, { ...env, PORT: "0", SERVICES: "webhooks" }),
         ]
       : [startNode("embedded", SERVER_SCRIPT, { ...env, PORT: String(port), SERVICES: "" })];
+  const extra = webhooksReplicas - (name === "nats" ? 1 : 0) - 1;
+  for (let i = 0; i < extra; i++) procs.push(startNode(`${name} webhooks ${procs.length + 1}`, SERVER_SCRIPT, { ...env, PORT: "0", SERVICES: "webhooks" }));
   const base = `http://127.0.0.1:${port}`;
   await waitForOk(`${base}/health`, procs, STARTUP_TIMEOUT_MS);
   const api = apiClient(base);
@@ -113,18 +113,9 @@ async function startDeployment(name: "embedded" | "nats", natsUrl: string, mongo
   }
   // Over NATS the webhooks service answers once its replica has joined.
   await waitForOk(`${base}/api/v1/webhook-subscriptions`, procs, STARTUP_TIMEOUT_MS, { authorization: `Bearer ${token}` });
-  return {
-    name,
-    base,
-    token,
-    procs,
-    async addWebhooksReplica() {
-      const replica = startNode(`${name} webhooks ${procs.length + 1}`, SERVER_SCRIPT, { ...env, PORT: "0", SERVICES: "webhooks" });
-      procs.push(replica);
-      // Started once its consumer has claimed: give it the time a start takes, failing fast if it exits.
-      await Promise.race([new Promise((r) => setTimeout(r, 3_000)), replica.exited]);
-    },
-  };
+  // A replica of only the webhooks service has no HTTP port to wait on: give it the time a start takes.
+  if (extra > 0) await Promise.race([new Promise((r) => setTimeout(r, 3_000)), ...procs.map((p) => p.exited)]);
+  return { name, base, token, procs };
 }
 
 /** POST /api/v1/tools with a unique identifier per request, at `connections`. */
@@ -195,15 +186,20 @@ async function burst(d: Deployment, receiver: Receiver, pids: () => number[], cp
   };
 }
 
+/**
+ * Reads and creates on a fresh deployment; then each burst on a fresh deployment of its own (one, then two
+ * webhooks replicas), so both bursts start from the same empty database.
+ */
 async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mongoUrl: string, mongoPid: number, receiver: Receiver): Promise<DeploymentResult> {
   console.error(`${name}: starting`);
-  const d = await startDeployment(name, natsUrl, mongoUrl);
+  let d = await startDeployment(name, natsUrl, mongoUrl);
   const pids = () => [mongoPid, ...d.procs.map((p) => p.pid)];
   const exited = () => d.procs.map((p) => p.exited);
+  const creates: CreateRow[] = [];
+  let reads: Measurement;
   try {
-    const reads = await Promise.race([measure(`${d.base}/api/v1/users/me`, { authorization: `Bearer ${d.token}` }, READ_CLIENTS, WARMUP_SECONDS, DURATION_SECONDS), ...exited()]);
+    reads = await Promise.race([measure(`${d.base}/api/v1/users/me`, { authorization: `Bearer ${d.token}` }, READ_CLIENTS, WARMUP_SECONDS, DURATION_SECONDS), ...exited()]);
     console.error(`${name} reads @ ${READ_CLIENTS}: ${Math.round(reads.requestsPerSecond)}/s p50 ${reads.p50Ms} ms`);
-    const creates: CreateRow[] = [];
     for (const connections of CREATE_CLIENTS) {
       await measureCreates(d, connections, WARMUP_SECONDS, 0);
       const before = cpuOf(pids());
@@ -212,24 +208,35 @@ async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mon
       console.error(`${name} creates @ ${connections}: ${Math.round(m.requestsPerSecond)}/s p50 ${m.p50Ms} ms p99 ${m.p99Ms} ms, ${row.cpuMsPerCreate.toFixed(2)} CPU ms/create`);
       creates.push(row);
     }
-    const api = apiClient(d.base);
-    const sub = await api("POST", "/api/v1/webhook-subscriptions", { token: d.token, body: { url: receiver.url, event_types: ["tool.created"] } });
-    if (sub.status !== 201) throw new Error(`${name}: subscription answered ${sub.status}`);
-    const cpuPerCreate = creates[creates.length - 1]!.cpuMsPerCreate;
-    const events: EventRow[] = [];
-    for (const replicas of [1, 2]) {
-      if (replicas === 2) await d.addWebhooksReplica();
+  } finally {
+    await stopAll();
+  }
+  const cpuPerCreate = creates[creates.length - 1]!.cpuMsPerCreate;
+  const events: EventRow[] = [];
+  for (const replicas of [1, 2]) {
+    d = await startDeployment(name, natsUrl, mongoUrl, replicas);
+    try {
+      const sub = await apiClient(d.base)("POST", "/api/v1/webhook-subscriptions", { token: d.token, body: { url: receiver.url, event_types: ["tool.created"] } });
+      if (sub.status !== 201) throw new Error(`${name}: subscription answered ${sub.status}`);
+      await measureCreates(d, BURST_CLIENTS, WARMUP_SECONDS, 0); // warm-up, its deliveries drained before the burst
+      const deadline = Date.now() + DRAIN_TIMEOUT_MS;
+      let last = -1;
+      while (receiver.count !== last || Date.now() - receiver.last < 1_000) {
+        if (Date.now() > deadline) throw new Error(`${name}: warm-up deliveries never settled`);
+        last = receiver.count;
+        await new Promise((r) => setTimeout(r, 250));
+      }
       const row = await burst(d, receiver, pids, cpuPerCreate, replicas);
       console.error(
         `${name} events, ${replicas} webhooks replica(s): ${row.creates} creates (${Math.round(row.createsPerSecond)}/s), ${row.delivered} delivered, ` +
           `${Math.round(row.eventsPerSecond)} events/s, drained ${row.drainMs} ms after the last create, ${row.cpuMsPerEvent.toFixed(2)} CPU ms/event`,
       );
       events.push(row);
+    } finally {
+      await stopAll();
     }
-    return { name, reads, creates, events };
-  } finally {
-    await stopAll();
   }
+  return { name, reads, creates, events };
 }
 
 function table(results: DeploymentResult[]): string {
@@ -280,7 +287,7 @@ async function main({ own, startWatchdog }: Lifecycle) {
   const mongo = own(await startLocalMongo({ dataDir }));
   const receiver = await startReceiver();
   own({ stop: receiver.close });
-  const disarm = startWatchdog(2 * (3 * STARTUP_TIMEOUT_MS + 2 * DRAIN_TIMEOUT_MS + 60_000));
+  const disarm = startWatchdog(2 * (3 * STARTUP_TIMEOUT_MS + 4 * DRAIN_TIMEOUT_MS + 60_000));
   const results: DeploymentResult[] = [];
   for (const name of ["embedded", "nats"] as const) results.push(await measureDeployment(name, nats.url, mongo.url, mongo.pid, receiver));
   disarm();
