@@ -105,6 +105,19 @@ interface Vars {
   inFlight: Set<Promise<void>>;
 }
 
+type Self = Vars & Methods & { broker: ServiceBroker };
+
+/**
+ * Writes the deliveries of consumed events; those there is room for among the attempts in flight are written
+ * claimed and attempted at once (no claim of their own, no wait for a dispatcher's poll).
+ */
+async function enqueue(self: Self, events: ChangeEvent[]): Promise<void> {
+  const room = self.running ? self.config.concurrency - self.inFlight.size : 0;
+  const claim = room > 0 ? { owner: self.broker.nodeID, leaseMs: self.config.leaseMs, max: room } : undefined;
+  const { claimed } = await enqueueDeliveries(self.models.subscriptions, self.models.deliveries, events, claim);
+  for (const { delivery, subscription } of claimed) self.track(delivery, subscription);
+}
+
 /**
  * Webhook subscriptions and their deliveries: events read from the event log become delivery documents, which
  * dispatchers (any number of replicas) claim with a lease, sign at send time (Standard Webhooks) and retry.
@@ -116,12 +129,11 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       records: eventRecords(subscriptions),
       consumer: {
         group: "webhooks",
-        // Deliveries there is room for are written claimed and attempted at once (no claim, no poll wait).
-        async handle(this: Vars & Methods & { broker: ServiceBroker }, event: ChangeEvent) {
-          const room = this.running ? this.config.concurrency - this.inFlight.size : 0;
-          const claim = room > 0 ? { owner: this.broker.nodeID, leaseMs: this.config.leaseMs, max: room } : undefined;
-          const { claimed } = await enqueueDeliveries(this.models.subscriptions, this.models.deliveries, event, claim);
-          for (const { delivery, subscription } of claimed) this.track(delivery, subscription);
+        handle(this: Self, event: ChangeEvent) {
+          return enqueue(this, [event]);
+        },
+        handleBatch(this: Self, events: ChangeEvent[]) {
+          return enqueue(this, events);
         },
       },
     }),
