@@ -242,7 +242,10 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           await pruneDeliveries(this.models.deliveries, cutoff).catch((err) => this.logger.warn("Pruning deliveries failed", err));
         }
         let timer: NodeJS.Timeout | undefined;
-        await Promise.race([new Promise((r) => (timer = setTimeout(r, this.config.pollMs))), ...inFlight]);
+        // A slot freeing up matters only when none was free; otherwise nothing was due, and the next poll looks
+        // again (waking at every finished attempt made one claim, a scan of the pending deliveries, per delivery).
+        const full = inFlight.size >= this.config.concurrency;
+        await Promise.race([new Promise((r) => (timer = setTimeout(r, this.config.pollMs))), ...(full ? inFlight : [])]);
         clearTimeout(timer);
       }
       await Promise.all(inFlight);
