@@ -173,7 +173,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
         await commitEventsGrouped(this.db, events);
         // Live notification for in-cluster listeners that may miss some; consumers that must not read the log.
         const occurred_at = new Date();
-        for (const event of events) this.broker.emit(event.type, { ...event, occurred_at });
+        for (const { seq: _seq, ...event } of events) this.broker.emit(event.type, { ...event, occurred_at });
         announce(this.broker, events.map((event) => event.type));
       },
 

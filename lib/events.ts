@@ -202,7 +202,7 @@ async function commitAll(db: Connection, committed: Committed[], seqs?: number[]
       _id: `${group}:${event.id}`,
       group,
       // data holds client JSON (any keys): stored encoded like every free-form field (lib/free-json).
-      event: { ...event, data: encodeFreeJson(event.data), occurred_at: now },
+      event: { id: event.id, type: event.type, account_id: event.account_id, subject: event.subject, data: encodeFreeJson(event.data), occurred_at: now },
       subject: event.subject,
       seq: seqOf(i),
       claim_until: new Date(0),
