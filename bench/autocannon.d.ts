@@ -8,6 +8,16 @@ declare module "autocannon" {
     headers?: Record<string, string>;
     /** Seconds a request may take before it counts as a timeout (default 10). */
     timeout?: number;
+    method?: string;
+    body?: string;
+    /** Requests each connection sends in turn; setupRequest may rewrite one before it goes (e.g. a unique body). */
+    requests?: { method?: string; path?: string; body?: string; headers?: Record<string, string>; setupRequest?(req: Request): Request }[];
+  }
+  interface Request {
+    method?: string;
+    path?: string;
+    body?: string;
+    headers?: Record<string, string>;
   }
   interface Result {
     /** Per-second samples of completed requests. */

@@ -7,8 +7,10 @@ import {
   acknowledgeEvents,
   appendEvent,
   claimEvents,
-  commitEvents,
+  commitEventsGrouped,
+  reserveSeqs,
   ensureEventIndexes,
+  groupsFor,
   prepareEvents,
   pruneEvents,
   queuedEvent,
@@ -22,14 +24,29 @@ import { tenantFilter } from "./tenancy-guard";
 
 type Data = Record<string, unknown>;
 
-/** Broadcast after every commit: consumers look at the log now instead of at their next poll. */
+/**
+ * Emitted after every commit with the consumer groups it queued work for: one replica of each such consumer looks
+ * at the log now instead of at its next poll (emitted, not broadcast: replicas woken together claimed the same
+ * items and all but one came away empty; docs/adr/0050-write-path-speed.md).
+ */
 export const EVENTS_COMMITTED = "events.committed";
+
+/** Tells the consumers of `types`' groups that work is queued. */
+function announce(broker: Service["broker"], types: string[]): void {
+  const groups = [...new Set(types.flatMap(groupsFor))];
+  if (groups.length) broker.emit(EVENTS_COMMITTED, { groups });
+}
 
 /** How often abandoned events are looked for, at most (twice per abandonment age when that is shorter). */
 const RECOVERY_EVERY_MS = 15_000;
 const PRUNE_EVERY_MS = 3_600_000;
 /** Events one consumer claims at a time. */
 const CLAIM_BATCH = 50;
+/**
+ * After a batch that was not full, work committed meanwhile is claimed this long later, so a busy stream of
+ * commits makes a few batches of many events rather than a claim (two writes) per event.
+ */
+const GATHER_MS = 20;
 /** A failed handler's event is tried again after this long. */
 const RETRY_AFTER_MS = 5_000;
 
@@ -40,7 +57,15 @@ export interface EventsOptions {
    */
   records?: Record<string, (this: any, record: Data) => Promise<object> | object>;
   /** The consumer group this service is, and its handler (idempotent: an event may come twice). */
-  consumer?: { group: string; handle(event: ChangeEvent): Promise<unknown> };
+  consumer?: {
+    group: string;
+    handle(event: ChangeEvent): Promise<unknown>;
+    /**
+     * Handles a claimed batch at once (idempotent like handle; a batch may come again). When it throws, the batch's
+     * events go one by one through `handle`, so one failing event holds back only its record's later events.
+     */
+    handleBatch?(events: ChangeEvent[]): Promise<unknown>;
+  };
 }
 
 /** Methods the mixin adds; services declare them in their `this` type. */
@@ -52,7 +77,7 @@ export interface EventsMethods {
    */
   recordChanges<T extends object>(drafts: ChangeDraft[], write: () => Promise<T[]>): Promise<T[]>;
   /** Commits events prepared elsewhere (a UnitOfWork's `changes`) with their data, in order. */
-  commitChanges(changes: { id: string; draft: ChangeDraft }[], data: object[]): Promise<void>;
+  commitChanges(changes: { id: string; draft: ChangeDraft }[], data: object[], firstSeq?: number): Promise<void>;
   /** commitChanges with each record's current state rendered by the `records` renderers ({id} for deletes). */
   commitRendered(changes: { id: string; draft: ChangeDraft }[]): Promise<void>;
   /** Relays an event already stored with its change (an outbox entry) into the log: idempotent by its id. */
@@ -69,6 +94,8 @@ type Self = Service &
     consuming?: Promise<void>;
     consumerRunning: boolean;
     wake?: () => void;
+    /** A wake came while the consumer was busy: it looks again before it sleeps. */
+    wakeMissed?: boolean;
     consumeEvents(): Promise<void>;
     settleAbandonedEvents(): Promise<void>;
   };
@@ -97,8 +124,12 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
   return {
     events: options.consumer
       ? {
-          [EVENTS_COMMITTED]() {
-            (this as unknown as Self).wake?.();
+          [EVENTS_COMMITTED](ctx: { params?: { groups?: string[] } }) {
+            const self = this as unknown as Self;
+            const groups = ctx.params?.groups;
+            if (groups && !groups.includes(options.consumer!.group)) return;
+            if (self.wake) self.wake();
+            else self.wakeMissed = true;
           },
         }
       : {},
@@ -106,6 +137,9 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
     methods: {
       async recordChanges(this: Self, drafts: ChangeDraft[], write: () => Promise<Data[]>) {
         const ids = await prepareEvents(this.db, drafts);
+        // The events' places in the commit order are reserved while the change is written (one round trip less).
+        const seqs = reserveSeqs(this.db, drafts.length);
+        seqs.catch(() => undefined); // awaited below unless the write throws
         let data: Data[];
         try {
           data = await write();
@@ -113,25 +147,34 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
           await settleFailedWrite(this, options, ids, drafts).catch((settleErr) => this.logger.warn("Settling the events of a failed write failed; the sweep will", settleErr));
           throw err;
         }
-        await this.commitChanges(ids.map((id, i) => ({ id, draft: drafts[i]! })), data);
+        await this.commitChanges(ids.map((id, i) => ({ id, draft: drafts[i]! })), data, await seqs);
         return data;
       },
 
       async appendChange(this: Self, event: ChangeEvent) {
         if (await appendEvent(this.db, event)) {
           this.broker.emit(event.type, event);
-          this.broker.broadcast(EVENTS_COMMITTED, {});
+          announce(this.broker, [event.type]);
         }
       },
 
-      async commitChanges(this: Self, changes: { id: string; draft: ChangeDraft }[], data: Data[]) {
+      async commitChanges(this: Self, changes: { id: string; draft: ChangeDraft }[], data: Data[], firstSeq?: number) {
         if (!changes.length) return;
-        const events = changes.map(({ id, draft }, i) => ({ id, type: draft.type, account_id: draft.accountId, subject: subjectOf(draft.record), data: (data[i] ?? {}) as Data }));
-        await commitEvents(this.db, events);
+        // Reserved after the change when the caller did not reserve during it.
+        firstSeq ??= await reserveSeqs(this.db, changes.length);
+        const events = changes.map(({ id, draft }, i) => ({
+          id,
+          type: draft.type,
+          account_id: draft.accountId,
+          subject: subjectOf(draft.record),
+          data: (data[i] ?? {}) as Data,
+          seq: firstSeq + i,
+        }));
+        await commitEventsGrouped(this.db, events);
         // Live notification for in-cluster listeners that may miss some; consumers that must not read the log.
         const occurred_at = new Date();
-        for (const event of events) this.broker.emit(event.type, { ...event, occurred_at });
-        this.broker.broadcast(EVENTS_COMMITTED, {});
+        for (const { seq: _seq, ...event } of events) this.broker.emit(event.type, { ...event, occurred_at });
+        announce(this.broker, events.map((event) => event.type));
       },
 
       async commitRendered(this: Self, changes: { id: string; draft: ChangeDraft }[]) {
@@ -151,7 +194,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
 
       /** Handles claimed events in order; a failure holds back the record's later events until it succeeds. */
       async consumeEvents(this: Self) {
-        const { group, handle } = options.consumer!;
+        const { group, handle, handleBatch } = options.consumer!;
         const settings = configOf(this).events;
         let prunedAt = 0;
         while (this.consumerRunning) {
@@ -162,7 +205,15 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
           const done: string[] = [];
           const failedSubjects = new Set<string>();
           const retry: string[] = [];
-          for (const item of batch) {
+          let handled = false;
+          if (handleBatch && batch.length > 1) {
+            handled = await handleBatch.call(this, batch.map(queuedEvent)).then(
+              () => true,
+              (err) => (this.logger.warn(`${group} could not handle a batch of ${batch.length}; one by one`, err), false),
+            );
+            if (handled) done.push(...batch.map((item) => item._id));
+          }
+          for (const item of handled ? [] : batch) {
             if (failedSubjects.has(item.subject)) {
               retry.push(item._id);
               continue;
@@ -179,6 +230,11 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
           await acknowledgeEvents(this.db, this.broker.nodeID, done).catch((err) => this.logger.warn("Acknowledging events failed", err));
           await releaseEvents(this.db, this.broker.nodeID, retry, RETRY_AFTER_MS).catch(() => undefined);
           if (batch.length === CLAIM_BATCH) continue;
+          if (this.wakeMissed) {
+            this.wakeMissed = false;
+            await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
+            continue;
+          }
           if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
             prunedAt = Date.now();
             const day = 86_400_000;

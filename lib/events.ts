@@ -3,6 +3,7 @@ import type { Connection } from "mongoose";
 import { isDuplicateKeyError } from "./errors";
 import { decodeFreeJson, encodeFreeJson } from "./free-json";
 import { CONSUMER_GROUPS } from "./event-types";
+import { groupCommit } from "./group-commit";
 import { nextId, readSequences } from "./ids";
 import { collectionStore, LeaseQueue } from "./lease-queue";
 import { tenantFilter } from "./tenancy-guard";
@@ -110,7 +111,10 @@ export async function ensureEventIndexes(db: Connection): Promise<void> {
   }
 }
 
-/** Writes events as prepared, before the change they describe. Returns their ids, in order. */
+/**
+ * Writes events as prepared, before the change they describe. Returns their ids, in order. Concurrent calls on
+ * one connection go in one insert (group commit, docs/adr/0050-write-path-speed.md).
+ */
 export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now = new Date()): Promise<string[]> {
   if (!drafts.length) return [];
   const docs = drafts.map((d) => ({
@@ -124,8 +128,43 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
     seq: null,
     committed_at: null,
   }));
-  await log(db).insertMany(docs);
+  await grouped(db).prepare(docs);
   return docs.map((d) => d._id);
+}
+
+type Committed = Omit<ChangeEvent, "occurred_at">;
+/** An event to commit with the place in the log its writer reserved (reserveSeqs) while its change was written. */
+export type Sequenced = Committed & { seq: number };
+
+/**
+ * Reserves `count` places in the log's commit order, returning the first. A writer reserves them while its change
+ * is written: a change made after another's answer still comes after it, the order that matters per record.
+ */
+export async function reserveSeqs(db: Connection, count: number): Promise<number> {
+  return (await nextId(db, EVENTS_COLLECTION, count)) - count + 1;
+}
+
+/** Per connection, the group commits of prepares and commits. */
+const groups = new WeakMap<Connection, { prepare(docs: StoredEvent[]): Promise<void>; commit(events: Sequenced[]): Promise<void> }>();
+function grouped(db: Connection) {
+  let group = groups.get(db);
+  if (!group) {
+    groups.set(
+      db,
+      (group = {
+        prepare: groupCommit(async (batches: StoredEvent[][]) => {
+          await log(db).insertMany(batches.flat());
+          return batches.map(() => undefined);
+        }),
+        commit: groupCommit(async (batches: Sequenced[][]) => {
+          const events = batches.flat();
+          await commitAll(db, events, events.map((e) => e.seq));
+          return batches.map(() => undefined);
+        }),
+      }),
+    );
+  }
+  return group;
 }
 
 /**
@@ -136,42 +175,64 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
  * `committed`. An event is never committed without its work items, and an event still `prepared` is settled by
  * what the database shows. Returns how many of the events this call committed (others were settled meanwhile).
  */
-export async function commitEvents(db: Connection, committed: Omit<ChangeEvent, "occurred_at">[]): Promise<number> {
-  if (!committed.length) return 0;
-  const last = await nextId(db, EVENTS_COLLECTION, committed.length);
+export async function commitEvents(db: Connection, committed: Committed[]): Promise<number> {
+  return (await commitAll(db, committed)).filter(Boolean).length;
+}
+
+/**
+ * commitEvents for a writer about to answer, its events' seqs reserved (reserveSeqs): concurrent calls on one
+ * connection are committed together (one counter update, one insert of work items, one update command flipping
+ * every log entry).
+ */
+export async function commitEventsGrouped(db: Connection, committed: Sequenced[]): Promise<void> {
+  if (committed.length) await grouped(db).commit(committed);
+}
+
+/**
+ * The steps of commitEvents; which events this call flipped. With `seqs` (reserved already), the log entries
+ * are flipped in one update command, with no per-event answer (all true).
+ */
+async function commitAll(db: Connection, committed: Committed[], seqs?: number[]): Promise<boolean[]> {
+  if (!committed.length) return [];
+  const bulk = seqs !== undefined;
+  const first = seqs ? 0 : await reserveSeqs(db, committed.length);
+  const seqOf = (i: number) => (seqs ? seqs[i]! : first + i);
   const now = new Date();
-  const seqOf = new Map(committed.map((c, i) => [c.id, last - committed.length + 1 + i]));
-  await countChanges(db, committed);
-  const items = committed.flatMap((event) =>
+  const items = committed.flatMap((event, i) =>
     groupsFor(event.type).map((group) => ({
       _id: `${group}:${event.id}`,
       group,
       // data holds client JSON (any keys): stored encoded like every free-form field (lib/free-json).
-      event: { ...event, data: encodeFreeJson(event.data), occurred_at: now },
+      event: { id: event.id, type: event.type, account_id: event.account_id, subject: event.subject, data: encodeFreeJson(event.data), occurred_at: now },
       subject: event.subject,
-      seq: seqOf.get(event.id)!,
+      seq: seqOf(i),
       claim_until: new Date(0),
       claimed_by: null,
       queued_at: now,
     })),
   );
-  if (items.length) await ignoringDuplicates(queue(db).insertMany(items, { ordered: false }));
+  // The change counts and the work items are independent; both come before the log entry turns committed.
+  await Promise.all([countChanges(db, committed), items.length ? ignoringDuplicates(queue(db).insertMany(items, { ordered: false })) : undefined]);
+  // An upsert: a settler that looked before this write landed may have dropped the prepared event meanwhile.
+  const flip = (c: Committed, i: number) => ({
+    filter: { _id: c.id, state: "prepared" as const },
+    update: {
+      $set: { state: "committed" as const, data: encodeFreeJson(c.data), seq: seqOf(i), occurred_at: now, committed_at: now },
+      $setOnInsert: { type: c.type, account_id: c.account_id, subject: c.subject },
+    },
+    upsert: true,
+  });
+  if (bulk) {
+    await ignoringDuplicates(log(db).bulkWrite(committed.map((c, i) => ({ updateOne: flip(c, i) })), { ordered: false }));
+    return committed.map(() => true);
+  }
   const flipped = await Promise.all(
-    committed.map((c) =>
-      // An upsert: a settler that looked before this write landed may have dropped the prepared event meanwhile.
-      ignoringDuplicates(
-        log(db).updateOne(
-          { _id: c.id, state: "prepared" },
-          {
-            $set: { state: "committed", data: encodeFreeJson(c.data), seq: seqOf.get(c.id)!, occurred_at: now, committed_at: now },
-            $setOnInsert: { type: c.type, account_id: c.account_id, subject: c.subject },
-          },
-          { upsert: true },
-        ),
-      ),
-    ),
+    committed.map((c, i) => {
+      const { filter, update, upsert } = flip(c, i);
+      return ignoringDuplicates(log(db).updateOne(filter, update, { upsert }));
+    }),
   );
-  return flipped.filter((res) => res && (res.modifiedCount || res.upsertedCount)).length;
+  return flipped.map((res) => Boolean(res && (res.modifiedCount || res.upsertedCount)));
 }
 
 /** The write's result, or undefined when it met existing documents (what a repeated step of a commit does). */
@@ -292,7 +353,7 @@ export async function claimEvents(db: Connection, group: string, owner: string, 
 
 /** The work-item queue (lib/lease-queue.ts): an item is free once claim_until is past, which a release with a delay sets ahead. */
 function eventQueue(db: Connection): LeaseQueue<QueuedEvent> {
-  return new LeaseQueue(collectionStore(queue(db)), { owner: "claimed_by", until: "claim_until", vacant: new Date(0) });
+  return new LeaseQueue(collectionStore(queue(db)), { owner: "claimed_by", until: "claim_until", vacant: new Date(0), changedOnlyByClaims: true });
 }
 
 /** Marks items `owner` claimed handled: their group is done with those events. */

@@ -1,5 +1,6 @@
 import type { Connection } from "mongoose";
 import { isDuplicateKeyError } from "./errors";
+import { keyedGroupCommit } from "./group-commit";
 import { escapeRegex } from "./regex";
 
 const COUNTERS = "counters";
@@ -9,8 +10,27 @@ const counters = (db: Connection) => db.collection<{ _id: string; seq: number }>
  * Allocates the next integer id of a sequence with one atomic single-document update, so it needs no
  * transactions. Ids are global per sequence (not per account), which lets a lookup tell "not yours" (403)
  * from "does not exist" (404) as the interface asks. With `count`, reserves that many and returns the last.
+ * Calls for the same sequence made while one is on its way go together in the next update (group commit,
+ * docs/adr/0050-write-path-speed.md): each still gets its own ids, in the order of the calls.
  */
-export async function nextId(db: Connection, sequence: string, count = 1): Promise<number> {
+export function nextId(db: Connection, sequence: string, count = 1): Promise<number> {
+  let allocate = allocators.get(db);
+  if (!allocate) allocators.set(db, (allocate = keyedGroupCommit((seq: string, counts: number[]) => reserve(db, seq, counts))));
+  return allocate(sequence, count);
+}
+
+const allocators = new WeakMap<Connection, (sequence: string, count: number) => Promise<number>>();
+
+/** One $inc for every count; each gets the last id of its own range. */
+async function reserve(db: Connection, sequence: string, counts: number[]): Promise<number[]> {
+  const total = counts.reduce((sum, n) => sum + n, 0);
+  let last = await increment(db, sequence, total);
+  const lasts = new Array<number>(counts.length);
+  for (let i = counts.length - 1; i >= 0; i--) (lasts[i] = last), (last -= counts[i]!);
+  return lasts;
+}
+
+async function increment(db: Connection, sequence: string, count: number): Promise<number> {
   for (let attempt = 0; ; attempt++) {
     try {
       const doc = await counters(db).findOneAndUpdate(

@@ -107,6 +107,11 @@ export interface LeaseQueueOptions {
   onRelease?: Filter;
   /** Why claims span every account (the tenancy guard's escape hatch); omit when claims pin the account. */
   crossAccount?: string;
+  /**
+   * Only claims ever change a free item (the event queue): a batch claim that took every candidate returns them
+   * as read, with the lease, instead of reading them again.
+   */
+  changedOnlyByClaims?: boolean;
 }
 
 /** A claim's scope: which items (besides being claimable) and in what order. */
@@ -153,12 +158,15 @@ export class LeaseQueue<T> {
   async claimBatch(owner: string, leaseMs: number, limit: number, { filter = {}, sort, now = new Date() }: ClaimOptions = {}): Promise<T[]> {
     const claimable = { ...filter, ...this.claimable(now) };
     const reason = this.options.crossAccount;
-    const candidates = (await this.store.find(claimable, { sort, limit, projection: { _id: 1 } }, reason)) as { _id: unknown }[];
+    const { onClaim = {}, changedOnlyByClaims } = this.options;
+    const projection = changedOnlyByClaims ? undefined : { _id: 1 as const };
+    const candidates = (await this.store.find(claimable, { sort, limit, projection }, reason)) as (T & { _id: unknown })[];
     if (!candidates.length) return [];
     const ids = candidates.map((c) => c._id);
-    const { onClaim = {} } = this.options;
-    const until = new Date(now.getTime() + leaseMs);
-    await this.store.update({ ...claimable, _id: { $in: ids } }, { ...onClaim, $set: { ...onClaim.$set, ...this.lease(owner, until) } }, reason);
+    const lease = this.lease(owner, new Date(now.getTime() + leaseMs));
+    const taken = await this.store.update({ ...claimable, _id: { $in: ids } }, { ...onClaim, $set: { ...onClaim.$set, ...lease } }, reason);
+    if (!taken) return []; // another replica claimed them first
+    if (changedOnlyByClaims && taken === candidates.length) return candidates.map((c) => ({ ...c, ...lease }));
     return this.store.find({ _id: { $in: ids }, [this.options.owner]: owner, [this.options.until]: { $gt: now } }, { sort }, reason);
   }
 

@@ -41,6 +41,8 @@ export interface LocalMongo {
   /** Connection string without a database name, e.g. mongodb://127.0.0.1:40123 */
   url: string;
   port: number;
+  /** The server's process id (benches read its CPU time from /proc). */
+  pid: number;
   /** Sends SIGTERM and waits for exit (SIGKILL after 5 s); safe to call twice. */
   stop(): Promise<void>;
 }
@@ -144,7 +146,7 @@ export async function startLocalMongo(opts: LocalMongoOptions): Promise<LocalMon
     const port = Number(READY_LINE.exec(stdout)?.[1] ?? 0);
     if (port > 0 && (await helloSucceeds(port))) {
       ready = true;
-      return { url: `mongodb://${LOOPBACK_HOST}:${port}`, port, stop };
+      return { url: `mongodb://${LOOPBACK_HOST}:${port}`, port, pid: child.pid!, stop };
     }
     if (Date.now() >= deadline) {
       await stop();

@@ -1,5 +1,5 @@
 import type { Connection, HydratedDocument, Model } from "mongoose";
-import type { ServiceSchema } from "moleculer";
+import type { ServiceBroker, ServiceSchema } from "moleculer";
 import { ERRORS } from "../../lib/errors";
 import type { Ctx } from "../../lib/meta";
 import { MongoMixin } from "../../lib/mongo.mixin";
@@ -38,7 +38,9 @@ function subscriptionChanges(fields: typeof subscriptions.types.update): Partial
 interface Methods extends TenancyMethods, EventsMethods {
   findSubscription(ctx: Ctx<unknown>, id: number): Promise<SubscriptionDoc>;
   dispatch(): Promise<void>;
-  attempt(delivery: WebhookDeliveryRecord): Promise<void>;
+  attempt(delivery: WebhookDeliveryRecord, subscription?: WebhookSubscriptionRecord | null): Promise<void>;
+  /** Runs a claimed delivery's attempt among those in flight. */
+  track(delivery: WebhookDeliveryRecord, subscription?: WebhookSubscriptionRecord): void;
   send(subscription: WebhookSubscriptionRecord, delivery: WebhookDeliveryRecord): Promise<Answer>;
 }
 interface Vars {
@@ -51,6 +53,21 @@ interface Vars {
   secrets: SecretBox;
   running: boolean;
   loop?: Promise<void>;
+  /** Attempts under way, claimed by the dispatcher or written claimed by the consumer; at most config.concurrency. */
+  inFlight: Set<Promise<void>>;
+}
+
+type Self = Vars & Methods & { broker: ServiceBroker };
+
+/**
+ * Writes the deliveries of consumed events; those there is room for among the attempts in flight are written
+ * claimed and attempted at once (no claim of their own, no wait for a dispatcher's poll).
+ */
+async function enqueue(self: Self, events: ChangeEvent[]): Promise<void> {
+  const room = self.running ? self.config.concurrency - self.inFlight.size : 0;
+  const claim = room > 0 ? { owner: self.broker.nodeID, leaseMs: self.config.leaseMs, max: room } : undefined;
+  const { claimed } = await enqueueDeliveries(self.models.subscriptions, self.models.deliveries, events, claim);
+  for (const { delivery, subscription } of claimed) self.track(delivery, subscription);
 }
 
 /**
@@ -64,8 +81,11 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       records: eventRecords(subscriptions),
       consumer: {
         group: "webhooks",
-        handle(this: Vars, event: ChangeEvent) {
-          return enqueueDeliveries(this.models.subscriptions, this.models.deliveries, event);
+        handle(this: Self, event: ChangeEvent) {
+          return enqueue(this, [event]);
+        },
+        handleBatch(this: Self, events: ChangeEvent[]) {
+          return enqueue(this, events);
         },
       },
     }),
@@ -146,8 +166,15 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     },
 
     /** Claims due deliveries while there is room for more in flight; otherwise waits for a slot or the next poll. */
+    track(delivery, subscription) {
+      const attempt: Promise<void> = this.attempt(delivery, subscription)
+        .catch((err) => this.logger.error(`Delivery ${delivery._id} attempt failed`, err))
+        .finally(() => this.inFlight.delete(attempt));
+      this.inFlight.add(attempt);
+    },
+
     async dispatch() {
-      const inFlight = new Set<Promise<void>>();
+      const inFlight = this.inFlight;
       let prunedAt = 0;
       while (this.running) {
         const delivery =
@@ -158,10 +185,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
               })
             : null;
         if (delivery) {
-          const attempt: Promise<void> = this.attempt(delivery)
-            .catch((err) => this.logger.error(`Delivery ${delivery._id} attempt failed`, err))
-            .finally(() => inFlight.delete(attempt));
-          inFlight.add(attempt);
+          this.track(delivery);
           continue;
         }
         if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
@@ -170,18 +194,22 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           await pruneDeliveries(this.models.deliveries, cutoff).catch((err) => this.logger.warn("Pruning deliveries failed", err));
         }
         let timer: NodeJS.Timeout | undefined;
-        await Promise.race([new Promise((r) => (timer = setTimeout(r, this.config.pollMs))), ...inFlight]);
+        // A slot freeing up matters only when none was free; otherwise nothing was due, and the next poll looks
+        // again (waking at every finished attempt made one claim, a scan of the pending deliveries, per delivery).
+        const full = inFlight.size >= this.config.concurrency;
+        await Promise.race([new Promise((r) => (timer = setTimeout(r, this.config.pollMs))), ...(full ? inFlight : [])]);
         clearTimeout(timer);
       }
       await Promise.all(inFlight);
     },
 
     /** One attempt of a claimed delivery; a 410 Gone answer also disables the subscription. */
-    async attempt(delivery) {
+    /** `subscription` as read when the delivery was written claimed, or read now. */
+    async attempt(delivery, known) {
       const owner = this.broker.nodeID;
-      const subscription = await this.models.subscriptions
-        .findOne({ _id: delivery.subscription_id, account_id: delivery.account_id })
-        .lean<WebhookSubscriptionRecord>();
+      const subscription =
+        known ??
+        (await this.models.subscriptions.findOne({ _id: delivery.subscription_id, account_id: delivery.account_id }).lean<WebhookSubscriptionRecord>());
       if (!subscription?.enabled) {
         const error = subscription ? "the subscription is disabled" : "the subscription was deleted";
         await finishAttempt(this.models.deliveries, delivery, owner, { status: "failed", httpStatus: null, error });
@@ -229,6 +257,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   },
 
   started() {
+    this.inFlight = new Set();
     this.config = configOf(this).webhooks;
     this.addressPolicy = configOf(this).addressPolicy;
     this.running = true;
@@ -238,6 +267,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   async stopped() {
     this.running = false;
     await this.loop;
+    await Promise.all(this.inFlight);
   },
 };
 

@@ -1,0 +1,305 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { databaseUrl, freePort, startNats } from "../test/harness/servers";
+import { apiClient, signup } from "../test/harness/http";
+import { ensureLocalMongoBuilt, startLocalMongo } from "../lib/local-mongo";
+import { positiveIntEnv } from "../lib/env";
+import { runBench, type Lifecycle } from "./lifecycle";
+import { measure, measureLoad, type Measurement } from "./load";
+import { startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
+import { machine, writeResults } from "./report";
+
+/**
+ * The write path and its events (issue 29, docs/adr/0050-write-path-speed.md): creates/s (POST /api/v1/tools,
+ * each with its tool.created event) at 1, 8 and 32 clients beside authenticated reads at 32, then a 32-client
+ * burst of creates with a webhook subscription on a loopback receiver, timed to the last delivery with one and
+ * two webhooks replicas; CPU from /proc for every process of the deployment, the database server included.
+ * On the embedded default (one process holding every service; the second replica is a process of only the
+ * webhooks service on the same database) and over NATS (the API in one process, webhooks replicas beside it).
+ */
+
+const ROOT = path.resolve(__dirname, "..", "..");
+const SERVER_SCRIPT = path.join(ROOT, "dist", "server.js");
+const RESULTS_FILE = path.join(ROOT, "bench", "results", "writes.json");
+const CREATE_CLIENTS = [1, 8, 32];
+const READ_CLIENTS = 32;
+const BURST_CLIENTS = 32;
+const WARMUP_SECONDS = 1;
+const DURATION_SECONDS = positiveIntEnv(process.env, "BENCH_DURATION", 5);
+const BURST_SECONDS = positiveIntEnv(process.env, "BENCH_BURST_SECONDS", 5);
+const STARTUP_TIMEOUT_MS = 60_000;
+const DRAIN_TIMEOUT_MS = 120_000;
+/** Targets of issue 29. */
+const TARGET = { createsToReads: 0.2, p50OneClientMs: 3, drainMs: 5_000 } as const;
+const CLOCK_TICK_MS = 1000 / 100; // USER_HZ, 100 on Linux
+
+/** CPU milliseconds (user + system) a process has used so far, from /proc/<pid>/stat; 0 once it is gone. */
+function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * CLOCK_TICK_MS; // utime and stime: fields 14 and 15
+  } catch {
+    return 0;
+  }
+}
+const cpuOf = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
+
+/** A receiver that answers 204 and notes when each delivery arrived. */
+async function startReceiver() {
+  let arrivals: number[] = [];
+  const server = http.createServer((req, res) => {
+    req.resume().on("end", () => {
+      arrivals.push(Date.now());
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/in`,
+    get count() {
+      return arrivals.length;
+    },
+    get last() {
+      return arrivals[arrivals.length - 1] ?? 0;
+    },
+    reset: () => void (arrivals = []),
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+interface Deployment {
+  name: string;
+  base: string;
+  token: string;
+  procs: BenchProcess[];
+}
+
+/** Starts a deployment on a fresh database and signs up its account. */
+async function startDeployment(name: "embedded" | "nats", natsUrl: string, mongoUrl: string, webhooksReplicas = 1): Promise<Deployment> {
+  const port = await freePort();
+  const env = {
+    NODE_ENV: "production",
+    JWT_SECRET: randomBytes(32).toString("hex"),
+    LOG_LEVEL: "warn",
+    MONGO_URL: databaseUrl(mongoUrl, `bench_writes_${name}_${randomBytes(3).toString("hex")}`),
+    ALLOW_LOOPBACK_TARGETS: "true",
+    MCP_PORT: "0",
+    ...(name === "nats" ? { TRANSPORTER: natsUrl, NAMESPACE: `bench-writes-${randomBytes(3).toString("hex")}` } : { TRANSPORTER: "" }),
+  };
+  const procs =
+    name === "nats"
+      ? [
+          startNode("nats api", SERVER_SCRIPT, { ...env, PORT: String(port), SERVICES: "gateway,users,api-keys,tools" }),
+          startNode("nats webhooks 1", SERVER_SCRIPT, { ...env, PORT: "0", SERVICES: "webhooks" }),
+        ]
+      : [startNode("embedded", SERVER_SCRIPT, { ...env, PORT: String(port), SERVICES: "" })];
+  const extra = webhooksReplicas - (name === "nats" ? 1 : 0) - 1;
+  for (let i = 0; i < extra; i++) procs.push(startNode(`${name} webhooks ${procs.length + 1}`, SERVER_SCRIPT, { ...env, PORT: "0", SERVICES: "webhooks" }));
+  const base = `http://127.0.0.1:${port}`;
+  await waitForOk(`${base}/health`, procs, STARTUP_TIMEOUT_MS);
+  const api = apiClient(base);
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  let token = "";
+  while (!token) {
+    token = await signup(api, "bench-writes").then((s) => s.token, () => "");
+    if (!token && Date.now() > deadline) throw new Error(`${name}: signup never succeeded`);
+    if (!token) await new Promise((r) => setTimeout(r, 200));
+  }
+  // Over NATS the webhooks service answers once its replica has joined.
+  await waitForOk(`${base}/api/v1/webhook-subscriptions`, procs, STARTUP_TIMEOUT_MS, { authorization: `Bearer ${token}` });
+  // A replica of only the webhooks service has no HTTP port to wait on: give it the time a start takes.
+  if (extra > 0) await Promise.race([new Promise((r) => setTimeout(r, 3_000)), ...procs.map((p) => p.exited)]);
+  return { name, base, token, procs };
+}
+
+/** POST /api/v1/tools with a unique identifier per request, at `connections`. */
+function measureCreates(d: Deployment, connections: number, seconds: number, warmupSeconds: number): Promise<Measurement> {
+  let n = 0;
+  const prefix = randomBytes(3).toString("hex");
+  return measureLoad(
+    {
+      url: `${d.base}/api/v1/tools`,
+      connections,
+      headers: { authorization: `Bearer ${d.token}`, "content-type": "application/json" },
+      requests: [
+        {
+          method: "POST",
+          setupRequest: (req) => ({ ...req, body: JSON.stringify({ name: "bench tool", identifier: `t-${prefix}-${n++}` }) }),
+        },
+      ],
+    },
+    "POST /api/v1/tools",
+    warmupSeconds,
+    seconds,
+  );
+}
+
+interface CreateRow extends Measurement {
+  cpuMsPerCreate: number;
+}
+interface EventRow {
+  replicas: number;
+  creates: number;
+  createsPerSecond: number;
+  delivered: number;
+  /** Deliveries from the burst's first create to its last delivery, per second. */
+  eventsPerSecond: number;
+  /** From the burst's last create to its last delivery. */
+  drainMs: number;
+  cpuMsPerEvent: number;
+}
+interface DeploymentResult {
+  name: string;
+  reads: Measurement;
+  creates: CreateRow[];
+  events: EventRow[];
+}
+
+/** A burst of creates at BURST_CLIENTS for BURST_SECONDS, then waits until the receiver has every delivery. */
+async function burst(d: Deployment, receiver: Receiver, pids: () => number[], cpuPerCreate: number, replicas: number): Promise<EventRow> {
+  receiver.reset();
+  const cpuBefore = cpuOf(pids());
+  const started = Date.now();
+  const m = await Promise.race([measureCreates(d, BURST_CLIENTS, BURST_SECONDS, 0), ...d.procs.map((p) => p.exited)]);
+  const created = Date.now();
+  const deadline = created + DRAIN_TIMEOUT_MS;
+  while (receiver.count < m.totalRequests) {
+    if (Date.now() > deadline) throw new Error(`${d.name}: ${receiver.count} of ${m.totalRequests} deliveries after ${DRAIN_TIMEOUT_MS} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  const cpu = cpuOf(pids()) - cpuBefore;
+  const delivered = receiver.count;
+  return {
+    replicas,
+    creates: m.totalRequests,
+    createsPerSecond: m.requestsPerSecond,
+    delivered,
+    eventsPerSecond: (delivered * 1000) / (receiver.last - started),
+    drainMs: Math.max(0, receiver.last - created),
+    cpuMsPerEvent: Math.max(0, cpu - m.totalRequests * cpuPerCreate) / delivered,
+  };
+}
+
+/**
+ * Reads and creates on a fresh deployment; then each burst on a fresh deployment of its own (one, then two
+ * webhooks replicas), so both bursts start from the same empty database.
+ */
+async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mongoUrl: string, mongoPid: number, receiver: Receiver): Promise<DeploymentResult> {
+  console.error(`${name}: starting`);
+  let d = await startDeployment(name, natsUrl, mongoUrl);
+  const pids = () => [mongoPid, ...d.procs.map((p) => p.pid)];
+  const exited = () => d.procs.map((p) => p.exited);
+  const creates: CreateRow[] = [];
+  let reads: Measurement;
+  try {
+    reads = await Promise.race([measure(`${d.base}/api/v1/users/me`, { authorization: `Bearer ${d.token}` }, READ_CLIENTS, WARMUP_SECONDS, DURATION_SECONDS), ...exited()]);
+    console.error(`${name} reads @ ${READ_CLIENTS}: ${Math.round(reads.requestsPerSecond)}/s p50 ${reads.p50Ms} ms`);
+    for (const connections of CREATE_CLIENTS) {
+      await measureCreates(d, connections, WARMUP_SECONDS, 0);
+      const before = cpuOf(pids());
+      const m = await Promise.race([measureCreates(d, connections, DURATION_SECONDS, 0), ...exited()]);
+      const row = { ...m, cpuMsPerCreate: (cpuOf(pids()) - before) / m.totalRequests };
+      console.error(`${name} creates @ ${connections}: ${Math.round(m.requestsPerSecond)}/s p50 ${m.p50Ms} ms p99 ${m.p99Ms} ms, ${row.cpuMsPerCreate.toFixed(2)} CPU ms/create`);
+      creates.push(row);
+    }
+  } finally {
+    await stopAll();
+  }
+  const cpuPerCreate = creates[creates.length - 1]!.cpuMsPerCreate;
+  const events: EventRow[] = [];
+  for (const replicas of [1, 2]) {
+    d = await startDeployment(name, natsUrl, mongoUrl, replicas);
+    try {
+      const sub = await apiClient(d.base)("POST", "/api/v1/webhook-subscriptions", { token: d.token, body: { url: receiver.url, event_types: ["tool.created"] } });
+      if (sub.status !== 201) throw new Error(`${name}: subscription answered ${sub.status}`);
+      await measureCreates(d, BURST_CLIENTS, WARMUP_SECONDS, 0); // warm-up, its deliveries drained before the burst
+      const deadline = Date.now() + DRAIN_TIMEOUT_MS;
+      let last = -1;
+      while (receiver.count !== last || Date.now() - receiver.last < 1_000) {
+        if (Date.now() > deadline) throw new Error(`${name}: warm-up deliveries never settled`);
+        last = receiver.count;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const row = await burst(d, receiver, pids, cpuPerCreate, replicas);
+      console.error(
+        `${name} events, ${replicas} webhooks replica(s): ${row.creates} creates (${Math.round(row.createsPerSecond)}/s), ${row.delivered} delivered, ` +
+          `${Math.round(row.eventsPerSecond)} events/s, drained ${row.drainMs} ms after the last create, ${row.cpuMsPerEvent.toFixed(2)} CPU ms/event`,
+      );
+      events.push(row);
+    } finally {
+      await stopAll();
+    }
+  }
+  return { name, reads, creates, events };
+}
+
+function table(results: DeploymentResult[]): string {
+  const lines = [
+    "| deployment | measure | clients | per s | p50 ms | p99 ms | CPU ms each | note |",
+    "|---|---|---:|---:|---:|---:|---:|---|",
+  ];
+  for (const r of results) {
+    lines.push(`| ${r.name} | reads (GET /users/me) | ${r.reads.connections} | ${Math.round(r.reads.requestsPerSecond)} | ${r.reads.p50Ms} | ${r.reads.p99Ms} | — | |`);
+    for (const c of r.creates) {
+      const note = c.connections === 32 ? `${(c.requestsPerSecond / r.reads.requestsPerSecond).toFixed(2)} of reads` : "";
+      lines.push(`| ${r.name} | creates (POST /tools) | ${c.connections} | ${Math.round(c.requestsPerSecond)} | ${c.p50Ms} | ${c.p99Ms} | ${c.cpuMsPerCreate.toFixed(2)} | ${note} |`);
+    }
+    for (const e of r.events) {
+      lines.push(
+        `| ${r.name} | events e2e, ${e.replicas} webhooks replica${e.replicas > 1 ? "s" : ""} | ${BURST_CLIENTS} | ${Math.round(e.eventsPerSecond)} | — | — | ${e.cpuMsPerEvent.toFixed(2)} | ` +
+          `${e.delivered} delivered, drained ${e.drainMs} ms after the last create (${Math.round(e.createsPerSecond)} creates/s) |`,
+      );
+    }
+  }
+  return lines.join("\n");
+}
+
+function verdicts(results: DeploymentResult[]): string[] {
+  return results.flatMap((r) => {
+    const c32 = r.creates.find((c) => c.connections === 32)!;
+    const c1 = r.creates.find((c) => c.connections === 1)!;
+    const [one, two] = r.events;
+    const check = (ok: boolean, what: string) => `${r.name}: ${ok ? "MET" : "MISSED"} ${what}`;
+    return [
+      check(c32.requestsPerSecond / r.reads.requestsPerSecond >= TARGET.createsToReads, `creates at 32 ÷ reads at 32 = ${(c32.requestsPerSecond / r.reads.requestsPerSecond).toFixed(2)} (needs ≥ ${TARGET.createsToReads})`),
+      check(c1.p50Ms <= TARGET.p50OneClientMs, `p50 of a create at one client ${c1.p50Ms} ms (needs ≤ ${TARGET.p50OneClientMs})`),
+      check(Math.max(one!.drainMs, two!.drainMs) <= TARGET.drainMs, `backlog drained ${one!.drainMs} / ${two!.drainMs} ms after the last create (needs ≤ ${TARGET.drainMs})`),
+      check(
+        two!.eventsPerSecond >= one!.eventsPerSecond && two!.cpuMsPerEvent <= one!.cpuMsPerEvent,
+        `two replicas ${Math.round(two!.eventsPerSecond)} events/s at ${two!.cpuMsPerEvent.toFixed(2)} CPU ms vs one ${Math.round(one!.eventsPerSecond)} at ${one!.cpuMsPerEvent.toFixed(2)}`,
+      ),
+    ];
+  });
+}
+
+async function main({ own, startWatchdog }: Lifecycle) {
+  const host = machine();
+  const nats = own(await startNats());
+  ensureLocalMongoBuilt();
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "bench-writes-mongo-"));
+  own({ stop: async () => rmSync(dataDir, { recursive: true, force: true }) });
+  const mongo = own(await startLocalMongo({ dataDir }));
+  const receiver = await startReceiver();
+  own({ stop: receiver.close });
+  const disarm = startWatchdog(2 * (3 * STARTUP_TIMEOUT_MS + 4 * DRAIN_TIMEOUT_MS + 60_000));
+  const results: DeploymentResult[] = [];
+  for (const name of ["embedded", "nats"] as const) results.push(await measureDeployment(name, nats.url, mongo.url, mongo.pid, receiver));
+  disarm();
+  console.log(
+    `\nmachine: nproc ${host.nproc}, ${host.cpu}, node ${host.node}; load average ${host.loadAverage1mBefore} before the run; autocannon shares these cores. ` +
+      `One run; ${WARMUP_SECONDS} s warm-up + ${DURATION_SECONDS} s per load, bursts of ${BURST_SECONDS} s; CPU of the platform processes and the local database server ` +
+      `(per delivered event: the burst's CPU less its creates at the 32-client rate, per delivery)\n`,
+  );
+  console.log(table(results));
+  console.log(`\n${verdicts(results).join("\n")}`);
+  writeResults(RESULTS_FILE, { date: new Date().toISOString(), machine: host, results });
+  console.log(`results written to ${path.relative(ROOT, RESULTS_FILE)}`);
+}
+
+runBench(main);
