@@ -2,8 +2,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
 import { databaseUrl, freePort } from "../test/harness/servers";
-import { apiClient, signup } from "../test/harness/http";
-import { startNode, stopAll, waitForOk } from "./processes";
+import { apiClient } from "../test/harness/http";
+import { signupWhenReady, startNode, stopAll, waitForOk } from "./processes";
 import { positiveIntEnv } from "../lib/env";
 
 /** Events per measurement (agents created, each one agent.created delivery). */
@@ -66,13 +66,7 @@ export async function measureEvents(serverScript: string, natsUrl: string, mongo
     const base = `http://127.0.0.1:${port}`;
     await waitForOk(`${base}/health`, procs, STARTUP_TIMEOUT_MS);
     const api = apiClient(base);
-    const deadline = Date.now() + STARTUP_TIMEOUT_MS;
-    let token = "";
-    while (!token) {
-      token = await signup(api, "bench-events").then((s) => s.token, () => "");
-      if (!token && Date.now() > deadline) throw new Error("signup never succeeded");
-      if (!token) await new Promise((r) => setTimeout(r, 200));
-    }
+    const token = await signupWhenReady(api, "bench-events", STARTUP_TIMEOUT_MS);
     await waitForOk(`${base}/api/v1/webhook-subscriptions`, procs, STARTUP_TIMEOUT_MS, { authorization: `Bearer ${token}` });
     const sub = await api("POST", "/api/v1/webhook-subscriptions", { token, body: { url: receiver.url, event_types: ["agent.created"] } });
     if (sub.status !== 201) throw new Error(`subscription: ${sub.status}`);

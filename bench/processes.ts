@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
+import { signup, type Api } from "../test/harness/http";
 import { waitForPort } from "../test/harness/servers";
 
 const STOP_GRACE_MS = 5_000;
@@ -90,5 +91,16 @@ export async function waitForOk(url: string, procs: BenchProcess[], timeoutMs: n
     if (status === 200) return;
     if (Date.now() >= deadline) throw new Error(`GET ${url} not 200 after ${timeoutMs} ms (last status ${status})`);
     await Promise.race([new Promise((r) => setTimeout(r, POLL_INTERVAL_MS)), ...procs.map((p) => p.exited)]);
+  }
+}
+
+/** Signs a new user up once the users service answers (over NATS it joins after the gateway); returns the token. */
+export async function signupWhenReady(api: Api, prefix: string, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const token = await signup(api, prefix).then((s) => s.token, () => "");
+    if (token) return token;
+    if (Date.now() > deadline) throw new Error(`${prefix}: signup never succeeded`);
+    await new Promise((r) => setTimeout(r, 200));
   }
 }

@@ -5,12 +5,12 @@ import os from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { databaseUrl, freePort, startNats } from "../test/harness/servers";
-import { apiClient, signup } from "../test/harness/http";
+import { apiClient } from "../test/harness/http";
 import { ensureLocalMongoBuilt, startLocalMongo } from "../lib/local-mongo";
 import { positiveIntEnv } from "../lib/env";
 import { runBench, type Lifecycle } from "./lifecycle";
 import { measure, measureLoad, type Measurement } from "./load";
-import { startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
+import { signupWhenReady, startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
 import { machine, writeResults } from "./report";
 
 /**
@@ -104,13 +104,7 @@ async function startDeployment(name: "embedded" | "nats", natsUrl: string, mongo
   const base = `http://127.0.0.1:${port}`;
   await waitForOk(`${base}/health`, procs, STARTUP_TIMEOUT_MS);
   const api = apiClient(base);
-  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
-  let token = "";
-  while (!token) {
-    token = await signup(api, "bench-writes").then((s) => s.token, () => "");
-    if (!token && Date.now() > deadline) throw new Error(`${name}: signup never succeeded`);
-    if (!token) await new Promise((r) => setTimeout(r, 200));
-  }
+  const token = await signupWhenReady(api, "bench-writes", STARTUP_TIMEOUT_MS);
   // Over NATS the webhooks service answers once its replica has joined.
   await waitForOk(`${base}/api/v1/webhook-subscriptions`, procs, STARTUP_TIMEOUT_MS, { authorization: `Bearer ${token}` });
   // A replica of only the webhooks service has no HTTP port to wait on: give it the time a start takes.

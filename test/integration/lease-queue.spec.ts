@@ -1,6 +1,8 @@
 import { Schema, type Connection } from "mongoose";
 import { closeAllDatabases, connectDatabase } from "../../lib/db";
 import { collectionStore, DueQueue, LeaseQueue, modelStore, type LeaseQueueOptions, type QueueStore } from "../../lib/lease-queue";
+import { jobQueue } from "../../services/knowledge/jobs";
+import { deliveryQueue } from "../../services/webhooks/deliveries";
 
 /**
  * The lease-queue contract (lib/lease-queue.ts, docs/adr/0053-one-lease-queue.md), on the real local server and
@@ -31,16 +33,8 @@ const itemSchema = new Schema<Item>(
   { versionKey: false },
 );
 
-/** Like webhook deliveries: a separate due field, the epoch as a free lease, one attempt counted per claim. */
-const WITH_DUE: LeaseQueueOptions = {
-  owner: "lease_owner",
-  until: "lease_expires_at",
-  vacant: new Date(0),
-  due: "next_attempt_at",
-  held: { status: "pending" },
-  onClaim: { $inc: { attempts: 1 } },
-  crossAccount: "the contract test claims items of every account",
-};
+/** Webhook deliveries' queue: a separate due field, the epoch as a free lease, one attempt counted per claim. */
+const WITH_DUE: LeaseQueueOptions = { ...deliveryQueue(null as never).options, crossAccount: "the contract test claims items of every account" };
 /** Like the event queue: the lease's end is also when a released item is due again. */
 const UNTIL_IS_DUE: LeaseQueueOptions = { ...WITH_DUE, due: undefined };
 
@@ -208,16 +202,7 @@ describe.each(SETUPS)("lease queue over $name", ({ store: storeOf }) => {
   });
 
   it("a status-based queue (load-job style): a claim sets the item running, a release sets it pending with no lease, an expired running item is taken over", async () => {
-    const JOBS: LeaseQueueOptions = {
-      owner: "lease_owner",
-      until: "lease_expires_at",
-      vacant: null,
-      claimable: (now) => ({ $or: [{ status: "pending" }, { status: "running", lease_expires_at: { $lt: now } }] }),
-      held: { status: "running" },
-      onClaim: { $set: { status: "running" }, $inc: { attempts: 1 } },
-      onRelease: { status: "pending" },
-      crossAccount: "the contract test claims items of every account",
-    };
+    const JOBS: LeaseQueueOptions = { ...jobQueue(null as never).options, crossAccount: "the contract test claims items of every account" };
     const now = new Date();
     await seed(1, now, { lease_expires_at: null as never });
     const item = await queue(JOBS).claim("a", 30 * SECOND, { now });
