@@ -29,3 +29,5 @@ export { jobSource, removeSourceRecord, setLoadingState } from "./sources";
 export { loadOutcome, loadReport, loadStarted } from "./states";
 /** Due refreshes, as the scheduler claims and queues them. */
 export { claimRefresh, dueRefreshes, queueRefresh } from "./refreshes";
+/** Params of the source list (GET /knowledge), declared once: the MCP server's sources tool reuses them. */
+export { sourceListParams } from "./resource";

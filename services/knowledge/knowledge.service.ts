@@ -13,8 +13,8 @@ import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
 import { changeOf } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
 import { nextId } from "../../lib/ids";
-import { LOADING_STATUSES, knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./model";
-import { knowledgeSources } from "./resource";
+import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./model";
+import { knowledgeSources, sourceListFilters } from "./resource";
 import { DocumentDetail, DocumentSearch, DocumentStats, DocumentSummary, Preload, Queued, SourceDocuments, SourceSearch, SourceStats } from "./views";
 import { enqueueJob } from "./jobs";
 import { deletionResponse, derivedLabel, preloadResponse, preloadSkipped } from "./rules";
@@ -82,10 +82,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   actions: {
     ...crudActions(knowledgeSources, {
       actions: ["list", "get"],
-      filters: {
-        params: { status: { type: "enum", values: LOADING_STATUSES, optional: true, description: "Only sources in this loading status" } },
-        filter: ({ status }) => (status ? { loading_status: status } : {}),
-      },
+      filters: sourceListFilters,
     }),
 
     /** Creating resolves the name, description and data type from the paths, then queues the first load. */

@@ -1,5 +1,5 @@
 import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
-import { defineResource } from "../../lib/resource";
+import { crudActions, defineResource, type CrudHooks, type Rule } from "../../lib/resource";
 import { stored } from "../../lib/storage";
 import { DATA_TYPES, JOB_TRIGGERS, LOADING_STATUSES, type DataType } from "./model";
 import { refreshParam } from "./refresh";
@@ -100,3 +100,12 @@ export const knowledgeSourceModel = knowledgeSources.model;
 export type KnowledgeSourceRecord = typeof knowledgeSources.types.record;
 export type RefreshPolicy = NonNullable<KnowledgeSourceRecord["refresh"]>;
 export type LoadReport = NonNullable<KnowledgeSourceRecord["last_refresh"]>;
+
+/** The list's one filter: GET /knowledge?status= keeps the sources in that loading status. */
+export const sourceListFilters: NonNullable<CrudHooks["filters"]> = {
+  params: { status: { type: "enum", values: LOADING_STATUSES, optional: true, description: "Only sources in this loading status" } },
+  filter: ({ status }) => (status ? { loading_status: status } : {}),
+};
+
+/** Params of GET /knowledge (sort, paging, status), as its action declares them; the MCP sources tool reuses them. */
+export const sourceListParams = (crudActions(knowledgeSources, { actions: ["list"], filters: sourceListFilters }).list as { params: Record<string, Rule> }).params;
