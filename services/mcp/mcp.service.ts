@@ -8,7 +8,7 @@ import { asAccount, type Ctx } from "../../lib/meta";
 import { answerMcpRequest, MAX_BODY_BYTES, type McpExchangeRequest } from "./exchange";
 import { mcpHttpHandler } from "./http";
 import { buildMcpServer } from "./server";
-import type { EntitiesCall } from "./tools";
+import type { ServiceCall } from "./tools";
 
 interface Methods {
   serverFor(headers: Record<string, string>): McpServer;
@@ -21,9 +21,10 @@ interface Vars {
 }
 
 /**
- * The MCP server: its own HTTP listener (MCP_HOST:MCP_PORT) with the three tools of the interface, and the
- * `handle` action behind the gateway's /mcp route. Data tools resolve the caller the way the gateway does
- * (lib/auth/identity) and call the entities service as that caller over the transporter.
+ * The MCP server: its own HTTP listener (MCP_HOST:MCP_PORT) with the three tools of the interface and the
+ * knowledge retrieval tools, and the `handle` action behind the gateway's /mcp route. Data tools resolve the
+ * caller the way the gateway does (lib/auth/identity) and call the entities or knowledge service as that caller
+ * over the transporter.
  */
 const McpService: ServiceSchema<Record<string, never>, Methods, Vars> = {
   name: "mcp",
@@ -58,7 +59,7 @@ const McpService: ServiceSchema<Record<string, never>, Methods, Vars> = {
         version: VERSION,
         health: () => healthReport(this.config),
         identity: () => (identity ??= this.resolveIdentity(headers, this.broker)),
-        callEntities: ({ action, params }: EntitiesCall, caller: Identity) => this.broker.call(action, params, asAccount(caller.accountId!, caller)),
+        callAs: ({ action, params }: ServiceCall, caller: Identity) => this.broker.call(action, params, asAccount(caller.accountId!, caller)),
       });
     },
   },

@@ -12,8 +12,18 @@ import {
   collectedDataInput,
   errorResult,
   jsonResult,
+  jsonValue,
+  knowledgeCall,
+  knowledgeDocumentInput,
+  knowledgeDocumentOutput,
+  knowledgeSearchInput,
+  knowledgeSearchOutput,
+  knowledgeSourcesInput,
+  knowledgeSourcesOutput,
   listResult,
-  type EntitiesCall,
+  textErrorResult,
+  type KnowledgeAction,
+  type ServiceCall,
 } from "./tools";
 
 /** What one MCP server instance (one HTTP request) needs from its surroundings. */
@@ -23,27 +33,31 @@ export interface McpRequestScope {
   health: () => Record<string, unknown>;
   /** The caller of this HTTP request, resolved at most once; null without credentials, throws for bad ones. */
   identity: () => Promise<Identity | null>;
-  /** Calls the entities service as the caller. */
-  callEntities: (call: EntitiesCall, identity: Identity) => Promise<any>;
+  /** Calls the entities or knowledge service as the caller (its account scopes the call). */
+  callAs: (call: ServiceCall, identity: Identity) => Promise<any>;
 }
 
 /**
  * Builds the MCP server for one stateless HTTP request (the SDK's stateless Streamable HTTP pattern).
  * svc_health and the handshake need no credentials; the data tools answer an isError result without them.
+ * The knowledge tools (docs/adr/0054-mcp-retrieval-tools.md) are read-only and each answers as its REST route.
  */
 export function buildMcpServer(scope: McpRequestScope): McpServer {
   const server = new McpServer({ name: scope.serverName, version: scope.version });
 
   /** Runs a data tool as the caller; every failure (credentials included) becomes an isError result. */
-  const asCaller = async (run: (identity: Identity) => Promise<Record<string, unknown>>): Promise<CallToolResult> => {
+  const asCaller = async (run: (identity: Identity) => Promise<Record<string, unknown>>, failed = errorResult): Promise<CallToolResult> => {
     try {
       const identity = await scope.identity();
       if (!identity) throw ERRORS.unauthorized(AUTH_REQUIRED_MESSAGE);
       return jsonResult(await run(identity));
     } catch (err) {
-      return errorResult(err);
+      return failed(err);
     }
   };
+  /** A knowledge tool: its REST action as the caller, the answer as JSON; errors as text (it has an output schema). */
+  const knowledge = (action: KnowledgeAction) => (args: Record<string, unknown>) =>
+    asCaller(async (identity) => jsonValue(await scope.callAs(knowledgeCall(action, args), identity)), textErrorResult);
 
   server.registerTool(
     TOOL_NAMES.health,
@@ -67,7 +81,7 @@ export function buildMcpServer(scope: McpRequestScope): McpServer {
     },
     (args) =>
       asCaller(async (identity) => {
-        const page = await scope.callEntities(collectedDataCall(args), identity);
+        const page = await scope.callAs(collectedDataCall(args), identity);
         return args.action === "list" ? listResult(page, args.include_facets) : page;
       }),
   );
@@ -82,7 +96,50 @@ export function buildMcpServer(scope: McpRequestScope): McpServer {
       inputSchema: collectedDataDeleteInput,
       annotations: TOOL_ANNOTATIONS.destructive,
     },
-    (args) => asCaller((identity) => scope.callEntities(collectedDataDeleteCall(args), identity)),
+    (args) => asCaller((identity) => scope.callAs(collectedDataDeleteCall(args), identity)),
+  );
+
+  server.registerTool(
+    TOOL_NAMES.knowledgeSearch,
+    {
+      title: "Search knowledge",
+      description:
+        "Searches the account's knowledge documents by query: mode keyword (text matching), semantic (vector similarity) " +
+        "or hybrid (both, the default); source_ids keeps the given knowledge sources; limit and offset page. " +
+        "Returns {results, total, mode_used}, as POST /api/v1/knowledge/documents/search; read a hit in full with svc_knowledge_document.",
+      inputSchema: knowledgeSearchInput,
+      outputSchema: knowledgeSearchOutput,
+      annotations: TOOL_ANNOTATIONS.readOnly,
+    },
+    knowledge("knowledge.searchDocuments"),
+  );
+
+  server.registerTool(
+    TOOL_NAMES.knowledgeSources,
+    {
+      title: "Knowledge sources",
+      description:
+        "Lists the account's knowledge sources with their loading status and document count (status filters; " +
+        "sort_by, sort_order, skip and limit page). Returns {data, pagination}, as GET /api/v1/knowledge.",
+      inputSchema: knowledgeSourcesInput,
+      outputSchema: knowledgeSourcesOutput,
+      annotations: TOOL_ANNOTATIONS.readOnly,
+    },
+    knowledge("knowledge.list"),
+  );
+
+  server.registerTool(
+    TOOL_NAMES.knowledgeDocument,
+    {
+      title: "Knowledge document",
+      description:
+        "Reads one knowledge document with its full content and metadata, by the document id a search or list gave. " +
+        "Returns the document, as GET /api/v1/knowledge/documents/{document_id}; not found when it is not the account's.",
+      inputSchema: knowledgeDocumentInput,
+      outputSchema: knowledgeDocumentOutput,
+      annotations: TOOL_ANNOTATIONS.readOnly,
+    },
+    knowledge("knowledge.getDocument"),
   );
 
   return server;

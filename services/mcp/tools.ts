@@ -3,12 +3,18 @@ import type { CallToolResult, ToolAnnotations } from "@modelcontextprotocol/sdk/
 import { ACCEPTED_CREDENTIALS } from "../../lib/auth/identity";
 import { ERRORS } from "../../lib/errors";
 import { renderError } from "../../lib/http-errors";
+import { sourceListParams } from "../knowledge";
+import { documentIdParam, searchDocumentsParams } from "../search";
+import { zodShape } from "./params";
 
-/** Tool names, exactly as the interface lists them. */
+/** Tool names: the interface's three, then the knowledge retrieval tools of issue 26 (docs/adr/0054). */
 export const TOOL_NAMES = {
   health: "svc_health",
   collectedData: "svc_collected_data",
   collectedDataDelete: "svc_collected_data_delete",
+  knowledgeSearch: "svc_knowledge_search",
+  knowledgeSources: "svc_knowledge_sources",
+  knowledgeDocument: "svc_knowledge_document",
 } as const;
 
 const COLLECTED_STATUSES = ["new", "reviewed", "actioned", "archived"] as const;
@@ -52,11 +58,14 @@ export const TOOL_ANNOTATIONS = {
   destructive: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
 } satisfies Record<string, ToolAnnotations>;
 
-/** One call of the entities service: the action and its params. */
-export interface EntitiesCall {
-  action: "entities.list" | "entities.get" | "entities.stats" | "entities.deleteMany";
+/** One call the tools make as the caller: an action of the entities or knowledge service and its params. */
+export interface ServiceCall {
+  action: "entities.list" | "entities.get" | "entities.stats" | "entities.deleteMany" | KnowledgeAction;
   params: Record<string, unknown>;
 }
+
+/** The knowledge service's REST actions the retrieval tools call: the same validation, scoping and answers. */
+export type KnowledgeAction = "knowledge.searchDocuments" | "knowledge.list" | "knowledge.getDocument";
 
 /** Leaves out absent optional parameters, so the entities service applies its own defaults. */
 function defined(params: Record<string, unknown>): Record<string, unknown> {
@@ -68,7 +77,7 @@ function defined(params: Record<string, unknown>): Record<string, unknown> {
  * `get` reads one record and ignores every list-only parameter, `stats` takes the agent and window,
  * `list` takes the filters and paging.
  */
-export function collectedDataCall(args: CollectedDataArgs): EntitiesCall {
+export function collectedDataCall(args: CollectedDataArgs): ServiceCall {
   const { agent_id, days } = args;
   switch (args.action) {
     case "get":
@@ -86,7 +95,7 @@ export function collectedDataCall(args: CollectedDataArgs): EntitiesCall {
 }
 
 /** svc_collected_data_delete maps one to one onto entities.deleteMany. */
-export function collectedDataDeleteCall(args: CollectedDataDeleteArgs): EntitiesCall {
+export function collectedDataDeleteCall(args: CollectedDataDeleteArgs): ServiceCall {
   return { action: "entities.deleteMany", params: { entity_ids: args.entity_ids, confirmed: args.confirmed } };
 }
 
@@ -107,6 +116,11 @@ export function jsonResult(value: Record<string, unknown>): CallToolResult {
   return { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value };
 }
 
+/** A result as it travels in JSON (dates as ISO strings), so it meets its output schema on any transporter. */
+export function jsonValue(value: unknown): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
+}
+
 /** Why a data tool refused a call without credentials, phrased so a model can relay it to its user. */
 export const AUTH_REQUIRED_MESSAGE = `Authentication required: ${ACCEPTED_CREDENTIALS} with the MCP HTTP request`;
 
@@ -121,4 +135,87 @@ export function errorResult(err: unknown): CallToolResult {
     ? `Invalid arguments: ${detail.map((item: { loc: unknown[]; msg: string }) => `${item.loc.slice(1).join(".")}: ${item.msg}`).join("; ")}`
     : String(detail);
   return { isError: true, content: [{ type: "text", text }], structuredContent: { status, ...body } };
+}
+
+/**
+ * A failed call of a tool that declares an output schema: the message only. The SDK client checks any
+ * structuredContent against the success schema, error results included, so the REST error body stays out.
+ */
+export function textErrorResult(err: unknown): CallToolResult {
+  const { structuredContent, ...result } = errorResult(err);
+  return result;
+}
+
+// Knowledge retrieval (issue 26): each tool is one REST action of the knowledge service, called as the caller.
+
+/**
+ * svc_knowledge_search parameters: POST /knowledge/documents/search's own (query, mode, source_ids, limit, offset),
+ * defaults included. Filters and reranking join as further optional fields when the REST search has them.
+ */
+export const knowledgeSearchInput = zodShape(searchDocumentsParams);
+/** svc_knowledge_sources parameters: GET /knowledge's (status, sort_by, sort_order, skip, limit). */
+export const knowledgeSourcesInput = zodShape(sourceListParams);
+/** svc_knowledge_document parameters: GET /knowledge/documents/{document_id}'s. */
+export const knowledgeDocumentInput = zodShape(documentIdParam);
+
+const nullableString = () => z.string().nullable();
+
+/** One search hit, as POST /knowledge/documents/search returns it (further fields pass through). */
+const searchHit = z.looseObject({
+  id: z.string(),
+  document_id: z.string(),
+  title: z.string(),
+  url: z.string(),
+  source_id: z.int(),
+  content: z.string(),
+  chunk_index: z.int(),
+  score: z.number().describe("Raw relevance score"),
+  normalized_score: z.number().describe("0 to 100, 100 is the best match"),
+});
+
+/** svc_knowledge_search result: the REST search's {results, total, mode_used}. */
+export const knowledgeSearchOutput = z.looseObject({
+  results: z.array(searchHit),
+  total: z.int(),
+  mode_used: z.enum(["semantic", "keyword", "hybrid"]).describe("The mode that ranked the results (semantic falls back to keyword without vectors)"),
+});
+
+/** One knowledge source, as GET /knowledge lists it (further fields pass through). */
+const knowledgeSource = z.looseObject({
+  id: z.int(),
+  identifier: z.string(),
+  name: z.string(),
+  description: nullableString(),
+  data_type: z.string(),
+  paths: z.array(z.string()),
+  loading_status: z.enum(["unloaded", "loading", "loaded", "partial", "failed"]),
+  loaded_at: nullableString(),
+  document_count: z.int(),
+  last_indexed_at: nullableString(),
+  loading_urls_total: z.int().nullable(),
+  loading_urls_done: z.int(),
+  loading_error: nullableString(),
+  created_at: z.string(),
+});
+
+/** svc_knowledge_sources result: the REST list's page, {data, pagination: {total, skip, limit, has_more}}. */
+export const knowledgeSourcesOutput = z.looseObject({
+  data: z.array(knowledgeSource),
+  pagination: z.object({ total: z.int(), skip: z.int(), limit: z.int(), has_more: z.boolean() }),
+});
+
+/** svc_knowledge_document result: GET /knowledge/documents/{document_id}'s DocumentDetail (further fields pass through). */
+export const knowledgeDocumentOutput = z.looseObject({
+  id: z.string(),
+  title: z.string(),
+  url: z.string(),
+  source_id: z.int(),
+  content: z.string().describe("The full text"),
+  metadata: z.record(z.string(), z.unknown()),
+  indexed_at: nullableString(),
+});
+
+/** The knowledge action behind each retrieval tool; the arguments are its params as they are. */
+export function knowledgeCall(action: KnowledgeAction, args: Record<string, unknown>): ServiceCall {
+  return { action, params: defined(args) };
 }
