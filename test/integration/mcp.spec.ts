@@ -48,9 +48,12 @@ describe("MCP server over NATS", () => {
       expect(client.getServerCapabilities()?.tools).toBeDefined();
     });
 
-    it("lists exactly the three tools with their JSON Schemas and annotations", async () => {
+    it("lists the interface's three tools with their JSON Schemas and annotations, then the knowledge retrieval tools", async () => {
       const { tools } = await (await connect()).listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(["svc_collected_data", "svc_collected_data_delete", "svc_health"]);
+      // The three the interface names, then the additions of issue 26 (docs/adr/0054; their shapes: mcp-knowledge.spec.ts).
+      expect(tools.map((t) => t.name)).toEqual([
+        "svc_health", "svc_collected_data", "svc_collected_data_delete", "svc_knowledge_search", "svc_knowledge_sources", "svc_knowledge_document",
+      ]);
       const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
 
       expect(byName.svc_health!.inputSchema).toMatchObject({ type: "object" });
@@ -352,7 +355,7 @@ describe("MCP server over NATS", () => {
       expect(res.headers.get("content-type")).toMatch(/application\/json/);
       expect(res.headers.get("mcp-session-id")).toBeNull();
       expect(res.headers.get("x-content-type-options")).toBe("nosniff");
-      expect(((await res.json()) as { result: { tools: unknown[] } }).result.tools).toHaveLength(3);
+      expect(((await res.json()) as { result: { tools: unknown[] } }).result.tools).toHaveLength(6);
     });
 
     it("refuses non-JSON bodies (415), malformed JSON (400) and bodies over 1 MB (413)", async () => {
@@ -385,7 +388,9 @@ describe("MCP server over NATS", () => {
   describe("through the gateway at /mcp (the API's own address)", () => {
     it("serves the same tools, with credentials checked the same way", async () => {
       const anonymous = await connect({}, cluster.baseUrl);
-      expect((await anonymous.listTools()).tools.map((t) => t.name).sort()).toEqual(["svc_collected_data", "svc_collected_data_delete", "svc_health"]);
+      const direct = (await (await connect()).listTools()).tools;
+      expect((await anonymous.listTools()).tools).toEqual(direct);
+      expect(direct.map((t) => t.name).slice(0, 3)).toEqual(["svc_health", "svc_collected_data", "svc_collected_data_delete"]);
       expect(JSON.parse(textOf(await call(anonymous, "svc_health")))).toEqual((await api("GET", "/health")).body);
       expect((await call(anonymous, "svc_collected_data", { action: "stats" })).isError).toBe(true);
 
