@@ -127,7 +127,10 @@ describe("README quickstart and MCP client configuration", () => {
         new StreamableHTTPClientTransport(new URL(target.url.replace(README_BASE, cluster.baseUrl)), { requestInit: { headers: target.headers } }),
       );
       try {
-        expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(["svc_collected_data", "svc_collected_data_delete", "svc_health"]);
+        // The interface's three tools, then the knowledge retrieval tools (docs/adr/0054-mcp-retrieval-tools.md).
+        expect((await client.listTools()).tools.map((t) => t.name)).toEqual([
+          "svc_health", "svc_collected_data", "svc_collected_data_delete", "svc_knowledge_search", "svc_knowledge_sources", "svc_knowledge_document",
+        ]);
         const stats = (await client.callTool({ name: "svc_collected_data", arguments: { action: "stats" } })) as CallToolResult;
         expect([target.client, stats.isError ?? false]).toEqual([target.client, false]);
         expect(stats.structuredContent).toMatchObject({ total: 0 });
