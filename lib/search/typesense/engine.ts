@@ -5,7 +5,7 @@ import { fuseLists } from "../fusion";
 import { MAX_DEPTH, type ChunkHit, type IndexQuery, type IndexResult, type IndexStats, type IndexedChunk, type SearchIndex } from "../port";
 import { terms } from "../tokenizer";
 import { Batch, type Search, type SearchResult } from "./batch";
-import { HIT_FIELDS, keywordSearches, TotalsCache, type KeywordHit } from "./keyword";
+import { HIT_FIELDS, keywordCandidates, termStatistics, TotalsCache, type KeywordScope } from "./keyword";
 import {
   checkCollection,
   chunkDocument,
@@ -60,10 +60,12 @@ export interface TypesenseEngineOptions {
  * Production engine: shared Typesense collections for all accounts, every request filtered by account_id
  * in one place (scope()). The platform analyses text (tokenizer.terms: folding, stop words, Porter2 stems);
  * Typesense stores and matches those terms in the chunks collection and holds vectors in a collection of
- * their own (one per embedding model, behind the TYPESENSE_COLLECTION alias). A query is one multi_search:
- * the keyword candidates per query term with their terms and the nearest vectors, each with what its hit
- * shows; the platform ranks the candidates by BM25 with the account's statistics (cached briefly) and fuses
- * the lists with fuseLists, exactly as the embedded engine does. Vectors come later from the embedding stage.
+ * their own (one per embedding model, behind the TYPESENSE_COLLECTION alias). A keyword or hybrid query is
+ * two multi_search rounds (decision 49): first each query term's document frequency in the account (no hit
+ * read); then the replacements, the nearest vectors with what their hits show, and each matching term's
+ * best candidates (a budget of 2.5 x depth hits shared by idf) with their terms and what a hit shows. The platform ranks the candidates
+ * by BM25 with the account's statistics (cached briefly) and fuses the lists with fuseLists, as the
+ * embedded engine does. Vectors come later from the embedding stage.
  */
 export class TypesenseEngine implements SearchIndex {
   readonly engine = "typesense" as const;
@@ -275,13 +277,19 @@ export class TypesenseEngine implements SearchIndex {
     };
   }
 
-  /** The keyword searches of a query (see keywordSearches), for the account and the query's sources. */
-  private keywordSearches(batch: Batch, q: IndexQuery, queryTerms: string[], perPage: number): (hidden: Set<string>) => KeywordHit[] {
+  /** Where a query's keyword searches look: the account (its statistics) and the query's sources (its candidates). */
+  private keywordScope(q: IndexQuery): KeywordScope {
     const account = this.scope(q.accountId);
-    const where = { accountId: q.accountId, collection: this.names.chunks, account, scoped: q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account };
-    return keywordSearches(batch, this.totals, where, queryTerms, perPage);
+    return { accountId: q.accountId, collection: this.names.chunks, account, scoped: q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account };
   }
 
+  /** The first round of a keyword search: the account's statistics of the query's terms (see termStatistics). */
+  private async termStatistics(where: KeywordScope, queryTerms: string[]) {
+    const batch = new Batch();
+    const statistics = termStatistics(batch, this.totals, where, queryTerms);
+    await this.run(batch);
+    return statistics();
+  }
 
   private vectorSearch(q: IndexQuery, perPage: number): Search {
     return {
@@ -299,20 +307,27 @@ export class TypesenseEngine implements SearchIndex {
     const queryTerms = [...new Set(terms(q.text))];
     const wantsVectors = q.mode !== "keyword" && q.vector !== null;
     const keywordNeeded = q.mode !== "semantic" || !wantsVectors;
+    const where = this.keywordScope(q);
+    // Round one (keyword and hybrid): the terms' statistics, which size each term's candidate list; no hit is read.
+    const statistics = keywordNeeded && queryTerms.length ? await this.termStatistics(where, queryTerms) : undefined;
+    // Round two: every read of hits, after the replacements (first: a replacement switching after this read
+    // cannot have written or deleted chunks before the reads below, all in this one multi_search).
     const batch = new Batch();
-    // First: a replacement switching after this read cannot have written or deleted chunks before the reads below.
     const replacements = batch.add<Pick<ReplacementDocument, "hidden">>(this.replacementSearch(q.accountId));
     const nearest = wantsVectors ? batch.add<VectorDocument>(this.vectorSearch(q, perPage)) : undefined;
-    let keyword = keywordNeeded && queryTerms.length ? this.keywordSearches(batch, q, queryTerms, perPage) : undefined;
+    let keyword = statistics ? keywordCandidates(batch, where, statistics, perPage) : undefined;
     await this.run(batch);
-    const hidden = new Set((replacements().hits ?? []).flatMap((h) => h.document.hidden ?? []));
+    let hidden = new Set((replacements().hits ?? []).flatMap((h) => h.document.hidden ?? []));
     const vectorHits = (nearest?.().hits ?? []).filter((h) => !hidden.has(h.document.id));
     // Typesense returns the k nearest whatever their distance: none at all means no vector in scope.
     const modeUsed = vectorHits.length ? q.mode : "keyword";
-    if (modeUsed === "keyword" && !keyword && queryTerms.length) {
+    if (modeUsed === "keyword" && !keywordNeeded && queryTerms.length) {
+      // Semantic without a vector in scope answers as keyword: both rounds of it.
       const more = new Batch();
-      keyword = this.keywordSearches(more, q, queryTerms, perPage);
+      const again = more.add<Pick<ReplacementDocument, "hidden">>(this.replacementSearch(q.accountId));
+      keyword = keywordCandidates(more, where, await this.termStatistics(where, queryTerms), perPage);
       await this.run(more);
+      hidden = new Set((again().hits ?? []).flatMap((h) => h.document.hidden ?? []));
     }
     const ranked = modeUsed !== "semantic" && keyword ? keyword(hidden) : [];
     const vector = modeUsed !== "keyword" ? vectorHits.filter((h) => h.vector_distance! <= q.maxDistance) : [];
