@@ -9,7 +9,7 @@ import type { ChunkDocument } from "./schema";
  * matches fit in its share brings them all and leaves the rest to the others; every term with a match gets
  * at least MIN_CANDIDATES_PER_TERM; none more than Typesense's per_page ceiling.
  */
-export const CANDIDATE_BUDGET_FACTOR = 2.5;
+export const CANDIDATE_BUDGET_FACTOR = 2;
 export const MIN_CANDIDATES_PER_TERM = 10;
 const MAX_PER_PAGE = 250;
 /** Title matches first (title terms count twice in BM25), then the shortest chunks: BM25's order for one term, tf aside. */
@@ -61,8 +61,8 @@ export class TotalsCache {
 }
 
 /**
- * Candidates per query term: the budget shared by idf, water-filled (a term whose document frequency is
- * within its share takes all its matches and the rest is shared again among the others). When all matches
+ * Candidates per query term (per_page): the budget shared by idf, water-filled (a term whose document
+ * frequency is within its share takes all its matches, and what it leaves is shared again among the others). When all matches
  * fit in the budget every term takes them all, and the ranking is the exact BM25 top list.
  */
 export function candidateShares(documentFrequency: Map<string, number>, chunks: number, budget: number): Map<string, number> {
@@ -77,10 +77,13 @@ export function candidateShares(documentFrequency: Map<string, number>, chunks: 
       for (const t of open) shares.set(t.term, share(t));
       return shares;
     }
-    for (const t of fits) {
-      shares.set(t.term, t.df);
+    // A fitting term is asked for its whole share (Typesense returns only its matches, so it costs its df):
+    // a page of exactly df could lose a visible chunk to one a replacement added and hides meanwhile.
+    const offered = fits.map((t) => share(t));
+    fits.forEach((t, i) => {
+      shares.set(t.term, offered[i]!);
       left = Math.max(0, left - t.df);
-    }
+    });
     open = open.filter((t) => !fits.includes(t));
   }
 }
