@@ -168,18 +168,22 @@ export function termStatistics(batch: Batch, totals: TotalsCache, where: Keyword
 }
 
 /**
- * The second round, added to `batch`: per query term with a match, the scope's chunks that contain it (with
+ * The second round, added to `batches` (requests that run side by side): per query term with a match, the scope's chunks that contain it (with
  * their terms and what a hit shows), title matches and short chunks first, as many as its share of the
  * budget (Typesense has no OR of terms: a multi-term query drops terms from its ends only, so one search
  * would miss chunks matching middle terms). Returns the BM25 ranking, to call after the batch has run,
  * without the chunks a replacement hides; undefined when no term matches.
  */
-export function keywordCandidates(batch: Batch, where: KeywordScope, stats: TermStatistics, perPage: number): ((hidden: Set<string>) => KeywordHit[]) | undefined {
+export function keywordCandidates(batches: Batch[], where: KeywordScope, stats: TermStatistics, perPage: number): ((hidden: Set<string>) => KeywordHit[]) | undefined {
   const shares = candidateShares(stats.documentFrequency, stats.totals.chunks, Math.ceil(CANDIDATE_BUDGET_FACTOR * perPage));
   if (!shares.size) return undefined;
-  const lists = [...shares].map(([t, share]) =>
-    batch.add<Candidate>({ ...MATCH, ...TERM_ORDER, collection: where.collection, q: t, filter_by: where.scoped, include_fields: CANDIDATE_FIELDS, per_page: share }),
-  );
+  // Largest shares first, each to the batch with the fewest hits asked so far (the batches run side by side).
+  const load = batches.map(() => 0);
+  const lists = [...shares].sort((a, b) => b[1] - a[1]).map(([t, share]) => {
+    const i = load.indexOf(Math.min(...load));
+    load[i]! += Math.min(share, stats.documentFrequency.get(t) ?? share);
+    return batches[i]!.add<Candidate>({ ...MATCH, ...TERM_ORDER, collection: where.collection, q: t, filter_by: where.scoped, include_fields: CANDIDATE_FIELDS, per_page: share });
+  });
   return (hidden) => {
     const candidates = new Map<string, Candidate>();
     for (const list of lists) for (const h of list().hits ?? []) if (!hidden.has(h.document.id)) candidates.set(h.document.id, h.document);
