@@ -39,7 +39,7 @@ const REPLACE_GRACE_MS = 500;
  * Nearest vectors a hybrid query reads, as a share of its depth (semantic reads the whole depth). A vector hit
  * is a read of a stored 384-1536-d vector document, the dearest hit there is; fusion weighs the vector rank r
  * by alpha/(r+1), so the list's second half moves few results (SciFact hybrid nDCG@10 at depth 100: 0.709 with
- * the whole depth, 0.713 with half; decision 49).
+ * the whole depth, 0.713 with half; docs/search.md decision 39).
  */
 export const HYBRID_VECTOR_HITS = 0.5;
 /** Requests the keyword candidates of a query are split over, run side by side (Typesense answers a request on one thread). */
@@ -69,11 +69,11 @@ export interface TypesenseEngineOptions {
  * Production engine: shared Typesense collections for all accounts, every request filtered by account_id
  * in one place (scope()). The platform analyses text (tokenizer.terms: folding, stop words, Porter2 stems);
  * Typesense stores and matches those terms in the chunks collection and holds vectors in a collection of
- * their own (one per embedding model, behind the TYPESENSE_COLLECTION alias). A query (decision 49) reads
- * the nearest vectors with what their hits show (half the depth for hybrid) in one multi_search, and
- * meanwhile each query term's document frequency in the account (no hit read), then each matching term's
- * best candidates (a budget of 2 x depth hits shared by idf) with their terms and what a hit shows, in two
- * multi_search requests side by side; every request of hits is led by the replacements. The platform ranks
+ * their own (one per embedding model, behind the TYPESENSE_COLLECTION alias). A query (docs/search.md
+ * decision 39, ADR 0049) reads the nearest vectors with what their hits show (half the depth for hybrid) in
+ * one multi_search, and meanwhile each query term's document frequency in the account (no hit read), then
+ * each matching term's best candidates (a budget of 2 x depth hits shared by idf) with their terms and what
+ * a hit shows, in two multi_search requests side by side; every request of hits is led by the replacements. The platform ranks
  * the candidates by BM25 with the account's statistics (cached briefly) and fuses the lists with fuseLists,
  * as the embedded engine does. Vectors come later from the embedding stage.
  */

@@ -4,10 +4,10 @@ import type { ChunkDocument } from "./schema";
 
 /**
  * Keyword candidates fetched per query, as a multiple of the ranking's depth, shared among the query's terms
- * by their idf (decision 49): a returned hit is what a Typesense search costs (~50-100 µs of its CPU each,
- * whatever include_fields keeps), so the budget, not the number of terms, sets a query's cost. A term whose
- * matches fit in its share brings them all and leaves the rest to the others; every term with a match gets
- * at least MIN_CANDIDATES_PER_TERM; none more than Typesense's per_page ceiling.
+ * by their idf (docs/search.md decision 39, ADR 0049): a returned hit is what a Typesense search costs
+ * (~50-100 µs of its CPU each, whatever include_fields keeps), so the budget, not the number of terms, sets
+ * a query's cost. A term whose matches fit in its share brings them all and leaves the rest to the others;
+ * every term with a match gets at least MIN_CANDIDATES_PER_TERM; none more than Typesense's per_page ceiling.
  */
 export const CANDIDATE_BUDGET_FACTOR = 2;
 export const MIN_CANDIDATES_PER_TERM = 10;
