@@ -73,9 +73,9 @@ export interface TypesenseEngineOptions {
  * decision 39, ADR 0049) reads the nearest vectors with what their hits show (half the depth for hybrid) in
  * one multi_search, and meanwhile each query term's document frequency in the account (no hit read), then
  * each matching term's best candidates (a budget of 2 x depth hits shared by idf) with their terms and what
- * a hit shows, in two multi_search requests side by side; every request of hits is led by the replacements. The platform ranks
- * the candidates by BM25 with the account's statistics (cached briefly) and fuses the lists with fuseLists,
- * as the embedded engine does. Vectors come later from the embedding stage.
+ * a hit shows, in two multi_search requests side by side; every request of hits is led by the replacements.
+ * The platform ranks the candidates by BM25 with the account's statistics (cached briefly) and fuses the
+ * lists with fuseLists, as the embedded engine does. Vectors come later from the embedding stage.
  */
 export class TypesenseEngine implements SearchIndex {
   readonly engine = "typesense" as const;
@@ -314,6 +314,8 @@ export class TypesenseEngine implements SearchIndex {
     const heads = [lead(vectors)];
     const nearest = wantsVectors ? vectors.add<VectorDocument>(this.vectorSearch(q, perPage)) : undefined;
     const vectorsRead = wantsVectors ? this.run(vectors) : undefined;
+    // Awaited below; a failure while the statistics are still out must not count as unhandled.
+    vectorsRead?.catch(() => undefined);
     const stats = statistics ? await statistics() : undefined;
     const groups = Array.from({ length: KEYWORD_REQUESTS }, () => new Batch());
     const groupHeads = groups.map(lead);
