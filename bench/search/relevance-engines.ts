@@ -11,19 +11,17 @@
 import fs from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { createHash, randomBytes } from "node:crypto";
-import { chunkText } from "../../lib/search/chunking";
+import { randomBytes } from "node:crypto";
 import { HYBRID_ALPHA_BY_MODEL, MIN_SIMILARITY_BY_MODEL } from "../../lib/search/config";
 import { EmbeddedEngine } from "../../lib/search/embedded/engine";
 import { LocalEmbeddingProvider } from "../../lib/search/embeddings";
 import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS } from "../../lib/search/models";
 import { DEFAULT_HYBRID_ALPHA } from "../../lib/search/fusion";
-import { SEARCH_MODES, type IndexedChunk, type SearchIndex, type SearchMode } from "../../lib/search/port";
+import { SEARCH_MODES, type SearchIndex, type SearchMode } from "../../lib/search/port";
 import { TypesenseEngine } from "../../lib/search/typesense/engine";
-import { repoRoot } from "../../lib/local-mongo";
 import { startTypesense } from "../../test/harness/servers";
-import { collapseByDocument, embedText } from "../../services/search/rules";
-import { sciFactDir } from "./scifact";
+import { collapseByDocument } from "../../services/search/rules";
+import { sciFactChunks, sciFactDir, sciFactVectors } from "./scifact";
 
 const DIR = sciFactDir();
 const MODES = (process.env.RELEVANCE_MODES ?? SEARCH_MODES.join(",")).split(",") as SearchMode[];
@@ -59,33 +57,6 @@ function recallAt100(ranked: string[], relevant: Map<string, number>): number {
   return [...relevant.keys()].filter((d) => top.has(d)).length / relevant.size;
 }
 
-/**
- * The vectors of `texts` (the first `documents` embedded as documents, the rest as queries), from
- * .cache/bench/ when an earlier run embedded the same texts with the same model, else embedded and kept.
- */
-async function cachedEmbeddings(provider: LocalEmbeddingProvider, texts: string[], documents: number): Promise<Float32Array[]> {
-  const key = createHash("sha256").update(provider.model).update(JSON.stringify(texts)).update(String(documents)).digest("hex").slice(0, 16);
-  const file = path.join(repoRoot(), ".cache", "bench", `scifact-${provider.model}-${key}.f32`);
-  const dims = provider.dimensions;
-  if (fs.existsSync(file)) {
-    const all = new Float32Array(new Uint8Array(fs.readFileSync(file)).buffer);
-    if (all.length === texts.length * dims) {
-      console.log(`vectors of ${texts.length} texts from ${path.relative(repoRoot(), file)}`);
-      return texts.map((_, i) => all.slice(i * dims, (i + 1) * dims));
-    }
-  }
-  const t0 = performance.now();
-  const out: Float32Array[] = [];
-  for (let i = 0; i < documents; i += 64) out.push(...(await provider.embed(texts.slice(i, Math.min(i + 64, documents)), "batch")));
-  out.push(...(await provider.embed(texts.slice(documents), "query")));
-  console.log(`embedded ${documents} chunks and ${texts.length - documents} queries in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
-  const all = new Float32Array(texts.length * dims);
-  out.forEach((v, i) => all.set(v, i * dims));
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, new Uint8Array(all.buffer));
-  return out;
-}
-
 async function main() {
   const corpus = jsonl<{ _id: string; title: string; text: string }>("corpus.jsonl");
   const judged = qrels();
@@ -93,18 +64,11 @@ async function main() {
   const wantsVectors = MODES.some((m) => m !== "keyword");
   const provider = wantsVectors ? new LocalEmbeddingProvider() : undefined;
 
-  const chunks: IndexedChunk[] = corpus.flatMap((d) =>
-    chunkText(d.text).map((c) => ({
-      id: `${d._id}-${c.position}`, accountId: ACCOUNT, sourceId: 1, documentId: d._id, position: c.position,
-      title: d.title, url: `scifact:${d._id}`, content: c.text, vector: null, indexedAt: 0,
-    })),
-  );
+  const chunks = sciFactChunks(corpus, ACCOUNT);
   const queryVectors: (Float32Array | null)[] = queries.map(() => null);
   if (provider) {
-    const texts = [...chunks.map((c) => embedText(c.title, c.content)), ...queries.map((q) => q.text)];
-    const vectors = await cachedEmbeddings(provider, texts, chunks.length);
-    chunks.forEach((c, i) => (c.vector = vectors[i]!));
-    queries.forEach((_, i) => (queryVectors[i] = vectors[chunks.length + i]!));
+    const vectors = await sciFactVectors(provider, chunks, queries.map((q) => q.text));
+    queries.forEach((_, i) => (queryVectors[i] = vectors[i]!));
     await provider.close();
   }
 

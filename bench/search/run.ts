@@ -1,12 +1,18 @@
 /**
- * Search engine benchmark: 100,000 chunks (BENCH_CHUNKS) of 1000 characters with 512-d vectors.
- * Prints index rate, p50/p99 latency per mode at 1 and 8 concurrent clients and memory of the embedded
+ * Search engine benchmark, in two parts.
+ *
+ * First (scifact-speed.ts; BENCH_SCIFACT=0 skips it): BEIR SciFact, the same queries through the embedded
+ * engine, the platform's Typesense engine and raw Typesense (its default search over the same documents),
+ * p50/p99 at 1 and 8 clients and CPU ms per query of this process and of typesense-server.
+ *
+ * Then 100,000 synthetic chunks (BENCH_CHUNKS; 0 skips this part) of 1000 characters with 512-d vectors:
+ * index rate, p50/p99 latency per mode at 1 and 8 concurrent clients and memory of the embedded
  * engine and, side by side on the same corpus and queries, of Typesense (the test harness's
  * typesense-server, or TYPESENSE_URL's; BENCH_TYPESENSE=0 skips it); then HNSW recall@10 against exact
  * search, and restart of the embedded engine: from a snapshot and cold (rebuild from MongoDB), each in a
  * new process, as the search service does it at start (BENCH_RESTART=0 skips both, BENCH_COLD=0 the cold one).
  *
- *   npm run bench:search            (BENCH_CHUNKS=20000 for a quick run)
+ *   npm run bench:search            (BENCH_CHUNKS=0 for the SciFact part alone, BENCH_CHUNKS=20000 for a quick run)
  */
 import { performance } from "node:perf_hooks";
 import { fork } from "node:child_process";
@@ -28,6 +34,8 @@ import { accountStateId, IndexGenerations, SNAPSHOT_MARKER } from "../../service
 import { searchModels } from "../../services/search/model";
 import { SnapshotKeeper } from "../../services/search/snapshots";
 import { syntheticCorpus } from "./synthetic";
+import { latency as measure } from "./latency";
+import { sciFactSpeed } from "./scifact-speed";
 
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 100_000);
 const QUERIES = Number(process.env.BENCH_QUERIES ?? 300);
@@ -37,10 +45,6 @@ const ACCOUNT = 1;
 const DIMENSIONS = 512;
 const EPOCH = "bench";
 const noop = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, fatal() {} };
-
-function percentile(sorted: number[], p: number) {
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
-}
 
 function memoryMb() {
   global.gc?.();
@@ -74,25 +78,8 @@ function queriesOf(mode: SearchMode, n = QUERIES): IndexQuery[] {
   });
 }
 
-async function latency(engine: SearchIndex, queries: IndexQuery[], clients: number) {
-  const times: number[] = [];
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (next < queries.length) {
-        const q = queries[next++]!;
-        const t0 = performance.now();
-        // Each client waits its turn on the event loop, as concurrent requests to one process do.
-        await new Promise((r) => setImmediate(r));
-        await engine.search(q);
-        times.push(performance.now() - t0);
-      }
-    }),
-  );
-  const elapsed = (performance.now() - started) / 1000;
-  times.sort((a, b) => a - b);
-  return { p50: percentile(times, 0.5), p99: percentile(times, 0.99), qps: queries.length / elapsed };
+function latency(engine: SearchIndex, queries: IndexQuery[], clients: number) {
+  return measure((q) => engine.search(q), queries, clients);
 }
 
 /** Top-10 ids and scores of the checked queries in every mode: what a restart must reproduce. */
@@ -267,6 +254,8 @@ async function typesenseColumn(corpus: ReturnType<typeof syntheticCorpus>): Prom
 }
 
 async function main() {
+  if (process.env.BENCH_SCIFACT !== "0") await sciFactSpeed();
+  if (!CHUNKS) return;
   const corpus = syntheticCorpus();
   const engine = new EmbeddedEngine({ dimensions: DIMENSIONS });
   const base = memoryMb();

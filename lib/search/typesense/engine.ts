@@ -4,8 +4,8 @@ import { Client, Errors } from "typesense";
 import { fuseLists } from "../fusion";
 import { MAX_DEPTH, type ChunkHit, type IndexQuery, type IndexResult, type IndexStats, type IndexedChunk, type SearchIndex } from "../port";
 import { terms } from "../tokenizer";
-import { Batch, type Search, type SearchResult } from "./batch";
-import { HIT_FIELDS, keywordSearches, TotalsCache, type KeywordHit } from "./keyword";
+import { Batch, type Hit, type Search, type SearchResult } from "./batch";
+import { HIT_FIELDS, keywordCandidates, termStatistics, TotalsCache, type KeywordHit, type KeywordScope, type TermStatistics } from "./keyword";
 import {
   checkCollection,
   chunkDocument,
@@ -35,6 +35,21 @@ const MULTI_SEARCH_LIMIT = 50;
  * that read the hidden list before the change has read its candidates too (see replaceChunks).
  */
 const REPLACE_GRACE_MS = 500;
+/**
+ * Nearest vectors a hybrid query reads, as a share of its depth (semantic reads the whole depth). A vector hit
+ * is a read of a stored 384-1536-d vector document, the dearest hit there is; fusion weighs the vector rank r
+ * by alpha/(r+1), so the list's second half moves few results (SciFact hybrid nDCG@10 at depth 100: 0.709 with
+ * the whole depth, 0.713 with half; docs/search.md decision 39).
+ */
+export const HYBRID_VECTOR_HITS = 0.5;
+/** Requests the keyword candidates of a query are split over, run side by side (Typesense answers a request on one thread). */
+const KEYWORD_REQUESTS = 2;
+/**
+ * Typesense gzips a response when the client accepts it (axios does by default): a query's hits are 0.2-0.5 MB
+ * of JSON, and compressing and inflating them cost more CPU than sending them over the local or cluster network
+ * (SciFact keyword: typesense 17.1 -> 13.8 ms, node 10 -> 7 ms per query; ADR 0049).
+ */
+export const UNCOMPRESSED = { "Accept-Encoding": "identity" };
 /** A replacement whose writer died half-way stops hiding anything after this long. */
 const REPLACEMENT_TTL_MS = 10 * 60_000;
 
@@ -60,10 +75,13 @@ export interface TypesenseEngineOptions {
  * Production engine: shared Typesense collections for all accounts, every request filtered by account_id
  * in one place (scope()). The platform analyses text (tokenizer.terms: folding, stop words, Porter2 stems);
  * Typesense stores and matches those terms in the chunks collection and holds vectors in a collection of
- * their own (one per embedding model, behind the TYPESENSE_COLLECTION alias). A query is one multi_search:
- * the keyword candidates per query term with their terms and the nearest vectors, each with what its hit
- * shows; the platform ranks the candidates by BM25 with the account's statistics (cached briefly) and fuses
- * the lists with fuseLists, exactly as the embedded engine does. Vectors come later from the embedding stage.
+ * their own (one per embedding model, behind the TYPESENSE_COLLECTION alias). A query (docs/search.md
+ * decision 39, ADR 0049) reads the nearest vectors with what their hits show (half the depth for hybrid) in
+ * one multi_search, and meanwhile each query term's document frequency in the account (no hit read), then
+ * each matching term's best candidates (a budget of 2 x depth hits shared by idf) with their terms and what
+ * a hit shows, in two multi_search requests side by side; every request of hits is led by the replacements.
+ * The platform ranks the candidates by BM25 with the account's statistics (cached briefly) and fuses the
+ * lists with fuseLists, as the embedded engine does. Vectors come later from the embedding stage.
  */
 export class TypesenseEngine implements SearchIndex {
   readonly engine = "typesense" as const;
@@ -82,6 +100,7 @@ export class TypesenseEngine implements SearchIndex {
       connectionTimeoutSeconds: 10,
       numRetries: 2,
       logLevel: "warn",
+      additionalHeaders: UNCOMPRESSED,
     });
     this.names = collectionNames(options.collection);
     this.target = vectorCollectionName(options.collection, options.model, options.dimensions);
@@ -275,13 +294,62 @@ export class TypesenseEngine implements SearchIndex {
     };
   }
 
-  /** The keyword searches of a query (see keywordSearches), for the account and the query's sources. */
-  private keywordSearches(batch: Batch, q: IndexQuery, queryTerms: string[], perPage: number): (hidden: Set<string>) => KeywordHit[] {
+  /** Where a query's keyword searches look: the account (its statistics) and the query's sources (its candidates). */
+  private keywordScope(q: IndexQuery): KeywordScope {
     const account = this.scope(q.accountId);
-    const where = { accountId: q.accountId, collection: this.names.chunks, account, scoped: q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account };
-    return keywordSearches(batch, this.totals, where, queryTerms, perPage);
+    return { accountId: q.accountId, collection: this.names.chunks, account, scoped: q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account };
   }
 
+  /**
+   * The reads of hits. Each multi_search is led by the replacements: a replacement switching after that read
+   * cannot have written or deleted chunks before the reads after it in the same request (see replaceChunks).
+   * Typesense runs a request's searches one after the other and requests side by side, so the nearest
+   * vectors go at once in a request of their own, and the keyword candidates, once the statistics have sized
+   * them, in KEYWORD_REQUESTS requests at once. All must have seen the same replacements, all within the
+   * grace (each state of a replacement lasts the grace at least, so equal reads less than a grace apart saw
+   * no switch between them); else everything is read again in one request.
+   */
+  private async readHits(
+    q: IndexQuery,
+    perPage: number,
+    wantsVectors: boolean,
+    statistics?: () => Promise<TermStatistics>,
+  ): Promise<{ hidden: Set<string>; keyword?: (hidden: Set<string>) => KeywordHit[]; nearest: Hit<VectorDocument>[] }> {
+    const started = Date.now();
+    const lead = (batch: Batch) => batch.add<Pick<ReplacementDocument, "hidden">>(this.replacementSearch(q.accountId));
+    const vectors = new Batch();
+    const heads = [lead(vectors)];
+    const nearest = wantsVectors ? vectors.add<VectorDocument>(this.vectorSearch(q, perPage)) : undefined;
+    const vectorsRead = wantsVectors ? this.run(vectors) : undefined;
+    // Awaited below; a failure while the statistics are still out must not count as unhandled.
+    vectorsRead?.catch(() => undefined);
+    const stats = statistics ? await statistics() : undefined;
+    const groups = Array.from({ length: KEYWORD_REQUESTS }, () => new Batch());
+    const groupHeads = groups.map(lead);
+    const keyword = stats ? keywordCandidates(groups, this.keywordScope(q), stats, perPage) : undefined;
+    const used = groups.filter((b) => b.searches.length > 1);
+    await Promise.all([vectorsRead, ...used.map((b) => this.run(b))]);
+    const seen = [...(wantsVectors ? heads : []), ...used.map((b) => groupHeads[groups.indexOf(b)]!)].map((r) =>
+      (r().hits ?? []).flatMap((h) => h.document.hidden ?? []).sort().join(" "),
+    );
+    if (seen.some((h) => h !== seen[0]) || Date.now() - started > REPLACE_GRACE_MS) {
+      const together = new Batch();
+      const head = lead(together);
+      const again = wantsVectors ? together.add<VectorDocument>(this.vectorSearch(q, perPage)) : undefined;
+      const rank = stats ? keywordCandidates([together], this.keywordScope(q), stats, perPage) : undefined;
+      await this.run(together);
+      return { hidden: new Set((head().hits ?? []).flatMap((h) => h.document.hidden ?? [])), keyword: rank, nearest: again?.().hits ?? [] };
+    }
+    return { hidden: new Set(seen[0] ? seen[0].split(" ") : []), keyword, nearest: nearest?.().hits ?? [] };
+  }
+
+  /** The first round of a keyword search: the account's statistics of the query's terms (see termStatistics). */
+  private async termStatistics(where: KeywordScope, queryTerms: string[]) {
+    const batch = new Batch();
+    const statistics = termStatistics(batch, this.totals, where, queryTerms);
+    await this.run(batch);
+    return statistics();
+  }
 
   private vectorSearch(q: IndexQuery, perPage: number): Search {
     return {
@@ -290,7 +358,7 @@ export class TypesenseEngine implements SearchIndex {
       filter_by: this.scope(q.accountId, q.sourceIds),
       vector_query: `embedding:([${Array.from(q.vector!).join(",")}], k:${perPage})`,
       include_fields: HIT_FIELDS,
-      per_page: perPage,
+      per_page: q.mode === "hybrid" ? Math.ceil(perPage * HYBRID_VECTOR_HITS) : perPage,
     };
   }
 
@@ -299,20 +367,17 @@ export class TypesenseEngine implements SearchIndex {
     const queryTerms = [...new Set(terms(q.text))];
     const wantsVectors = q.mode !== "keyword" && q.vector !== null;
     const keywordNeeded = q.mode !== "semantic" || !wantsVectors;
-    const batch = new Batch();
-    // First: a replacement switching after this read cannot have written or deleted chunks before the reads below.
-    const replacements = batch.add<Pick<ReplacementDocument, "hidden">>(this.replacementSearch(q.accountId));
-    const nearest = wantsVectors ? batch.add<VectorDocument>(this.vectorSearch(q, perPage)) : undefined;
-    let keyword = keywordNeeded && queryTerms.length ? this.keywordSearches(batch, q, queryTerms, perPage) : undefined;
-    await this.run(batch);
-    const hidden = new Set((replacements().hits ?? []).flatMap((h) => h.document.hidden ?? []));
-    const vectorHits = (nearest?.().hits ?? []).filter((h) => !hidden.has(h.document.id));
+    const where = this.keywordScope(q);
+    // The nearest vectors at once; meanwhile the terms' statistics (no hit read), which size each term's
+    // candidate list, then the candidates (see readHits).
+    const read = await this.readHits(q, perPage, wantsVectors, keywordNeeded && queryTerms.length ? () => this.termStatistics(where, queryTerms) : undefined);
+    let { hidden, keyword } = read;
+    const vectorHits = read.nearest.filter((h) => !hidden.has(h.document.id));
     // Typesense returns the k nearest whatever their distance: none at all means no vector in scope.
     const modeUsed = vectorHits.length ? q.mode : "keyword";
-    if (modeUsed === "keyword" && !keyword && queryTerms.length) {
-      const more = new Batch();
-      keyword = this.keywordSearches(more, q, queryTerms, perPage);
-      await this.run(more);
+    if (modeUsed === "keyword" && !keywordNeeded && queryTerms.length) {
+      // Semantic without a vector in scope answers as keyword: both rounds of it.
+      ({ hidden, keyword } = await this.readHits(q, perPage, false, () => this.termStatistics(where, queryTerms)));
     }
     const ranked = modeUsed !== "semantic" && keyword ? keyword(hidden) : [];
     const vector = modeUsed !== "keyword" ? vectorHits.filter((h) => h.vector_distance! <= q.maxDistance) : [];

@@ -3,12 +3,17 @@ import type { Batch } from "./batch";
 import type { ChunkDocument } from "./schema";
 
 /**
- * Keyword candidates fetched per query term: all `depth` for queries of up to three terms (exact BM25 top
- * list whenever a term's matches fit in it), fewer for long queries, never under this floor. Typesense
- * parses every returned hit's stored document, so returned hits, not matching, are what a query costs.
+ * Keyword candidates fetched per query, as a multiple of the ranking's depth, shared among the query's terms
+ * by their idf (docs/search.md decision 39, ADR 0049): a returned hit is what a Typesense search costs
+ * (~50-100 µs of its CPU each, whatever include_fields keeps), so the budget, not the number of terms, sets
+ * a query's cost. A term whose matches fit in its share brings them all and leaves the rest to the others;
+ * every term with a match gets at least MIN_CANDIDATES_PER_TERM; none more than Typesense's per_page ceiling.
  */
-const MIN_CANDIDATES_PER_TERM = 50;
-const FULL_CANDIDATE_TERMS = 3;
+export const CANDIDATE_BUDGET_FACTOR = 2;
+export const MIN_CANDIDATES_PER_TERM = 10;
+const MAX_PER_PAGE = 250;
+/** Title matches first (title terms count twice in BM25), then the shortest chunks: BM25's order for one term, tf aside. */
+const TERM_ORDER = { query_by: "title_terms,content_terms", query_by_weights: "2,1", sort_by: "_text_match:desc,term_count:asc" };
 /**
  * How long an account's chunk count and total length are reused. This engine's own writes clear them at
  * once; a write through another replica shows in scores after at most this long (which hits match does
@@ -55,16 +60,39 @@ export class TotalsCache {
   }
 }
 
-/** Candidates per query term for a query of `termCount` terms ranking `perPage` chunks. */
-function candidatesPerTerm(perPage: number, termCount: number): number {
-  return Math.min(perPage, Math.max(MIN_CANDIDATES_PER_TERM, Math.ceil((FULL_CANDIDATE_TERMS * perPage) / termCount)));
+/**
+ * Candidates per query term (per_page): the budget shared by idf, water-filled (a term whose document
+ * frequency is within its share takes all its matches, and what it leaves is shared again among the others). When all matches
+ * fit in the budget every term takes them all, and the ranking is the exact BM25 top list.
+ */
+export function candidateShares(documentFrequency: Map<string, number>, chunks: number, budget: number): Map<string, number> {
+  const shares = new Map<string, number>();
+  let open = [...documentFrequency].filter(([, df]) => df > 0).map(([term, df]) => ({ term, df, idf: bm25Idf(Math.max(chunks, df), df) }));
+  let left = budget;
+  for (;;) {
+    const sum = open.reduce((s, t) => s + t.idf, 0);
+    const share = (t: (typeof open)[number]) => Math.min(MAX_PER_PAGE, Math.max(MIN_CANDIDATES_PER_TERM, Math.floor((left * t.idf) / (sum || 1))));
+    const fits = open.filter((t) => t.df <= share(t));
+    if (!fits.length) {
+      for (const t of open) shares.set(t.term, share(t));
+      return shares;
+    }
+    // A fitting term is asked for its whole share (Typesense returns only its matches, so it costs its df):
+    // a page of exactly df could lose a visible chunk to one a replacement added and hides meanwhile.
+    const offered = fits.map((t) => share(t));
+    fits.forEach((t, i) => {
+      shares.set(t.term, offered[i]!);
+      left = Math.max(0, left - t.df);
+    });
+    open = open.filter((t) => !fits.includes(t));
+  }
 }
 
-/** The BM25 term frequencies of a chunk, from its stored terms, as the embedded index counts them. */
-function termFrequencies(d: Pick<ChunkDocument, "title_terms" | "content_terms">): Map<string, number> {
+/** The BM25 term frequencies of the query's terms in a chunk, from its stored terms, as the embedded index counts them. */
+function termFrequencies(d: Pick<ChunkDocument, "title_terms" | "content_terms">, queryTerms: Map<string, number>): Map<string, number> {
   const tf = new Map<string, number>();
-  for (const t of d.title_terms.split(" ")) if (t) tf.set(t, (tf.get(t) ?? 0) + TITLE_WEIGHT);
-  for (const t of d.content_terms.split(" ")) if (t) tf.set(t, (tf.get(t) ?? 0) + 1);
+  for (const t of d.title_terms.split(" ")) if (queryTerms.has(t)) tf.set(t, (tf.get(t) ?? 0) + TITLE_WEIGHT);
+  for (const t of d.content_terms.split(" ")) if (queryTerms.has(t)) tf.set(t, (tf.get(t) ?? 0) + 1);
   return tf;
 }
 
@@ -86,7 +114,7 @@ export function rankCandidates(candidates: Iterable<Candidate>, documentFrequenc
   for (const [term, df] of documentFrequency) if (df) idf.set(term, bm25Idf(Math.max(totals.chunks, df), df));
   const ranked: KeywordHit[] = [];
   for (const c of candidates) {
-    const tf = termFrequencies(c);
+    const tf = termFrequencies(c, idf);
     let score = 0;
     for (const [term, weight] of idf) {
       const f = tf.get(term);
@@ -98,6 +126,11 @@ export function rankCandidates(candidates: Iterable<Candidate>, documentFrequenc
   return ranked.slice(0, perPage);
 }
 
+/** One analysed term, matched exactly: no prefix, no typo, no token dropping, no highlight. */
+const MATCH = {
+  prefix: "false", num_typos: 0, typo_tokens_threshold: 0, drop_tokens_threshold: 0, highlight_fields: "none", enable_highlight_v1: false,
+};
+
 /** Where a query's keyword searches look: the chunks collection, the account's filter and the scope's. */
 export interface KeywordScope {
   accountId: number;
@@ -106,42 +139,54 @@ export interface KeywordScope {
   scoped: string;
 }
 
+/** What the first round of a keyword query learns: the account's population and each term's document frequency. */
+export interface TermStatistics {
+  totals: Totals;
+  documentFrequency: Map<string, number>;
+}
+
 /**
- * The keyword searches of a query, added to `batch`: the account's chunk count and total length unless
- * cached, then per query term its document frequency in the account and the scope's chunks that contain it
- * (with their terms and what a hit shows), as many as the per-term share allows (Typesense has no OR of
- * terms: a multi-term query drops terms from its ends only). Returns the BM25 ranking, to call after the
- * batch has run, without the chunks a replacement hides.
+ * The first round of a query's keyword search, added to `batch`: the account's chunk count and total length
+ * unless cached, and per query term its document frequency in the account (per_page 0: no hit is read).
+ * Returns the statistics, to read after the batch has run.
  */
-export function keywordSearches(batch: Batch, totals: TotalsCache, where: KeywordScope, queryTerms: string[], perPage: number): (hidden: Set<string>) => KeywordHit[] {
-  const { accountId, collection, account, scoped } = where;
-  const match = {
-    collection, query_by: "title_terms,content_terms", prefix: "false", num_typos: 0, typo_tokens_threshold: 0, drop_tokens_threshold: 0,
-    highlight_fields: "none", enable_highlight_v1: false,
-  };
-  const perTerm = candidatesPerTerm(perPage, queryTerms.length);
+export function termStatistics(batch: Batch, totals: TotalsCache, where: KeywordScope, queryTerms: string[]): () => TermStatistics {
+  const { accountId, collection, account } = where;
   const cached = totals.get(accountId);
   const generation = totals.generation;
   const population = cached ? undefined : batch.add({ collection, q: "*", filter_by: account, facet_by: "term_count", max_facet_values: 1, per_page: 0 });
-  const lists = queryTerms.map((t) => ({
-    term: t,
-    frequency: scoped !== account ? batch.add({ ...match, q: t, filter_by: account, per_page: 0 }) : undefined,
-    candidates: batch.add<Candidate>({ ...match, q: t, filter_by: scoped, include_fields: CANDIDATE_FIELDS, per_page: perTerm }),
-  }));
-  return (hidden) => {
+  const frequencies = queryTerms.map((t) => ({ term: t, found: batch.add({ ...MATCH, collection, q: t, query_by: TERM_ORDER.query_by, filter_by: account, per_page: 0 }) }));
+  return () => {
     let current = cached;
     if (!current) {
       const r = population!();
       current = { chunks: r.found, length: r.facet_counts?.find((f) => f.field_name === "term_count")?.stats?.sum ?? 0 };
       totals.set(accountId, current, generation);
     }
-    const documentFrequency = new Map<string, number>();
+    return { totals: current, documentFrequency: new Map(frequencies.map((f) => [f.term, f.found().found])) };
+  };
+}
+
+/**
+ * The second round, added to `batches` (requests that run side by side): per query term with a match, the scope's chunks that contain it (with
+ * their terms and what a hit shows), title matches and short chunks first, as many as its share of the
+ * budget (Typesense has no OR of terms: a multi-term query drops terms from its ends only, so one search
+ * would miss chunks matching middle terms). Returns the BM25 ranking, to call after the batch has run,
+ * without the chunks a replacement hides; undefined when no term matches.
+ */
+export function keywordCandidates(batches: Batch[], where: KeywordScope, stats: TermStatistics, perPage: number): ((hidden: Set<string>) => KeywordHit[]) | undefined {
+  const shares = candidateShares(stats.documentFrequency, stats.totals.chunks, Math.ceil(CANDIDATE_BUDGET_FACTOR * perPage));
+  if (!shares.size) return undefined;
+  // Largest shares first, each to the batch with the fewest hits asked so far (the batches run side by side).
+  const load = batches.map(() => 0);
+  const lists = [...shares].sort((a, b) => b[1] - a[1]).map(([t, share]) => {
+    const i = load.indexOf(Math.min(...load));
+    load[i]! += Math.min(share, stats.documentFrequency.get(t) ?? share);
+    return batches[i]!.add<Candidate>({ ...MATCH, ...TERM_ORDER, collection: where.collection, q: t, filter_by: where.scoped, include_fields: CANDIDATE_FIELDS, per_page: share });
+  });
+  return (hidden) => {
     const candidates = new Map<string, Candidate>();
-    for (const list of lists) {
-      const found = list.candidates();
-      documentFrequency.set(list.term, (list.frequency ?? list.candidates)().found);
-      for (const h of found.hits ?? []) if (!hidden.has(h.document.id)) candidates.set(h.document.id, h.document);
-    }
-    return rankCandidates(candidates.values(), documentFrequency, current, perPage);
+    for (const list of lists) for (const h of list().hits ?? []) if (!hidden.has(h.document.id)) candidates.set(h.document.id, h.document);
+    return rankCandidates(candidates.values(), stats.documentFrequency, stats.totals, perPage);
   };
 }
