@@ -23,16 +23,28 @@ export function databaseUrl(base: string, database: string): string {
 /**
  * Servers a test starts get ports from below the kernel's ephemeral range (32768-60999 on Linux): a port checked
  * free and released there can be taken by an outgoing connection before the server listens, and a chart cluster's
- * thirty processes open hundreds of them. Another test file picking the same port at the same moment is left to
- * chance (one in twelve thousand).
+ * thirty processes open hundreds of them. Each jest worker draws from its own slice of the range, and a process
+ * never hands out a port twice: a chart cluster picks some sixty ports before any of its processes listens, and
+ * random picks from one shared range collided often enough to fail a CI run.
  */
 const PORT_RANGE = { from: 20_000, to: 32_000 };
+const PORT_SLICES = 8;
+const handedOut = new Set<number>();
+
+function portSlice(): { from: number; size: number } {
+  const size = Math.floor((PORT_RANGE.to - PORT_RANGE.from) / PORT_SLICES);
+  const worker = Number(process.env.JEST_WORKER_ID ?? 0);
+  return { from: PORT_RANGE.from + (worker % PORT_SLICES) * size, size };
+}
 
 /** A free TCP port on loopback, for a server the test starts. */
 export async function freePort(): Promise<number> {
+  const { from, size } = portSlice();
   for (;;) {
-    const port = PORT_RANGE.from + Math.floor(Math.random() * (PORT_RANGE.to - PORT_RANGE.from));
-    if (await canListen(port)) return port;
+    const port = from + Math.floor(Math.random() * size);
+    if (handedOut.has(port) || !(await canListen(port))) continue;
+    handedOut.add(port);
+    return port;
   }
 }
 
