@@ -2,6 +2,7 @@ import path from "node:path";
 import { DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE } from "./chunking";
 import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS, type LocalModelName } from "./models";
 import { DEFAULT_HYBRID_ALPHA } from "./fusion";
+import { RERANK_APIS } from "./rerank";
 import { numberEnv, oneOfEnv, type Env } from "../env";
 
 /**
@@ -18,6 +19,13 @@ export const MIN_SIMILARITY_BY_MODEL: Record<string, number> = { "use-lite-512":
  * ranking. Other models get an even prior unless HYBRID_ALPHA is set.
  */
 export const HYBRID_ALPHA_BY_MODEL: Record<string, number> = { "all-minilm-l6-v2": 0.6, "use-lite-512": 0 };
+
+/** How long the reranker has per query before the fused order is served unchanged. */
+export const DEFAULT_RERANK_TIMEOUT_MS = 5_000;
+/** Candidates reranked per query unless it says otherwise (a cross-encoder's cost grows with each). */
+export const DEFAULT_RERANK_TOP_N = 30;
+/** Most candidates one query may send to the reranker. */
+export const MAX_RERANK_TOP_N = 100;
 
 /** The search settings of the configuration tree (lib/config.ts). */
 export function searchConfig(env: Env) {
@@ -46,6 +54,15 @@ export function searchConfig(env: Env) {
       batchSize: numberEnv(env, "EMBEDDING_BATCH_SIZE", 16, { min: 1, max: 512 }),
       /** Worker threads of the bundled model (each runs the model on one core), and batches in flight. */
       workers: Math.floor(numberEnv(env, "EMBEDDING_WORKERS", 2, { min: 1, max: 64 })),
+    },
+    /** The optional rerank stage after fusion (off without RERANK_URL); docs/adr/0056-rerank-and-hybrid-weight.md. */
+    rerank: {
+      url: env.RERANK_URL ?? "",
+      model: env.RERANK_MODEL ?? "",
+      apiKey: env.RERANK_API_KEY ?? "",
+      api: oneOfEnv(env, "RERANK_API", RERANK_APIS, "cohere"),
+      timeoutMs: numberEnv(env, "RERANK_TIMEOUT_MS", DEFAULT_RERANK_TIMEOUT_MS, { min: 100, max: 120_000, integer: true }),
+      topN: numberEnv(env, "RERANK_TOP_N", DEFAULT_RERANK_TOP_N, { min: 1, max: MAX_RERANK_TOP_N, integer: true }),
     },
     hybridAlpha: numberEnv(env, "HYBRID_ALPHA", HYBRID_ALPHA_BY_MODEL[model] ?? DEFAULT_HYBRID_ALPHA, { min: 0, max: 1 }),
     /** As a cosine distance (what both engines filter on). */

@@ -76,6 +76,9 @@ export const DocumentStats = defineView("DocumentStats", {
   embedding_workers: { read: int },
 });
 
+/** Present when the query asked for rerank: true when the reranker ordered the results, false when it failed and the fused order stands. */
+const reranked = { type: "boolean", optional: true, description: "With rerank: true when the reranker ordered the results; false when it failed and the fused order was returned" } as const;
+
 const documentResult = {
   type: "object",
   props: {
@@ -94,6 +97,7 @@ export const DocumentSearch = defineView("DocumentSearchResults", {
   results: { read: { type: "array", items: documentResult } },
   total: { read: int },
   mode_used: { read: { type: "enum", values: SEARCH_MODES } },
+  reranked: { read: reranked },
 });
 
 const sourceResult = {
@@ -108,4 +112,5 @@ export const SourceSearch = defineView("KnowledgeSearchResults", {
   results: { read: { type: "array", items: sourceResult } },
   total_results: { read: int },
   query: { read: str },
+  reranked: { read: reranked },
 });

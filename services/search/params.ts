@@ -1,5 +1,6 @@
 import { paginationParams } from "../../lib/pagination";
 import { SEARCH_MODES, type SearchMode } from "../../lib/search/port";
+import { MAX_RERANK_TOP_N } from "../../lib/search/config";
 
 /**
  * Params of the document index routes. The knowledge service serves the /knowledge URLs and validates them;
@@ -16,6 +17,41 @@ const sourceIdsParam = {
 } as const;
 const modeParam = { type: "enum", values: [...SEARCH_MODES], default: "hybrid", optional: true, description: "semantic (vector similarity), keyword (text matching) or hybrid (both)" } as const;
 
+/**
+ * The per-query ranking knobs both search routes take (docs/adr/0056-rerank-and-hybrid-weight.md): the rerank
+ * stage after fusion, and the hybrid weight. A knob that would have no effect is refused (422), not ignored.
+ */
+const rankingParams = {
+  rerank: {
+    type: "boolean",
+    optional: true,
+    description:
+      "true: the best fused candidates are scored again by the configured reranker (a cross-encoder) and returned in its order; " +
+      "422 when the deployment has no reranker (RERANK_URL). If the reranker fails or times out, the fused order is returned with reranked: false",
+  },
+  rerank_top_n: {
+    type: "number",
+    integer: true,
+    min: 1,
+    max: MAX_RERANK_TOP_N,
+    optional: true,
+    convert: true,
+    description: "With rerank: how many of the best fused candidates are reranked (the deployment's RERANK_TOP_N, 30 unless set, when omitted); the rest follow in fused order",
+  },
+  hybrid_weight: {
+    type: "number",
+    min: 0,
+    max: 1,
+    optional: true,
+    convert: true,
+    description:
+      "Hybrid mode only: weight of the semantic list in the fusion, 0 (keyword order) to 1 (semantic order); replaces the deployment's prior (HYBRID_ALPHA), " +
+      "and each query's list confidences still shift the weights in between",
+  },
+} as const;
+/** The ranking knobs as the handlers read them. */
+export type RankingParams = { rerank?: boolean; rerank_top_n?: number; hybrid_weight?: number };
+
 export const documentIdParam = { document_id: { type: "string", min: 1, max: 64, description: "The document's id" } } as const;
 
 export const searchDocumentsParams = {
@@ -24,8 +60,9 @@ export const searchDocumentsParams = {
   source_ids: sourceIdsParam,
   limit: { type: "number", integer: true, min: 1, max: 100, default: 20, convert: true, optional: true },
   offset: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true },
+  ...rankingParams,
 } as const;
-export type SearchDocumentsParams = { query: string; mode: SearchMode; source_ids?: number[]; limit: number; offset: number };
+export type SearchDocumentsParams = { query: string; mode: SearchMode; source_ids?: number[]; limit: number; offset: number } & RankingParams;
 
 export const listDocumentsParams = { source_id: { type: "string", max: 64, optional: true, description: "Only documents of this knowledge source (its id)" }, ...paginationParams({ max: 200, def: 50 }) } as const;
 export type ListDocumentsParams = { source_id?: string; skip: number; limit: number };
@@ -36,5 +73,6 @@ export const searchSourcesParams = {
   knowledge_source_ids: sourceIdsParam,
   limit: { type: "number", integer: true, min: 1, max: 50, default: 10, convert: true, optional: true },
   min_score: { type: "number", min: 0, max: 1, default: 0, convert: true, optional: true },
+  ...rankingParams,
 } as const;
-export type SearchSourcesParams = { query: string; mode: SearchMode; knowledge_source_ids?: number[]; limit: number; min_score: number };
+export type SearchSourcesParams = { query: string; mode: SearchMode; knowledge_source_ids?: number[]; limit: number; min_score: number } & RankingParams;

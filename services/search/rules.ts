@@ -1,7 +1,10 @@
 import { createHash } from "node:crypto";
 import { chunkText } from "../../lib/search/chunking";
 import { normalizedScore } from "../../lib/search/fusion";
-import type { ChunkHit, IndexStats, SearchIndex } from "../../lib/search/port";
+import type { FieldProblem } from "../../lib/errors";
+import type { ChunkHit, IndexStats, SearchIndex, SearchMode } from "../../lib/search/port";
+import { applyRerank, type RerankHit } from "../../lib/search/rerank";
+import type { RankingParams } from "./params";
 import { MAX_DEPTH } from "../../lib/search/port";
 import type { EmbedProgress } from "./embed-stage";
 import type { DocumentRecord } from "./model";
@@ -92,8 +95,45 @@ export function collapseByDocument(hits: ChunkHit[]): ChunkHit[] {
   return hits.filter((h) => !seen.has(h.documentId) && seen.add(h.documentId));
 }
 
+/** A ranked chunk with the score its response shows: the fused one, or the reranker's after the rerank stage. */
+export interface Scored {
+  hit: ChunkHit;
+  score: number;
+}
+
+/** Hits with the scores they were ranked by. */
+export function fusedScores(hits: ChunkHit[]): Scored[] {
+  return hits.map((hit) => ({ hit, score: hit.score }));
+}
+
+/**
+ * The rerank stage's order: the first topN candidates as the reranker ordered them, with its scores; the rest in
+ * the order they had, scored 0 (not judged again, so never above one that was).
+ */
+export function rerankedOrder(candidates: ChunkHit[], hits: RerankHit[], topN: number): Scored[] {
+  return applyRerank(candidates, hits, topN).map(({ item, score }) => ({ hit: item, score: score ?? 0 }));
+}
+
+/**
+ * Problems of the ranking knobs that no schema sees (docs/adr/0056-rerank-and-hybrid-weight.md): a knob that
+ * would do nothing is refused rather than ignored.
+ */
+export function rankingProblems(p: RankingParams, mode: SearchMode, rerankConfigured: boolean): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  if (p.hybrid_weight !== undefined && mode !== "hybrid") {
+    problems.push({ field: "hybrid_weight", message: `The 'hybrid_weight' field applies to mode hybrid only (mode is ${mode}).`, type: "hybridOnly", location: "body" });
+  }
+  if (p.rerank && !rerankConfigured) {
+    problems.push({ field: "rerank", message: "The 'rerank' field asks for a reranker, and this deployment has none (RERANK_URL).", type: "rerankUnavailable", location: "body" });
+  }
+  if (p.rerank_top_n !== undefined && !p.rerank) {
+    problems.push({ field: "rerank_top_n", message: "The 'rerank_top_n' field applies with rerank: true only.", type: "rerankOnly", location: "body" });
+  }
+  return problems;
+}
+
 /** One result of the document search: the document with its best-matching chunk, raw and 0..100 scores. */
-export function documentResult(hit: ChunkHit, best: number) {
+export function documentResult(hit: ChunkHit, best: number, score = hit.score) {
   return {
     id: hit.documentId,
     document_id: hit.documentId,
@@ -102,26 +142,34 @@ export function documentResult(hit: ChunkHit, best: number) {
     source_id: hit.sourceId,
     content: hit.content,
     chunk_index: hit.position,
-    score: hit.score,
-    normalized_score: normalizedScore(hit.score, best),
+    score,
+    normalized_score: normalizedScore(score, best),
   };
 }
 
 /** A page of the document search: each document once at its best chunk, best first, scored against the best. */
 export function documentSearchPage(hits: ChunkHit[], offset: number, limit: number) {
-  const docs = collapseByDocument(bestFirst(hits));
-  const best = docs[0]?.score ?? 0;
-  return { results: docs.slice(offset, offset + limit).map((h) => documentResult(h, best)), total: docs.length };
+  return scoredDocumentPage(fusedScores(collapseByDocument(bestFirst(hits))), offset, limit);
+}
+
+/** A page of documents already in their final order (each once), scored against the first. */
+export function scoredDocumentPage(ranked: Scored[], offset: number, limit: number) {
+  const best = ranked[0]?.score ?? 0;
+  return { results: ranked.slice(offset, offset + limit).map((r) => documentResult(r.hit, best, r.score)), total: ranked.length };
 }
 
 /** Results of the source-level search: chunk text, title and url, and the 0..1 score min_score compares with. */
 export function sourceSearchResults(hits: ChunkHit[], minScore: number, limit: number) {
-  const ranked = bestFirst(hits);
+  return scoredSourceResults(fusedScores(bestFirst(hits)), minScore, limit);
+}
+
+/** The source-level results of chunks already in their final order. */
+export function scoredSourceResults(ranked: Scored[], minScore: number, limit: number) {
   const best = ranked[0]?.score ?? 0;
   const results = [];
-  for (const h of ranked) {
+  for (const { hit: h, score: raw } of ranked) {
     if (results.length >= limit) break;
-    const score = normalizedScore(h.score, best) / 100;
+    const score = normalizedScore(raw, best) / 100;
     if (score < minScore) continue;
     // Text is read only for the results returned (the embedded engine reads it from disk on demand).
     results.push({

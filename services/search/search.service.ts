@@ -6,7 +6,8 @@ import { MongoMixin } from "../../lib/mongo.mixin";
 import { toPage } from "../../lib/pagination";
 import type { SearchConfig } from "../../lib/search/config";
 import { configOf } from "../../lib/config";
-import type { SearchIndex, SearchMode } from "../../lib/search/port";
+import type { ChunkHit, SearchIndex, SearchMode } from "../../lib/search/port";
+import { httpReranker, type Reranker } from "../../lib/search/rerank";
 import { searchModels, type DocumentRecord, type SearchModels } from "./model";
 import {
   documentIdParam,
@@ -14,18 +15,26 @@ import {
   searchDocumentsParams,
   searchSourcesParams,
   type ListDocumentsParams,
+  type RankingParams,
   type SearchDocumentsParams,
   type SearchSourcesParams,
 } from "./params";
 import {
+  bestFirst,
   candidateDepth,
+  collapseByDocument,
   deletionResponse,
   documentDetail,
-  documentSearchPage,
   documentStats,
+  embedText,
+  fusedScores,
   MAX_URLS_PER_CALL,
   parseSourceIds,
-  sourceSearchResults,
+  rankingProblems,
+  rerankedOrder,
+  scoredDocumentPage,
+  scoredSourceResults,
+  type Scored,
 } from "./rules";
 import { startSearch, stopSearch, type SearchRuntime } from "./runtime";
 import { documentPage, indexDocuments, removeDocumentsAt, removeSource, type IncomingDocument } from "./store";
@@ -43,7 +52,9 @@ const sourceParam = { sourceId: { type: "number", integer: true, positive: true,
 interface Methods {
   explicitAccount(params: { accountId: number }): number;
   ownedDocument(accountId: number, id: string): Promise<DocumentRecord>;
-  rank(accountId: number, text: string, mode: SearchMode, sourceIds: number[] | undefined, depth: number): ReturnType<SearchIndex["search"]>;
+  checkRanking(params: RankingParams & { mode: SearchMode }): void;
+  rank(accountId: number, text: string, mode: SearchMode, sourceIds: number[] | undefined, depth: number, hybridWeight?: number): ReturnType<SearchIndex["search"]>;
+  rerankStage(query: string, candidates: ChunkHit[], params: RankingParams): Promise<{ ranked: Scored[]; reranked?: boolean }>;
   lastIndexedAt(accountId: number, sourceId?: number): Promise<Date | null>;
 }
 /** The runtime's parts are the service's own variables (tests and benches read index, snapshots, modelSwitch). */
@@ -51,6 +62,8 @@ interface Vars extends SearchRuntime {
   db: Connection;
   models: SearchModels;
   config: SearchConfig;
+  /** The rerank stage's provider; null when RERANK_URL is not set. */
+  reranker: Reranker | null;
 }
 
 /**
@@ -70,8 +83,10 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       params: { ...accountParam, ...searchDocumentsParams },
       async handler(ctx: Ctx<SearchDocumentsParams & { accountId: number }>) {
         const { query, mode, limit, offset } = ctx.params;
-        const ranked = await this.rank(this.explicitAccount(ctx.params), query, mode, ctx.params.source_ids, candidateDepth(offset, limit));
-        return { ...documentSearchPage(ranked.hits, offset, limit), mode_used: ranked.modeUsed };
+        this.checkRanking(ctx.params);
+        const ranked = await this.rank(this.explicitAccount(ctx.params), query, mode, ctx.params.source_ids, candidateDepth(offset, limit), ctx.params.hybrid_weight);
+        const stage = await this.rerankStage(query, collapseByDocument(bestFirst(ranked.hits)), ctx.params);
+        return { ...scoredDocumentPage(stage.ranked, offset, limit), mode_used: ranked.modeUsed, ...(stage.reranked === undefined ? {} : { reranked: stage.reranked }) };
       },
     },
 
@@ -117,9 +132,11 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       params: { ...accountParam, ...searchSourcesParams },
       async handler(ctx: Ctx<SearchSourcesParams & { accountId: number }>) {
         const { query, mode, limit, min_score } = ctx.params;
-        const ranked = await this.rank(this.explicitAccount(ctx.params), query, mode, ctx.params.knowledge_source_ids, candidateDepth(0, limit));
-        const results = sourceSearchResults(ranked.hits, min_score, limit);
-        return { results, total_results: results.length, query };
+        this.checkRanking(ctx.params);
+        const ranked = await this.rank(this.explicitAccount(ctx.params), query, mode, ctx.params.knowledge_source_ids, candidateDepth(0, limit), ctx.params.hybrid_weight);
+        const stage = await this.rerankStage(query, bestFirst(ranked.hits), ctx.params);
+        const results = scoredSourceResults(stage.ranked, min_score, limit);
+        return { results, total_results: results.length, query, ...(stage.reranked === undefined ? {} : { reranked: stage.reranked }) };
       },
     },
 
@@ -254,7 +271,13 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       return doc;
     },
 
-    async rank(accountId, text, mode, sourceIds, depth) {
+    /** 422 for a ranking knob that would do nothing (docs/adr/0056-rerank-and-hybrid-weight.md). */
+    checkRanking(params) {
+      const problems = rankingProblems(params, params.mode, this.reranker !== null);
+      if (problems.length) throw ERRORS.validation(problems);
+    },
+
+    async rank(accountId, text, mode, sourceIds, depth, hybridWeight) {
       const vector = mode === "keyword" ? null : await this.queryVectors.of(text);
       return this.index.search({
         accountId,
@@ -263,9 +286,28 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
         vector,
         sourceIds,
         depth,
-        alpha: this.config.hybridAlpha,
+        // A query's hybrid_weight replaces the deployment's prior; each query's confidences still apply.
+        alpha: hybridWeight ?? this.config.hybridAlpha,
         maxDistance: this.config.maxDistance,
       });
+    },
+
+    /**
+     * The optional stage after fusion: the first top-n candidates (documents, or chunks for the source search) in
+     * the reranker's order. It fails open: a provider that errs or times out leaves the fused order, with
+     * reranked: false in the response (search stays up when an optional provider is down).
+     */
+    async rerankStage(query, candidates, params) {
+      if (!params.rerank || !this.reranker) return { ranked: fusedScores(candidates) };
+      const topN = Math.min(params.rerank_top_n ?? this.config.rerank.topN, candidates.length);
+      const head = candidates.slice(0, topN);
+      try {
+        const hits = await this.reranker.rerank(query, head.map((h: ChunkHit) => embedText(h.title, h.content)), head.length);
+        return { ranked: rerankedOrder(candidates, hits, topN), reranked: true };
+      } catch (err) {
+        this.logger.warn(`Rerank failed, serving the fused order: ${(err as Error).message}`);
+        return { ranked: fusedScores(candidates), reranked: false };
+      }
     },
 
     async lastIndexedAt(accountId, sourceId) {
@@ -277,6 +319,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
 
   async started() {
     this.config = configOf(this).search;
+    this.reranker = this.config.rerank.url ? httpReranker(this.config.rerank) : null;
     Object.assign(this, await startSearch(this.config, this.models, this.db.name, this.logger));
   },
 
