@@ -5,7 +5,7 @@ import type { SecretBox } from "../../lib/secrets";
 import type { KnowledgeSourceRecord } from "../knowledge";
 import { FetchError, type SafeFetchOptions } from "../../lib/safe-fetch";
 import type { AddressPolicy } from "../../lib/address-policy";
-import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext, type UrlListState } from "./readers";
+import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext, type SourceReader, type UrlListState } from "./readers";
 import { classifyPage, forgetPages, forgetSource, MISSING_LOADS_TO_PRUNE, pageHash, recordPages, settleLoad, sourcePages, type PageRecord, type PageUpdate } from "./registry";
 import type { LoadCounts, LoadProgress, PageReader } from "./runner";
 
@@ -74,6 +74,21 @@ function watchedFetcher(defaults: ReaderSettings["fetchDefaults"], notFound: Set
       throw err;
     }
   };
+}
+
+/**
+ * An upload source's "reader": nothing to list or read, and an incomplete listing, so a load (a preload or a refresh
+ * queued anyway) keeps every document; uploaded documents leave only by their own DELETE or the source's
+ * (docs/adr/0055-uploaded-documents.md).
+ */
+const uploadReader: SourceReader = {
+  start: async () => ({ state: {}, total: 0, complete: false }),
+  next: async () => ({ documents: [], failures: [], done: true }),
+};
+
+/** The reader of a source's data type. */
+function readerOf(source: KnowledgeSourceRecord): SourceReader {
+  return source.data_type === "upload" ? uploadReader : READERS[source.data_type];
 }
 
 function readerContext(source: KnowledgeSourceRecord, settings: ReaderSettings, extra: Partial<ReaderContext> = {}): ReaderContext {
@@ -154,7 +169,7 @@ export function createSourceReader(
     async plan(source, load) {
       // The registry is read while the source is listed: the first step needs both.
       const known = sourcePages(registry, source);
-      const plan = await READERS[source.data_type].start(source.paths, readerContext(source, settings));
+      const plan = await readerOf(source).start(source.paths, readerContext(source, settings));
       const { urls, lastmods, ...state } = plan.state as { urls?: string[]; lastmods?: (string | null)[] };
       let listId: string | null = null;
       if (Array.isArray(urls)) {
@@ -190,7 +205,7 @@ export function createSourceReader(
         const page = known.get(url);
         return p.conditional && page?.doc_url ? page : undefined;
       };
-      const batch = await READERS[source.data_type].next(state, readerContext(source, settings, { fetch: watchedFetcher(settings.fetchDefaults, notFound), previous }), max);
+      const batch = await readerOf(source).next(state, readerContext(source, settings, { fetch: watchedFetcher(settings.fetchDefaults, notFound), previous }), max);
       if (p.list_id) {
         const { urls: _urls, lastmods: _lastmods, ...rest } = state as { urls?: string[]; lastmods?: unknown };
         p.state = rest;
