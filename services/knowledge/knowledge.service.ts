@@ -220,6 +220,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       rest: "POST /knowledge/:knowledge_source_id/documents",
       summary: "Add a document to an upload knowledge source (a file, multipart field `file`, or a JSON text)",
       params: { ...idParam, ...documentBodyParams },
+      multipartFiles: ["file"],
       response: DocumentDetail.one(201),
       async handler(ctx: Ctx<DocumentBody & { knowledge_source_id: number }>) {
         const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
@@ -251,6 +252,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       rest: "PUT /knowledge/:knowledge_source_id/documents/:document_id",
       summary: "Replace an uploaded document (same id and url; a new file or text, title and metadata)",
       params: { ...idParam, ...documentIdParam, ...documentBodyParams },
+      multipartFiles: ["file"],
       response: DocumentDetail.one(),
       async handler(ctx: Ctx<DocumentBody & { knowledge_source_id: number; document_id: string }>) {
         const source = await this.findSource(ctx, ctx.params.knowledge_source_id);

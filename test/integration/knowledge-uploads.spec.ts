@@ -205,6 +205,18 @@ describe("documents added to an upload knowledge source (issue 26, item 1)", () 
     expect((await call("GET", `/knowledge/${source.id}`)).body).toMatchObject({ document_count: 4, loading_status: "loaded" });
   });
 
+  it("the OpenAPI document offers the upload as JSON and as multipart/form-data with a binary file part", async () => {
+    const doc = (await api("GET", "/api/v1/openapi.json")).body;
+    for (const [path, method] of [["/api/v1/knowledge/{knowledge_source_id}/documents", "post"], ["/api/v1/knowledge/{knowledge_source_id}/documents/{document_id}", "put"]] as const) {
+      const op = doc.paths[path][method];
+      expect(op.operationId).toEqual(expect.any(String));
+      expect(op.requestBody.content["application/json"].schema.properties.file.type).toBe("object");
+      const form = op.requestBody.content["multipart/form-data"].schema;
+      expect(form).toMatchObject({ additionalProperties: false, properties: { file: { type: "string", contentMediaType: "application/octet-stream" }, metadata: { type: "string" }, text: { type: "string" } } });
+    }
+    expect(Object.keys(doc.paths["/api/v1/knowledge/{knowledge_source_id}/documents/{document_id}"]).sort()).toEqual(["delete", "get", "put"]);
+  });
+
   it("deleting the source deletes its uploaded documents", async () => {
     expect((await call("DELETE", `/knowledge/${source.id}`)).status).toBe(200);
     await until(async () => (await call("GET", `/knowledge/${source.id}`)).status, (s) => s === 404, 30_000);
