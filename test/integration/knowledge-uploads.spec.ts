@@ -137,6 +137,11 @@ describe("documents added to an upload knowledge source (issue 26, item 1)", () 
     expect(await search(source.id, "pear")).toEqual([]);
     expect((await search(source.id, "apple orchard"))[0]!.metadata.title).toBe("Orchard (revised)");
 
+    // The same text with new metadata: nothing to re-chunk, the metadata still changes.
+    const relabelled = await call("PUT", `/knowledge/${source.id}/documents/${ids.txt}`, { title: "Orchard (revised)", text: "The apple orchard blossoms in May.", metadata: { rev: 3 } });
+    expect(relabelled.body.metadata).toMatchObject({ rev: 3 });
+    expect((await call("GET", `/knowledge/${source.id}/documents/${ids.txt}`)).body.metadata).toMatchObject({ rev: 3 });
+
     const byFile = await upload("PUT", `/knowledge/${source.id}/documents/${ids.md}`, { name: "lighthouse.md", type: "text/markdown", data: "# Lighthouse keeping\n\nThe keeper now polishes the lens.\n" });
     expect(byFile.status).toBe(200);
     expect(byFile.body.content).toContain("polishes the lens");
