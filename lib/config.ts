@@ -157,10 +157,13 @@ export function loadConfig(env: Env = process.env) {
     bodyLimit: textEnv(env, "BODY_LIMIT", "1mb"),
     /** Documents added to `upload` knowledge sources (docs/adr/0055-uploaded-documents.md). */
     uploads: {
-      /** Largest uploaded file (multipart `file`), in bytes; a bigger one is a 413. */
-      maxFileBytes: positiveIntEnv(env, "UPLOAD_MAX_FILE_BYTES", 10 * 1024 * 1024),
+      /**
+       * Largest uploaded file (multipart `file`), in bytes; a bigger one is a 413. The file crosses NATS in base64
+       * (4/3 larger): the default fits NATS's default max_payload of 1 MiB; raise both together.
+       */
+      maxFileBytes: positiveIntEnv(env, "UPLOAD_MAX_FILE_BYTES", 512 * 1024),
       /** Longest text of one document (JSON `text`, or a file's extracted text), in characters; longer is a 413. */
-      maxTextChars: positiveIntEnv(env, "UPLOAD_MAX_TEXT_CHARS", 1_000_000),
+      maxTextChars: positiveIntEnv(env, "UPLOAD_MAX_TEXT_CHARS", 200_000),
       /** Documents one upload source may hold; one more is a 422. */
       maxDocumentsPerSource: positiveIntEnv(env, "UPLOAD_MAX_DOCUMENTS_PER_SOURCE", 1000),
     },
