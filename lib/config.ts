@@ -155,6 +155,18 @@ export function loadConfig(env: Env = process.env) {
     /** Proxies of ours in front of the gateway (ingress, load balancer): X-Forwarded-For is read past that many. */
     trustedProxies: numberEnv(env, "TRUSTED_PROXIES", 0, { min: 0, integer: true }),
     bodyLimit: textEnv(env, "BODY_LIMIT", "1mb"),
+    /** Documents added to `upload` knowledge sources (docs/adr/0055-uploaded-documents.md). */
+    uploads: {
+      /**
+       * Largest uploaded file (multipart `file`), in bytes; a bigger one is a 413. The file crosses NATS in base64
+       * (4/3 larger): the default fits NATS's default max_payload of 1 MiB; raise both together.
+       */
+      maxFileBytes: positiveIntEnv(env, "UPLOAD_MAX_FILE_BYTES", 512 * 1024),
+      /** Longest text of one document (JSON `text`, or a file's extracted text), in characters; longer is a 413. */
+      maxTextChars: positiveIntEnv(env, "UPLOAD_MAX_TEXT_CHARS", 200_000),
+      /** Documents one upload source may hold; one more is a 422. */
+      maxDocumentsPerSource: positiveIntEnv(env, "UPLOAD_MAX_DOCUMENTS_PER_SOURCE", 1000),
+    },
     serverName: textEnv(env, "SERVER_NAME", "agent-platform"),
     apiUrl: textEnv(env, "API_URL", `http://localhost:${port}/api/v1`),
     appUrl: textEnv(env, "APP_URL", `http://localhost:${port}`),

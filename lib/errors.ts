@@ -37,6 +37,8 @@ export const ERRORS = {
   forbidden: (message = "Not enough permissions") => clientError(message, 403, ErrorType.FORBIDDEN),
   notFound: (what: string, id?: unknown) =>
     clientError(id === undefined ? `${what} not found` : `${what} ${String(id)} not found`, 404, ErrorType.NOT_FOUND),
+  /** A request (an uploaded file, a document's text) past a configured size limit. */
+  payloadTooLarge: (message: string, data?: unknown) => clientError(message, 413, ErrorType.PAYLOAD_TOO_LARGE, data),
   conflict: (message: string, data?: unknown) => clientError(message, 409, ErrorType.CONFLICT, data),
   /** The gateway answers it with an Allow header listing `allow`. */
   methodNotAllowed: (allow: string[]) =>

@@ -73,7 +73,8 @@ export function renderError(err: ErrorLike, req: RequestLike): RenderedError {
 /** Body-parser and router errors carry technical messages; give callers a plain one. */
 function clientMessage(err: ErrorLike, status: number): string {
   if (err.type === "entity.parse.failed") return "Malformed JSON in request body";
-  if (err.type === "entity.too.large" || status === 413) return "Request body too large";
+  // Our own 413s (ERRORS.payloadTooLarge: an upload past its limits) say which limit.
+  if (err.type === "entity.too.large" || (status === 413 && err.type !== ErrorType.PAYLOAD_TOO_LARGE)) return "Request body too large";
   if (err.name === "NotFoundError" && err.type === "NOT_FOUND") return "Not Found";
   return err.message || "Bad Request";
 }

@@ -12,6 +12,8 @@ declare module "moleculer" {
     operationIds?: string[];
     /** A body the action checks itself rather than through params. */
     body?: BodyDecl;
+    /** Params also taken as multipart/form-data file parts (the gateway turns each into {filename, content_type, data}). */
+    multipartFiles?: string[];
   }
 
   // The type parameters as moleculer declares them (an augmentation repeats them).

@@ -258,7 +258,7 @@ const GatewayService: ServiceSchema<ApiSettingsSchema, Record<string, never>, Va
   created() {
     const config = configOf(this);
     this.resolveIdentity = identityResolver(config);
-    this.parseJsonBody = jsonBodyParser(config.bodyLimit);
+    this.parseJsonBody = jsonBodyParser(config.bodyLimit, config.uploads.maxFileBytes);
     this.mcpProxy = mcpHttpHandler({
       answer: (request) => this.broker.call("mcp.handle", request),
       logError: (message, err) => this.logger.error(message, err),

@@ -29,6 +29,8 @@ export interface RoutedAction {
   response?: ResponseDecl;
   /** The body of an action that checks it itself instead of through `params` (team push). */
   body?: BodyDecl;
+  /** Params that are files in a multipart/form-data body too (document uploads). */
+  multipartFiles?: string[];
 }
 
 /** One webhook event type and the named schema of the record its deliveries carry as `data`. */
@@ -114,10 +116,25 @@ const COMPONENTS = {
   },
 };
 
-/** A JSON body of the given params, and nothing else (the gateway refuses unknown fields); optional as a whole when every field is. */
-function requestBody(params: Record<string, unknown>) {
+/**
+ * A JSON body of the given params, and nothing else (the gateway refuses unknown fields); optional as a whole when
+ * every field is. With `files`, the same fields as multipart/form-data too: those files as binary parts, objects
+ * as JSON text, the rest as text.
+ */
+function requestBody(params: Record<string, unknown>, files: string[] = []) {
   const schema: JsonSchema = { ...objectSchema(params), additionalProperties: false };
-  return { required: Boolean(schema.required), content: json(schema) };
+  if (!files.length) return { required: Boolean(schema.required), content: json(schema) };
+  const properties = Object.fromEntries(
+    Object.entries((schema.properties ?? {}) as Record<string, JsonSchema>).map(([name, prop]) => [
+      name,
+      files.includes(name)
+        ? { type: "string", contentMediaType: "application/octet-stream", ...(prop.description ? { description: prop.description } : {}) }
+        : prop.type === "object"
+          ? { type: "string", contentMediaType: "application/json", ...(prop.description ? { description: prop.description } : {}) }
+          : prop,
+    ]),
+  );
+  return { required: Boolean(schema.required), content: { ...json(schema), "multipart/form-data": { schema: { ...schema, properties } } } };
 }
 
 /** The operation groups, one per service, with what they hold. */
@@ -210,7 +227,7 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; w
     const summary = route.summary && main ? `${route.summary} (same as ${main.method.toUpperCase()} ${templated(main.path)})` : route.summary;
     const body = route.body
       ? { requestBody: { required: true, content: json(route.body.body) } }
-      : inBody && Object.keys(bodyParams).length ? { requestBody: requestBody(bodyParams) } : {};
+      : inBody && Object.keys(bodyParams).length ? { requestBody: requestBody(bodyParams, route.multipartFiles) } : {};
     paths[path] ??= {};
     paths[path]![method] = {
       operationId: operationId(route, index),

@@ -42,9 +42,22 @@ type Next = (err?: unknown) => void;
  * A body of another media type is a 415, as on the MCP route: body-parser would skip it, and the action would
  * report its fields missing although they were sent.
  */
-export function jsonBodyParser(limit: string) {
+export function jsonBodyParser(limit: string, uploadLimitBytes = 10 * 1024 * 1024) {
   const parse = bodyParser.json({ strict: false, limit, type: isJsonBody, verify: refuseInvalidUtf8 });
   return (req: IncomingMessage, res: ServerResponse, next: Next) => {
+    if (carriesBody(req) && isMultipartBody(req) && acceptsUpload(req)) {
+      if ((req.headers["content-encoding"] ?? "identity").trim().toLowerCase() !== "identity") {
+        return next(new Errors.MoleculerClientError("A multipart upload is sent without Content-Encoding", 415, "encoding.unsupported"));
+      }
+      multipartBody(req, uploadLimitBytes).then(
+        (body) => {
+          (req as IncomingMessage & { body?: unknown }).body = body;
+          next();
+        },
+        (err: unknown) => next(err),
+      );
+      return;
+    }
     if (carriesBody(req) && !isJsonBody(req)) {
       return next(new Errors.MoleculerClientError("Request body must be JSON (Content-Type: application/json)", 415, "UNSUPPORTED_MEDIA_TYPE"));
     }
@@ -71,6 +84,74 @@ function unsupportedEncoding(req: IncomingMessage): string | null {
 function isJsonBody(req: IncomingMessage): boolean {
   const media = (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
   return media === "application/json" || /^application\/[\w.-]+\+json$/.test(media);
+}
+
+/** Routes that take a multipart/form-data upload: adding or replacing a document of an upload source. */
+const UPLOAD_PATH = /\/knowledge\/[^/?]+\/documents(\/[^/?]+)?\/?(\?.*)?$/;
+
+function acceptsUpload(req: IncomingMessage): boolean {
+  const url = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? "";
+  return (req.method === "POST" || req.method === "PUT") && UPLOAD_PATH.test(url);
+}
+
+function isMultipartBody(req: IncomingMessage): boolean {
+  return (req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase() === "multipart/form-data";
+}
+
+/** Room for the form's other fields and the part headers beside the file. */
+const MULTIPART_OVERHEAD_BYTES = 1024 * 1024;
+
+/**
+ * A multipart/form-data upload as the JSON body the action validates: the `file` part becomes
+ * `{filename, content_type, data}` (data in base64, as a JSON client would send it), `metadata` is read as JSON,
+ * other text fields stay strings. Parsed by the runtime's own multipart reader (undici's, behind Response.formData);
+ * past the upload limit it stops reading and answers 413, a body that is not multipart is a 400.
+ */
+async function multipartBody(req: IncomingMessage, limitBytes: number): Promise<Record<string, unknown>> {
+  const max = limitBytes + MULTIPART_OVERHEAD_BYTES;
+  const declared = Number(req.headers["content-length"] ?? NaN);
+  const tooLarge = () =>
+    new Errors.MoleculerClientError(`Upload larger than the limit of ${limitBytes} bytes`, 413, "PAYLOAD_TOO_LARGE", { limit_bytes: limitBytes });
+  if (declared > max) {
+    req.resume();
+    throw tooLarge();
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > max) {
+      req.resume();
+      throw tooLarge();
+    }
+    chunks.push(chunk as Buffer);
+  }
+  let form: FormData;
+  try {
+    form = await new Response(Buffer.concat(chunks), { headers: { "content-type": req.headers["content-type"]! } }).formData();
+  } catch {
+    throw new Errors.MoleculerClientError("Request body is not valid multipart/form-data", 400, "BAD_REQUEST");
+  }
+  const body: Record<string, unknown> = {};
+  for (const [name, value] of form.entries()) {
+    if (typeof value === "string") {
+      body[name] = name === "metadata" ? parsedOr(value) : value;
+      continue;
+    }
+    const data = Buffer.from(await value.arrayBuffer());
+    if (data.length > limitBytes) throw tooLarge();
+    body[name] = { filename: value.name || "upload", content_type: value.type || "application/octet-stream", data: data.toString("base64") };
+  }
+  return body;
+}
+
+/** A form field's JSON value, or the text itself (the validator then names the field). */
+function parsedOr(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
 }
 
 /** A request with content: chunked, or a Content-Length above 0 (an empty POST may name any type, or none). */

@@ -5,3 +5,5 @@
 
 /** Resolves `data_type: auto` with the loader's readers (the knowledge service's create, docs/adr/0047). */
 export { resolveSourceType } from "./resolve";
+/** Reads an uploaded file with the loader's readers (the knowledge service's document uploads, docs/adr/0055). */
+export { extractUpload, uploadFormat, UPLOAD_FORMATS, type UploadFormat } from "./uploads";

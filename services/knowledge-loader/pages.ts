@@ -5,9 +5,9 @@ import type { SecretBox } from "../../lib/secrets";
 import type { KnowledgeSourceRecord } from "../knowledge";
 import { FetchError, type SafeFetchOptions } from "../../lib/safe-fetch";
 import type { AddressPolicy } from "../../lib/address-policy";
-import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext, type UrlListState } from "./readers";
+import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext, type SourceReader, type UrlListState } from "./readers";
 import { classifyPage, forgetPages, forgetSource, MISSING_LOADS_TO_PRUNE, pageHash, recordPages, settleLoad, sourcePages, type PageRecord, type PageUpdate } from "./registry";
-import type { LoadCounts, LoadProgress, PageReader } from "./runner";
+import type { LoadCounts, LoadProgress, PageDoc, PageReader } from "./runner";
 
 /** Requests one loader replica sends to one host at a time: polite to small sites, fast enough for big ones. */
 /** Page lists a loader keeps in memory (one per job it runs in a row). */
@@ -74,6 +74,30 @@ function watchedFetcher(defaults: ReaderSettings["fetchDefaults"], notFound: Set
       throw err;
     }
   };
+}
+
+/**
+ * An upload source's "reader": nothing to list or read, and an incomplete listing, so a load (a preload or a refresh
+ * queued anyway) keeps every document; uploaded documents leave only by their own DELETE or the source's
+ * (docs/adr/0055-uploaded-documents.md).
+ */
+const uploadReader: SourceReader = {
+  start: async () => ({ state: {}, total: 0, complete: false }),
+  next: async () => ({ documents: [], failures: [], done: true }),
+};
+
+/** The reader of a source's data type. */
+function readerOf(source: KnowledgeSourceRecord): SourceReader {
+  return source.data_type === "upload" ? uploadReader : READERS[source.data_type];
+}
+
+/**
+ * What a loaded page's document carries as metadata, as uploaded documents do (docs/adr/0055-uploaded-documents.md):
+ * where it came from, its URL and title, and when the site says it last changed (Last-Modified, else the sitemap's
+ * lastmod). Not part of the index key: a page indexed before keeps its metadata until its content changes.
+ */
+function pageMetadata(source: KnowledgeSourceRecord, d: { url: string; title: string; page?: { last_modified?: string | null; lastmod?: string | null } }) {
+  return { source: source.data_type, url: d.url, title: d.title, last_modified: d.page?.last_modified ?? d.page?.lastmod ?? null };
 }
 
 function readerContext(source: KnowledgeSourceRecord, settings: ReaderSettings, extra: Partial<ReaderContext> = {}): ReaderContext {
@@ -154,7 +178,7 @@ export function createSourceReader(
     async plan(source, load) {
       // The registry is read while the source is listed: the first step needs both.
       const known = sourcePages(registry, source);
-      const plan = await READERS[source.data_type].start(source.paths, readerContext(source, settings));
+      const plan = await readerOf(source).start(source.paths, readerContext(source, settings));
       const { urls, lastmods, ...state } = plan.state as { urls?: string[]; lastmods?: (string | null)[] };
       let listId: string | null = null;
       if (Array.isArray(urls)) {
@@ -190,7 +214,7 @@ export function createSourceReader(
         const page = known.get(url);
         return p.conditional && page?.doc_url ? page : undefined;
       };
-      const batch = await READERS[source.data_type].next(state, readerContext(source, settings, { fetch: watchedFetcher(settings.fetchDefaults, notFound), previous }), max);
+      const batch = await readerOf(source).next(state, readerContext(source, settings, { fetch: watchedFetcher(settings.fetchDefaults, notFound), previous }), max);
       if (p.list_id) {
         const { urls: _urls, lastmods: _lastmods, ...rest } = state as { urls?: string[]; lastmods?: unknown };
         p.state = rest;
@@ -202,14 +226,14 @@ export function createSourceReader(
       const keyOf = (d: (typeof batch.documents)[number]) => d.page?.url ?? d.url;
       const counts: Partial<LoadCounts> = { new: 0, changed: 0, unchanged: batch.unchanged?.length ?? 0 };
       const updates = new Map<string, PageUpdate>();
-      const docs: { url: string; title: string; content: string }[] = [];
+      const docs: PageDoc[] = [];
       for (const d of batch.documents) {
         const hash = pageHash(d);
         const change = classifyPage(known.get(keyOf(d)), d, hash);
         counts[change]! += 1;
         const { etag = null, last_modified = null, lastmod = null, links } = d.page ?? {};
         updates.set(keyOf(d), { url: keyOf(d), doc_url: d.url, content_hash: hash, etag, last_modified, lastmod, ...(links ? { links } : {}), missing: 0 });
-        if (change !== "unchanged" || !p.conditional) docs.push({ url: d.url, title: d.title, content: d.content });
+        if (change !== "unchanged" || !p.conditional) docs.push({ url: d.url, title: d.title, content: d.content, metadata: pageMetadata(source, d) });
       }
       for (const url of batch.unchanged ?? []) updates.set(url, { url, missing: 0 });
       // A failure keeps the page as it was (one bad answer proves nothing); a 404/410 extends its streak.

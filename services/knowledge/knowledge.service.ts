@@ -21,6 +21,9 @@ import { deletionResponse, derivedLabel, preloadResponse, preloadSkipped } from 
 import { nextRefreshAt, refreshPolicy, type RefreshInput } from "./refresh";
 import { preloadDecision } from "./states";
 import { resolveSourceType } from "../knowledge-loader";
+import { NO_CONTENT } from "../../lib/resource";
+import { respondNoContent } from "../../lib/responses";
+import { documentBodyParams, mustTakeUploads, UPLOAD_DATA_TYPE, uploadDocument, uploadUrl, type DocumentBody, type UploadDocument } from "./uploads";
 import { documentIdParam, listDocumentsParams, searchDocumentsParams, searchSourcesParams } from "../search";
 
 const idParam = knowledgeSources.idParams;
@@ -34,8 +37,14 @@ function refreshFields(refresh: RefreshInput | null, now = new Date()): Pick<Kno
   return { refresh: policy, next_refresh_at: nextRefreshAt(policy, now) };
 }
 
-/** The paths as given; 422 at `paths[i]` for one that names no http(s) host (the body's URL rule lets `http://:3250/` through). */
-function checkedPaths(paths: string[]): string[] {
+/**
+ * The paths as given; 422 at `paths[i]` for one that names no http(s) host (the body's URL rule lets `http://:3250/`
+ * through), and for an empty list unless the source is an upload source (its documents come by POST, not from paths).
+ */
+function checkedPaths(paths: string[], dataType: string | undefined): string[] {
+  if (!paths.length && dataType !== UPLOAD_DATA_TYPE) {
+    throw ERRORS.validation([{ type: "arrayMin", field: "paths", message: "The 'paths' field must contain at least 1 items (only a source of data_type upload may have none)." }]);
+  }
   const problems = paths.flatMap((path, i) => httpUrlProblem(path, `paths[${i}]`) ?? []);
   if (problems.length) throw ERRORS.validation(problems);
   return paths;
@@ -44,6 +53,9 @@ function checkedPaths(paths: string[]): string[] {
 interface Methods extends TenancyMethods, EventsMethods {
   findSource(ctx: Ctx<unknown>, id: number): Promise<KnowledgeSourceRecord & { toJSON(): object }>;
   queueLoad(source: KnowledgeSourceRecord, force: boolean): Promise<{ job: LoadJobRecord; created: boolean }>;
+  sourceDocument(ctx: Ctx<unknown>, source: KnowledgeSourceRecord, documentId: string): Promise<{ id: string; url: string; source_id: number }>;
+  indexUpload(ctx: Ctx<unknown>, source: KnowledgeSourceRecord, url: string, doc: UploadDocument): Promise<string>;
+  recordUploadCounts(ctx: Ctx<unknown>, source: KnowledgeSourceRecord): Promise<object>;
 }
 interface Vars {
   db: Connection;
@@ -92,9 +104,12 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: { ...knowledgeSources.createParams, auto_load: { type: "boolean", convert: true, default: true, optional: true, in: "query", description: "Queue a load at once" } },
       response: knowledgeSources.view.one(201),
       async handler(ctx: Ctx<typeof knowledgeSources.types.create & { auto_load: boolean }>) {
-        const paths = checkedPaths(ctx.params.paths);
-        const { auto_load } = ctx.params;
-        const label = derivedLabel(paths);
+        const paths = checkedPaths(ctx.params.paths, ctx.params.data_type);
+        const upload = ctx.params.data_type === UPLOAD_DATA_TYPE;
+        if (upload && ctx.params.refresh) throw ERRORS.validation([{ type: "forbidden", field: "refresh", message: "A source of data_type upload is never loaded: it takes no refresh policy" }]);
+        // An upload source is never loaded: its documents are added one by one.
+        const auto_load = ctx.params.auto_load && !upload;
+        const label = paths.length ? derivedLabel(paths) : "Uploaded documents";
         const name = ctx.params.name?.trim() || label;
         const fields = {
           name,
@@ -122,10 +137,14 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       async handler(ctx: Ctx<SourceParams & { knowledge_source_id: number }>) {
         const source = await this.findOwned(ctx, this.models.sources, ctx.params.knowledge_source_id, "Knowledge source");
         const { name, description, paths, data_type, auth_token, refresh } = ctx.params;
+        if (data_type && (data_type === UPLOAD_DATA_TYPE) !== (source.data_type === UPLOAD_DATA_TYPE)) {
+          throw ERRORS.validation([{ type: "forbidden", field: "data_type", message: "A source becomes or stops being an upload source only by creating a new one" }]);
+        }
+        if (source.data_type === UPLOAD_DATA_TYPE && refresh) throw ERRORS.validation([{ type: "forbidden", field: "refresh", message: "A source of data_type upload is never loaded: it takes no refresh policy" }]);
         if (refresh !== undefined) source.set(refreshFields(refresh));
-        if (paths) source.paths = checkedPaths(paths);
+        if (paths) source.paths = checkedPaths(paths, source.data_type);
         if (name?.trim()) source.name = name.trim();
-        if (description !== undefined) source.description = description?.trim() || derivedLabel(source.paths);
+        if (description !== undefined) source.description = description?.trim() || (source.paths.length ? derivedLabel(source.paths) : source.name);
         if (data_type) source.data_type = await resolveSourceType(data_type, source.paths, configOf(this).addressPolicy);
         if (auth_token) source.credentials = this.secrets.seal(auth_token);
         return this.recordChange(changeOf("knowledge_source.updated", KNOWLEDGE_SOURCES_COLLECTION, source), async () => {
@@ -155,6 +174,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       response: Preload.one(),
       async handler(ctx: Ctx<{ knowledge_source_id: number; force: boolean }>) {
         const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
+        if (source.data_type === UPLOAD_DATA_TYPE) return { ...preloadSkipped(), message: "An upload source is not loaded; nothing was queued", note: "Its documents are added with POST /api/v1/knowledge/{id}/documents" };
         if (preloadDecision(source, ctx.params.force) === "already-loaded") return preloadSkipped();
         const { job, created } = await this.queueLoad(source, ctx.params.force);
         const note = created
@@ -193,6 +213,75 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       },
     },
 
+    // Documents of an upload source (docs/adr/0055-uploaded-documents.md): indexed through the search service's
+    // actions as the loader's pages are, with a knowledge_source.updated event for the source's new counts.
+
+    addDocument: {
+      rest: "POST /knowledge/:knowledge_source_id/documents",
+      summary: "Add a document to an upload knowledge source (a file, multipart field `file`, or a JSON text)",
+      params: { ...idParam, ...documentBodyParams },
+      multipartFiles: ["file"],
+      response: DocumentDetail.one(201),
+      async handler(ctx: Ctx<DocumentBody & { knowledge_source_id: number }>) {
+        const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
+        mustTakeUploads(source);
+        const limits = configOf(this).uploads;
+        const doc = await uploadDocument(ctx.params, limits);
+        const held = await ctx.call<{ total: number }, object>("search.sourceDocuments", { accountId: source.account_id, sourceId: source._id, limit: 1, offset: 0 });
+        if (held.total >= limits.maxDocumentsPerSource) {
+          throw ERRORS.validation([{ type: "arrayMax", field: "knowledge_source_id", message: `Knowledge source ${source._id} holds ${held.total} documents, the limit of an upload source (${limits.maxDocumentsPerSource})` }]);
+        }
+        const id = await this.indexUpload(ctx, source, uploadUrl(source._id, ctx.params.url), doc);
+        const detail = await ctx.call<object, object>("search.getDocument", { accountId: source.account_id, document_id: id });
+        return respondCreated(ctx, `/api/v1/knowledge/${source._id}/documents/${id}`, detail);
+      },
+    },
+
+    getSourceDocument: {
+      rest: "GET /knowledge/:knowledge_source_id/documents/:document_id",
+      summary: "Get a document of a knowledge source with its full content",
+      params: { ...idParam, ...documentIdParam },
+      response: DocumentDetail.one(),
+      async handler(ctx: Ctx<{ knowledge_source_id: number; document_id: string }>) {
+        const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
+        return this.sourceDocument(ctx, source, ctx.params.document_id);
+      },
+    },
+
+    replaceDocument: {
+      rest: "PUT /knowledge/:knowledge_source_id/documents/:document_id",
+      summary: "Replace an uploaded document (same id and url; a new file or text, title and metadata)",
+      params: { ...idParam, ...documentIdParam, ...documentBodyParams },
+      multipartFiles: ["file"],
+      response: DocumentDetail.one(),
+      async handler(ctx: Ctx<DocumentBody & { knowledge_source_id: number; document_id: string }>) {
+        const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
+        mustTakeUploads(source);
+        const existing = await this.sourceDocument(ctx, source, ctx.params.document_id);
+        if (ctx.params.url !== undefined && ctx.params.url !== existing.url) {
+          throw ERRORS.validation([{ type: "forbidden", field: "url", message: "A document's url is its key and does not change; add a new document instead" }]);
+        }
+        const doc = await uploadDocument({ ...ctx.params, url: existing.url.startsWith("upload://") ? undefined : existing.url }, configOf(this).uploads);
+        const id = await this.indexUpload(ctx, source, existing.url, doc);
+        return ctx.call("search.getDocument", { accountId: source.account_id, document_id: id });
+      },
+    },
+
+    removeSourceDocument: {
+      rest: "DELETE /knowledge/:knowledge_source_id/documents/:document_id",
+      summary: "Delete an uploaded document (at once)",
+      params: { ...idParam, ...documentIdParam },
+      response: NO_CONTENT,
+      async handler(ctx: Ctx<{ knowledge_source_id: number; document_id: string }>) {
+        const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
+        mustTakeUploads(source);
+        const existing = await this.sourceDocument(ctx, source, ctx.params.document_id);
+        await ctx.call("search.removeDocuments", { accountId: source.account_id, sourceId: source._id, urls: [existing.url] });
+        await this.recordUploadCounts(ctx, source);
+        return respondNoContent(ctx);
+      },
+    },
+
     // The document index routes: /knowledge is this service's URL; the search service answers them.
     searchDocuments: searchRoute("searchDocuments", "POST /knowledge/documents/search", "Search the account's documents (semantic, keyword or hybrid)", searchDocumentsParams, DocumentSearch.one()),
     listDocuments: searchRoute("listDocuments", "GET /knowledge/documents", "List the account's indexed documents", listDocumentsParams, DocumentSummary.page()),
@@ -209,6 +298,35 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     queueLoad(source, force) {
       return enqueueJob(this.models.jobs, { kind: "load", account_id: source.account_id, knowledge_source_id: source._id, force });
+    },
+
+    /** A document of this source: 404 when it is absent or another source's (the search service checks the account). */
+    async sourceDocument(ctx, source, documentId) {
+      const doc = (await ctx.call("search.getDocument", { accountId: source.account_id, document_id: documentId })) as { id: string; url: string; source_id: number; deletion_job_id: string | null };
+      if (doc.source_id !== source._id || doc.deletion_job_id) throw ERRORS.notFound("Document", documentId);
+      return doc;
+    },
+
+    /** Indexes one uploaded document (chunks, keyword index at once, vectors queued) and records the source's new counts. */
+    async indexUpload(ctx, source, url, doc) {
+      const counts = (await ctx.call("search.indexDocuments", {
+        accountId: source.account_id,
+        sourceId: source._id,
+        documents: [{ url, title: doc.title, content: doc.content, metadata: doc.metadata }],
+      })) as { document_ids: string[] };
+      await this.recordUploadCounts(ctx, source);
+      return counts.document_ids[0]!;
+    },
+
+    /** The source's document count and index time after an upload changed its documents: a knowledge_source.updated event. */
+    async recordUploadCounts(ctx, source) {
+      const key = { _id: source._id, account_id: source.account_id };
+      const count = (await ctx.call("search.countDocuments", { accountId: source.account_id, sourceId: source._id })) as number;
+      const now = new Date();
+      return this.recordChange(changeOf("knowledge_source.updated", KNOWLEDGE_SOURCES_COLLECTION, key), async () => {
+        await this.models.sources.updateOne(key, { $set: { document_count: count, last_indexed_at: now, loading_status: "loaded", loaded_at: now, loading_error: null } });
+        return (await this.models.sources.findOne(key))!.toJSON();
+      });
     },
   },
 

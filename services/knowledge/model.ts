@@ -1,7 +1,8 @@
 import { Schema } from "mongoose";
 import { defineModel, stored } from "../../lib/storage";
 
-export const DATA_TYPES = ["auto", "wiki", "website", "sitemap", "discovery", "pdf", "markdown", "text"] as const;
+/** `upload`: documents added by hand (POST /knowledge/{id}/documents), never loaded (docs/adr/0055-uploaded-documents.md). */
+export const DATA_TYPES = ["auto", "wiki", "website", "sitemap", "discovery", "pdf", "markdown", "text", "upload"] as const;
 export type DataType = (typeof DATA_TYPES)[number];
 export const LOADING_STATUSES = ["unloaded", "loading", "loaded", "partial", "failed"] as const;
 export type LoadingStatus = (typeof LOADING_STATUSES)[number];

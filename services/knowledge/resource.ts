@@ -5,7 +5,8 @@ import { DATA_TYPES, JOB_TRIGGERS, LOADING_STATUSES, type DataType } from "./mod
 import { refreshParam } from "./refresh";
 
 const RESOLVED_DATA_TYPES = DATA_TYPES.filter((t): t is Exclude<DataType, "auto"> => t !== "auto");
-const urlList = { type: "array", min: 1, max: 1000, items: { type: "url", max: 4096 } } as const;
+// Empty only for an upload source (the create and update check the rest: services/knowledge/knowledge.service.ts).
+const urlList = { type: "array", min: 0, max: 1000, items: { type: "url", max: 4096 } } as const;
 
 /** When a source reloads on its own: every `interval_seconds`, or on a cron `schedule` read in `timezone`. */
 const refreshPolicy = stored.object(

@@ -116,10 +116,16 @@ async function planDocument(deps: StoreDeps, accountId: number, sourceId: number
   const key = indexKey({ title, url: input.url, contentHash: hash, chunkSize, overlap });
   // By id alone, so a (never seen) id collision across accounts is detected rather than overwritten.
   const existing = await crossAccount("a document id derived from its account; collisions are checked next", deps.models.documents
-    .findById(id, { account_id: 1, index_key: 1, index_state: 1, deletion_job_id: 1, chunk_ids: 1 }))
+    .findById(id, { account_id: 1, index_key: 1, index_state: 1, deletion_job_id: 1, chunk_ids: 1, metadata: 1 }))
     .lean<DocumentRecord>();
   if (existing && existing.account_id !== accountId) throw new Error(`document id collision for ${id}`);
-  if (existing && existing.index_key === key && existing.index_state === "indexed" && !existing.deletion_job_id) return { id, plan: null };
+  if (existing && existing.index_key === key && existing.index_state === "indexed" && !existing.deletion_job_id) {
+    // Metadata is not part of the index key (no chunk changes with it): a new one is written on its own.
+    if (input.metadata && JSON.stringify(input.metadata) !== JSON.stringify(existing.metadata ?? {})) {
+      await deps.models.documents.updateOne({ _id: id, account_id: accountId }, { $set: { metadata: input.metadata } });
+    }
+    return { id, plan: null };
+  }
   const chunks = planChunks({ id, title, content: input.content }, chunkSize, overlap, deps.provider?.model ?? "none");
   const fresh = new Set(chunks.map((c) => c.id));
   const stale = (existing?.chunk_ids ?? []).filter((c) => !fresh.has(c));

@@ -56,6 +56,9 @@ describe("loading real fixture sites end to end: sitemap ceiling, PDF, markdown,
     expect(await settle(md.body.id)).toMatchObject({ loading_status: "loaded", document_count: 1 });
     const docs = (await call("GET", `/knowledge/${pdf.body.id}/documents`)).body.documents;
     expect(docs[0].title).toBe(FIXTURE_PDF.title);
+    // Loaded pages carry metadata as uploaded documents do (docs/adr/0055-uploaded-documents.md).
+    const detail = await call("GET", `/knowledge/documents/${docs[0].id}`);
+    expect(detail.body.metadata).toMatchObject({ source: "pdf", url: `${fixture.baseUrl}/docs/review.pdf`, title: FIXTURE_PDF.title });
     const hit = await call("POST", "/knowledge/search", { query: "warehouse throughput", knowledge_source_ids: [pdf.body.id] });
     expect(hit.body.results[0].content).toMatch(/Warehouse throughput/);
   }, scaled(120_000));
