@@ -91,6 +91,8 @@ function keyProblem(key: unknown): string | undefined {
 function valueProblem(op: ComparisonOp, key: string, v: unknown): string | undefined {
   if (!isScalar(v)) return "value must be a string, a finite number or a boolean";
   if (typeof v === "string" && v.length > MAX_FILTER_STRING) return `string values must be at most ${MAX_FILTER_STRING} characters`;
+  // Typesense quotes filter strings in backticks and 0.24 has no escape for one inside.
+  if (typeof v === "string" && v.includes("`")) return "string values must not contain '`'";
   const range = RANGE_OPS.has(op);
   if (key === "source_id") return Number.isInteger(v) && (v as number) > 0 ? undefined : "source_id values must be positive integers";
   if (key === "document_id") {

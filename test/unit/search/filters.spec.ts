@@ -71,6 +71,7 @@ describe("metadata filters: validation", () => {
       { type: "in", key: "metadata.x", value: "a" },
       { type: "in", key: "source_id", value: [1, "2"] },
       { type: "eq", key: "metadata.x", value: "x".repeat(257) },
+      { type: "eq", key: "metadata.x", value: "a`b" },
       { type: "and", filters: [] },
       { type: "or" },
       "eq",
