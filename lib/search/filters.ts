@@ -11,9 +11,8 @@
  * uploaded document's own attributes). Bare names other than the three built-in keys are refused, so a
  * metadata key can never be mistaken for (or shadow) a built-in one.
  *
- * Semantics: a comparison on a key the chunk does not have, or whose value has another type than the filter's,
- * is false, for every operator (ne and nin included: they match chunks that have the key with another value).
- * An array metadata value matches eq/in when any element does, ne/nin when none does. Ranges compare numbers with
+ * Semantics: a comparison on a key the chunk does not have (missing or null) is false, for every operator; ne and
+ * nin match chunks that have the key with no equal value (a value of another type is never equal). An array metadata value matches eq/in when any element does, ne/nin when none does. Ranges compare numbers with
  * numbers and dates with dates (a metadata string that reads as an ISO 8601 or HTTP date); strings never compare
  * by order.
  */

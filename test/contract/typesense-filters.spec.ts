@@ -29,6 +29,8 @@ const corpus: (FilterableChunk & { id: string })[] = Array.from({ length: 120 },
   if (!rnd(8)) metadata.lang = null;
   return { id: `c${i}`, sourceId: 1 + rnd(4), documentId: `d${rnd(30)}`, indexedAt: BASE + rnd(20) * DAY, metadata };
 });
+// An object value: present for ne/nin, never equal.
+corpus.push({ id: "nested", sourceId: 1, documentId: "d0", indexedAt: BASE, metadata: { lang: { code: "en" }, tags: [] } });
 
 const day = () => BASE + rnd(20) * DAY;
 const leaf = (): SearchFilter =>

@@ -114,6 +114,9 @@ describe("metadata filters: evaluation", () => {
     yes({ type: "eq", key: "metadata.source", value: "website" });
     no({ type: "eq", key: "metadata.source", value: "Website" });
     no({ type: "eq", key: "metadata.pages", value: "12" });
+    yes({ type: "ne", key: "metadata.pages", value: "12" });
+    yes({ type: "ne", key: "metadata.nested", value: "x" }, chunk({ metadata: { nested: { a: 1 } } }));
+    no({ type: "eq", key: "metadata.nested", value: "x" }, chunk({ metadata: { nested: { a: 1 } } }));
     yes({ type: "eq", key: "metadata.pages", value: 12 });
     yes({ type: "eq", key: "metadata.draft", value: false });
     yes({ type: "gt", key: "metadata.pages", value: 11 });
