@@ -29,9 +29,15 @@ export function contentHash(content: string): string {
   return sha256(content);
 }
 
+/**
+ * What a stored chunk holds besides its text. A document indexed under another layout is re-indexed on its next
+ * load even when unchanged: its chunks keep their ids and vectors and get what they lacked (ranges: ADR 0057).
+ */
+const CHUNK_LAYOUT = "ranges";
+
 /** Everything that decides a document's chunks; equal keys mean re-indexing would produce the same chunks. */
 export function indexKey(d: { title: string; url: string; contentHash: string; chunkSize: number; overlap: number }): string {
-  return sha256(JSON.stringify([d.title, d.url, d.contentHash, d.chunkSize, d.overlap]));
+  return sha256(JSON.stringify([d.title, d.url, d.contentHash, d.chunkSize, d.overlap, CHUNK_LAYOUT]));
 }
 
 /** The text a chunk is embedded as: its document title gives a short chunk its context. */

@@ -250,6 +250,44 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
     });
   });
 
+  describe("citations on hits", () => {
+    const guide = (lead: string) =>
+      lead + Array.from({ length: 30 }, (_, i) => `Step ${i} of the beekeeping guide: inspect hive ${i}, find the queen and check the frames.`).join("\n\n");
+
+    it("every hit of both search routes carries document id, url, title, chunk index, the chunk's range in the document and a highlight", async () => {
+      const url = "https://other.example/bees";
+      const content = guide("");
+      await broker.call("search.indexDocuments", { accountId: other.accountId, sourceId: 24, documents: [{ url, title: "Beekeeping", content }] });
+      const body = { query: "hive queen", mode: "keyword", knowledge_source_ids: [24], limit: 10 };
+      const res = await api("POST", "/api/v1/knowledge/search", { token: other.token, body });
+      expect(res.status).toBe(200);
+      expect(res.body.results.length).toBeGreaterThan(1);
+      const doc = await api("GET", `/api/v1/knowledge/documents/${res.body.results[0].metadata.document_id}`, { token: other.token });
+      expect(doc.body.content).toBe(content);
+      for (const r of res.body.results) {
+        expect(r.metadata).toMatchObject({ document_id: doc.body.id, url, title: "Beekeeping", chunk_index: expect.any(Number) });
+        expect(content.slice(r.metadata.chunk_start, r.metadata.chunk_end)).toBe(r.content);
+        expect(r.highlight).toMatch(/<mark>(hive|queen)<\/mark>/);
+        expect(r.highlight.replace(/<\/?mark>|…/g, "").length).toBeLessThanOrEqual(200);
+      }
+      const docs = await api("POST", "/api/v1/knowledge/documents/search", { token: other.token, body: { query: "hive queen", mode: "keyword", source_ids: [24] } });
+      expect(docs.body.results).toHaveLength(1);
+      const [top] = docs.body.results;
+      expect(top).toMatchObject({ document_id: doc.body.id, url, title: "Beekeeping", chunk_index: expect.any(Number), highlight: expect.stringContaining("<mark>") });
+      expect(content.slice(top.chunk_start, top.chunk_end)).toBe(top.content);
+    });
+
+    it("re-indexed with blank space changed before them, unchanged chunks get their new ranges", async () => {
+      const url = "https://other.example/bees";
+      const content = guide("  \r\n\r\n   ");
+      await broker.call("search.indexDocuments", { accountId: other.accountId, sourceId: 24, documents: [{ url, title: "Beekeeping", content }] });
+      const res = await api("POST", "/api/v1/knowledge/search", { token: other.token, body: { query: "hive queen", mode: "keyword", knowledge_source_ids: [24], limit: 10 } });
+      expect(res.body.results.length).toBeGreaterThan(1);
+      for (const r of res.body.results) expect(content.slice(r.metadata.chunk_start, r.metadata.chunk_end)).toBe(r.content);
+      await broker.call("search.deleteSourceDocuments", { accountId: other.accountId, sourceId: 24 });
+    });
+  });
+
   describe("documents: list, get, stats, delete", () => {
     it("lists paginated summaries newest first, filtered by source_id, limit 1-200", async () => {
       const res = await api("GET", "/api/v1/knowledge/documents?limit=3", { token: owner.token });
