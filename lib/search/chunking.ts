@@ -12,6 +12,12 @@ export interface TextChunk {
   /** Character offsets into the (whitespace-normalised) content. */
   start: number;
   end: number;
+  /**
+   * Character range of the chunk's text in the content as given (before normalisation), so a citation can point
+   * into the stored document: content.slice(docStart, docEnd) is the chunk's text, whitespace runs aside.
+   */
+  docStart: number;
+  docEnd: number;
 }
 
 /** Collapses runs of blank space (keeping paragraph breaks) so offsets and sizes mean visible text. */
@@ -22,6 +28,26 @@ export function normalizeContent(content: string): string {
     .replace(/ *\n */g, "\n")
     .replace(/\n{3,}/g, "\n\n")
     .trim();
+}
+
+/**
+ * For each character of the normalised content, its index in the content as given. Normalising only drops or
+ * replaces blank space, so the other characters keep their order: each is found by skipping what was dropped.
+ */
+function originalIndexes(content: string, text: string): Int32Array {
+  const map = new Int32Array(text.length);
+  let j = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === " " || c === "\n") {
+      while (j < content.length && !/\s/.test(content[j]!)) j++;
+    } else {
+      while (j < content.length && content[j] !== c) j++;
+    }
+    map[i] = Math.min(j, Math.max(0, content.length - 1));
+    if (j < content.length) j++;
+  }
+  return map;
 }
 
 /** Index of the best place to end a chunk inside [from, to): a paragraph, then a sentence, then a word boundary. */
@@ -44,12 +70,19 @@ export function chunkText(content: string, size = DEFAULT_CHUNK_SIZE, overlap = 
   const safeOverlap = Math.max(0, Math.min(overlap, Math.floor(size / 2)));
   const text = normalizeContent(content);
   const chunks: TextChunk[] = [];
+  const original = originalIndexes(content, text);
   let start = 0;
   while (start < text.length) {
     let end = Math.min(start + size, text.length);
     if (end < text.length) end = breakPoint(text, end - Math.floor(size * BREAK_SEARCH_FRACTION), end);
-    const piece = text.slice(start, end).trim();
-    if (piece) chunks.push({ position: chunks.length, text: piece, start, end });
+    const window = text.slice(start, end);
+    const piece = window.trim();
+    if (piece) {
+      // The trimmed piece begins and ends with a visible character, which maps to the very same one as given.
+      const first = start + (window.length - window.trimStart().length);
+      const last = first + piece.length - 1;
+      chunks.push({ position: chunks.length, text: piece, start, end, docStart: original[first]!, docEnd: original[last]! + 1 });
+    }
     if (end >= text.length) break;
     let next = Math.max(end - safeOverlap, start + 1);
     // Start the overlap at a word boundary so no chunk begins mid-word.

@@ -13,6 +13,12 @@ export interface IndexedChunk {
   title: string;
   url: string;
   content: string;
+  /**
+   * The chunk's character range in its document's content as stored (content.slice(chunkStart, chunkEnd) is the
+   * chunk's text, whitespace runs aside); null or absent for chunks indexed before ranges were kept.
+   */
+  chunkStart?: number | null;
+  chunkEnd?: number | null;
   /** Unit or raw embedding; null until the embedding stage has produced it. */
   vector: Float32Array | null;
   /** Milliseconds since the epoch. */
@@ -28,10 +34,13 @@ export interface StoredChunk {
   title: string;
   url: string;
   content: string;
+  /** The chunk's character range in the document's content; absent in records written before ranges were kept. */
+  chunk_start?: number | null;
+  chunk_end?: number | null;
 }
 
 /** Where a chunk sits and what a hit shows of it, shared by the index's records, metadata and hits. */
-export type ChunkIdentity = Pick<IndexedChunk, "id" | "sourceId" | "documentId" | "position" | "title" | "url">;
+export type ChunkIdentity = Pick<IndexedChunk, "id" | "sourceId" | "documentId" | "position" | "title" | "url" | "chunkStart" | "chunkEnd">;
 
 /** A ranked chunk. `score` is the mode's raw score: BM25 / text match, cosine similarity, or the fused rank score. */
 export interface ChunkHit extends ChunkIdentity {

@@ -79,6 +79,26 @@ export const DocumentStats = defineView("DocumentStats", {
 /** Present when the query asked for rerank: true when the reranker ordered the results, false when it failed and the fused order stands. */
 const reranked = { type: "boolean", optional: true, description: "With rerank: true when the reranker ordered the results; false when it failed and the fused order was returned" } as const;
 
+/** What a hit carries for a citation (docs/adr/0057-citations-on-hits.md), besides document id, url, title and chunk index. */
+const chunkStart = {
+  type: "number",
+  integer: true,
+  nullable: true,
+  description:
+    "Character offset where the chunk begins in the document's content (as GET /knowledge/documents/:id returns it); null for a document indexed before chunk ranges were kept, until it is re-indexed",
+} as const;
+const chunkEnd = {
+  type: "number",
+  integer: true,
+  nullable: true,
+  description: "Character offset just past the chunk's end in the document's content (content.slice(chunk_start, chunk_end) is the chunk); null as chunk_start",
+} as const;
+const highlight = {
+  type: "string",
+  description:
+    "A snippet of the chunk (at most 200 characters of its text, HTML-escaped) around the query's matching words, each wrapped in <mark>…</mark>; the chunk's opening when no word matches (a semantic hit); … where the snippet cuts the text",
+} as const;
+
 const documentResult = {
   type: "object",
   props: {
@@ -89,6 +109,9 @@ const documentResult = {
     source_id: int,
     content: str,
     chunk_index: int,
+    chunk_start: chunkStart,
+    chunk_end: chunkEnd,
+    highlight,
     score: { type: "number" },
     normalized_score: { type: "number" },
   },
@@ -104,7 +127,8 @@ const sourceResult = {
   type: "object",
   props: {
     content: str,
-    metadata: { type: "object", props: { title: str, url: str, knowledge_source_id: int, document_id: str, chunk_index: int } },
+    highlight,
+    metadata: { type: "object", props: { title: str, url: str, knowledge_source_id: int, document_id: str, chunk_index: int, chunk_start: chunkStart, chunk_end: chunkEnd } },
     score: { type: "number" },
   },
 } as const;

@@ -96,6 +96,9 @@ const chunkSchema = new Schema<ChunkRecord>(
     title: { type: String, default: "" },
     url: { type: String, default: "" },
     content: { type: String, required: true },
+    // Absent in chunks written before citations carried ranges (docs/adr/0057-citations-on-hits.md).
+    chunk_start: { type: Number, default: null },
+    chunk_end: { type: Number, default: null },
     embed_key: { type: String, required: true },
     vector: { type: Buffer, default: null },
     indexed_at: { type: Date, required: true },

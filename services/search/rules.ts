@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { chunkText } from "../../lib/search/chunking";
+import { highlight } from "../../lib/search/highlight";
 import { normalizedScore } from "../../lib/search/fusion";
 import type { FieldProblem } from "../../lib/errors";
 import type { ChunkHit, IndexStats, SearchIndex, SearchMode } from "../../lib/search/port";
@@ -28,9 +29,15 @@ export function contentHash(content: string): string {
   return sha256(content);
 }
 
+/**
+ * What a stored chunk holds besides its text. A document indexed under another layout is re-indexed on its next
+ * load even when unchanged: its chunks keep their ids and vectors and get what they lacked (ranges: ADR 0057).
+ */
+const CHUNK_LAYOUT = "ranges";
+
 /** Everything that decides a document's chunks; equal keys mean re-indexing would produce the same chunks. */
 export function indexKey(d: { title: string; url: string; contentHash: string; chunkSize: number; overlap: number }): string {
-  return sha256(JSON.stringify([d.title, d.url, d.contentHash, d.chunkSize, d.overlap]));
+  return sha256(JSON.stringify([d.title, d.url, d.contentHash, d.chunkSize, d.overlap, CHUNK_LAYOUT]));
 }
 
 /** The text a chunk is embedded as: its document title gives a short chunk its context. */
@@ -47,6 +54,9 @@ export interface PlannedChunk {
   id: string;
   position: number;
   content: string;
+  /** The chunk's character range in the document's content (chunking.ts docStart/docEnd). */
+  start: number;
+  end: number;
   embedKey: string;
 }
 
@@ -61,6 +71,8 @@ export function planChunks(
     id: sha256(`${doc.id}\u0000${c.position}\u0000${c.text}`).slice(0, 32),
     position: c.position,
     content: c.text,
+    start: c.docStart,
+    end: c.docEnd,
     embedKey: embedKey(model, embedText(doc.title, c.text)),
   }));
 }
@@ -133,7 +145,7 @@ export function rankingProblems(p: RankingParams, mode: SearchMode, rerankConfig
 }
 
 /** One result of the document search: the document with its best-matching chunk, raw and 0..100 scores. */
-export function documentResult(hit: ChunkHit, best: number, score = hit.score) {
+export function documentResult(hit: ChunkHit, best: number, score = hit.score, query = "") {
   return {
     id: hit.documentId,
     document_id: hit.documentId,
@@ -142,29 +154,32 @@ export function documentResult(hit: ChunkHit, best: number, score = hit.score) {
     source_id: hit.sourceId,
     content: hit.content,
     chunk_index: hit.position,
+    chunk_start: hit.chunkStart ?? null,
+    chunk_end: hit.chunkEnd ?? null,
+    highlight: highlight(hit.content, query),
     score,
     normalized_score: normalizedScore(score, best),
   };
 }
 
 /** A page of the document search: each document once at its best chunk, best first, scored against the best. */
-export function documentSearchPage(hits: ChunkHit[], offset: number, limit: number) {
-  return scoredDocumentPage(fusedScores(collapseByDocument(bestFirst(hits))), offset, limit);
+export function documentSearchPage(hits: ChunkHit[], offset: number, limit: number, query = "") {
+  return scoredDocumentPage(fusedScores(collapseByDocument(bestFirst(hits))), offset, limit, query);
 }
 
 /** A page of documents already in their final order (each once), scored against the first. */
-export function scoredDocumentPage(ranked: Scored[], offset: number, limit: number) {
+export function scoredDocumentPage(ranked: Scored[], offset: number, limit: number, query = "") {
   const best = ranked[0]?.score ?? 0;
-  return { results: ranked.slice(offset, offset + limit).map((r) => documentResult(r.hit, best, r.score)), total: ranked.length };
+  return { results: ranked.slice(offset, offset + limit).map((r) => documentResult(r.hit, best, r.score, query)), total: ranked.length };
 }
 
 /** Results of the source-level search: chunk text, title and url, and the 0..1 score min_score compares with. */
-export function sourceSearchResults(hits: ChunkHit[], minScore: number, limit: number) {
-  return scoredSourceResults(fusedScores(bestFirst(hits)), minScore, limit);
+export function sourceSearchResults(hits: ChunkHit[], minScore: number, limit: number, query = "") {
+  return scoredSourceResults(fusedScores(bestFirst(hits)), minScore, limit, query);
 }
 
 /** The source-level results of chunks already in their final order. */
-export function scoredSourceResults(ranked: Scored[], minScore: number, limit: number) {
+export function scoredSourceResults(ranked: Scored[], minScore: number, limit: number, query = "") {
   const best = ranked[0]?.score ?? 0;
   const results = [];
   for (const { hit: h, score: raw } of ranked) {
@@ -174,7 +189,16 @@ export function scoredSourceResults(ranked: Scored[], minScore: number, limit: n
     // Text is read only for the results returned (the embedded engine reads it from disk on demand).
     results.push({
       content: h.content,
-      metadata: { title: h.title, url: h.url, knowledge_source_id: h.sourceId, document_id: h.documentId, chunk_index: h.position },
+      highlight: highlight(h.content, query),
+      metadata: {
+        title: h.title,
+        url: h.url,
+        knowledge_source_id: h.sourceId,
+        document_id: h.documentId,
+        chunk_index: h.position,
+        chunk_start: h.chunkStart ?? null,
+        chunk_end: h.chunkEnd ?? null,
+      },
       score,
     });
   }

@@ -86,7 +86,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
         this.checkRanking(ctx.params);
         const ranked = await this.rank(this.explicitAccount(ctx.params), query, mode, ctx.params.source_ids, candidateDepth(offset, limit), ctx.params.hybrid_weight);
         const stage = await this.rerankStage(query, collapseByDocument(bestFirst(ranked.hits)), ctx.params);
-        return { ...scoredDocumentPage(stage.ranked, offset, limit), mode_used: ranked.modeUsed, ...(stage.reranked === undefined ? {} : { reranked: stage.reranked }) };
+        return { ...scoredDocumentPage(stage.ranked, offset, limit, query), mode_used: ranked.modeUsed, ...(stage.reranked === undefined ? {} : { reranked: stage.reranked }) };
       },
     },
 
@@ -135,7 +135,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
         this.checkRanking(ctx.params);
         const ranked = await this.rank(this.explicitAccount(ctx.params), query, mode, ctx.params.knowledge_source_ids, candidateDepth(0, limit), ctx.params.hybrid_weight);
         const stage = await this.rerankStage(query, bestFirst(ranked.hits), ctx.params);
-        const results = scoredSourceResults(stage.ranked, min_score, limit);
+        const results = scoredSourceResults(stage.ranked, min_score, limit, query);
         return { results, total_results: results.length, query, ...(stage.reranked === undefined ? {} : { reranked: stage.reranked }) };
       },
     },

@@ -71,6 +71,8 @@ export function toIndexed(c: ChunkRecord, vector: Float32Array | null): IndexedC
     title: c.title,
     url: c.url,
     content: c.content,
+    chunkStart: c.chunk_start ?? null,
+    chunkEnd: c.chunk_end ?? null,
     vector,
     indexedAt: c.indexed_at.getTime(),
   };
@@ -83,12 +85,15 @@ export function toIndexed(c: ChunkRecord, vector: Float32Array | null): IndexedC
  * keeps its vector. Returns the vector the chunk now has.
  */
 async function keepStoredChunk(models: SearchModels, r: ChunkRecord): Promise<ChunkRecord["vector"]> {
-  const stored = await models.chunks.findById(r._id, { embed_key: 1, title: 1, url: 1, vector: 1 }).lean<ChunkRecord>();
+  const stored = await models.chunks.findById(r._id, { embed_key: 1, title: 1, url: 1, vector: 1, chunk_start: 1, chunk_end: 1 }).lean<ChunkRecord>();
+  // The same text at the same position may sit elsewhere in the document's content (blank space changed before it).
+  const range = { chunk_start: r.chunk_start, chunk_end: r.chunk_end };
   if (stored && stored.embed_key === r.embed_key && stored.title === r.title && stored.url === r.url) {
-    if (r.vector && !stored.vector) await models.chunks.updateOne({ _id: r._id }, { $set: { vector: r.vector } });
+    const moved = stored.chunk_start !== r.chunk_start || stored.chunk_end !== r.chunk_end;
+    if ((r.vector && !stored.vector) || moved) await models.chunks.updateOne({ _id: r._id }, { $set: { ...range, ...(r.vector && !stored.vector ? { vector: r.vector } : {}) } });
     return r.vector ?? stored.vector;
   }
-  await models.chunks.updateOne({ _id: r._id }, { $set: { title: r.title, url: r.url, embed_key: r.embed_key, vector: r.vector, indexed_at: r.indexed_at } });
+  await models.chunks.updateOne({ _id: r._id }, { $set: { title: r.title, url: r.url, embed_key: r.embed_key, vector: r.vector, indexed_at: r.indexed_at, ...range } });
   return r.vector;
 }
 
@@ -179,6 +184,8 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
       title: doc.title,
       url: doc.input.url,
       content: chunk.content,
+      chunk_start: chunk.start,
+      chunk_end: chunk.end,
       embed_key: chunk.embedKey,
       vector: cached[i]?.vector ?? null,
       indexed_at: now,

@@ -2,6 +2,8 @@ import { HYBRID_ALPHA_BY_MODEL, MIN_SIMILARITY_BY_MODEL } from "../../lib/search
 import { fuseLists } from "../../lib/search/fusion";
 import { LocalEmbeddingProvider } from "../../lib/search/embeddings";
 import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS } from "../../lib/search/models";
+import { chunkText } from "../../lib/search/chunking";
+import { highlight } from "../../lib/search/highlight";
 import type { IndexedChunk, IndexQuery, SearchIndex, SearchMode } from "../../lib/search/port";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "./corpus";
 import { scaled } from "../harness/wait";
@@ -15,8 +17,18 @@ export const CONTRACT_DIMENSIONS = LOCAL_MODELS[DEFAULT_LOCAL_MODEL].dimensions;
 /** Accounts are distinct per engine run so a shared Typesense collection never mixes test runs. */
 function accounts() {
   const base = 900_000_000 + Math.floor(Math.random() * 90_000_000);
-  return { a: base, b: base + 1, c: base + 2 };
+  return { a: base, b: base + 1, c: base + 2, d: base + 3 };
 }
+
+/** A document cut into several chunks, for citations: each hit's range must point back into this text. */
+const CITED_TEXT = [
+  "The lighthouse keeper climbs the tower at dusk and lights the lantern before the first ship passes the reef.",
+  "Every night he trims the wick, polishes the lens and writes the weather into the logbook by hand.",
+  "In winter storms the lantern must burn until dawn, so the keeper sleeps in short watches beside the stairs.",
+  "Supplies arrive by boat once a month: oil for the lantern, flour, coffee and letters from the mainland.",
+  "When the automatic beacon was installed, the keeper stayed on to look after the old lighthouse as a museum.",
+].join("\n\n");
+const CITED_QUERY = "lighthouse lantern";
 
 /**
  * The one contract both engines must meet. The same labelled corpus is indexed with real embeddings from
@@ -29,7 +41,8 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
     const provider = new LocalEmbeddingProvider();
     const vectors = new Map<string, Float32Array>();
     const queryVectors = new Map<string, Float32Array>();
-    const { a, b, c } = accounts();
+    const { a, b, c, d: cited } = accounts();
+    const citedChunks = chunkText(CITED_TEXT, 250, 40);
     const keyOf = (documentId: string) => documentId.split("-")[1]!;
 
     const chunk = (account: number, sourceId: number, d: (typeof CORPUS)[number], withVector = true): IndexedChunk => ({
@@ -58,7 +71,7 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
     beforeAll(async () => {
       const docVectors = await provider.embed(CORPUS.map((d) => `${d.title}\n\n${d.content}`));
       CORPUS.forEach((d, i) => vectors.set(d.key, docVectors[i]!));
-      const texts = [...PARAPHRASE_QUERIES, ...KEYWORD_QUERIES].map((q) => q.query);
+      const texts = [...PARAPHRASE_QUERIES, ...KEYWORD_QUERIES].map((q) => q.query).concat(CITED_QUERY);
       const qv = await provider.embed(texts, "query");
       texts.forEach((t, i) => queryVectors.set(t, qv[i]!));
       index = await makeIndex();
@@ -67,6 +80,25 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
       await index.upsertChunks(CORPUS.map((d, i) => chunk(a, i < CORPUS.length / 2 ? 1 : 2, d)));
       // Account b: the same texts, no vectors yet (the embedding stage has not run).
       await index.upsertChunks(CORPUS.map((d) => chunk(b, 7, d, false)));
+      // A document in several chunks with their ranges, and one chunk indexed before ranges were kept (none).
+      const citedVectors = await provider.embed(citedChunks.map((ch) => `Lighthouse\n\n${ch.text}`));
+      await index.upsertChunks([
+        ...citedChunks.map((ch, i): IndexedChunk => ({
+          id: `${cited}-lighthouse-${ch.position}`,
+          accountId: cited,
+          sourceId: 5,
+          documentId: `${cited}-lighthouse`,
+          position: ch.position,
+          title: "Lighthouse",
+          url: "https://example.com/lighthouse",
+          content: ch.text,
+          chunkStart: ch.docStart,
+          chunkEnd: ch.docEnd,
+          vector: citedVectors[i]!,
+          indexedAt: Date.now(),
+        })),
+        { ...chunk(cited, 6, CORPUS[0]!, false), content: "An old lighthouse lantern, indexed before chunk ranges were kept." },
+      ]);
     }, scaled(120_000));
 
     afterAll(async () => {
@@ -217,6 +249,25 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
       expect([...seen].filter((s) => !versions.includes(s))).toEqual([]);
       expect((await index.search(query(c, "marmoset ledger", "keyword"))).hits.map((h) => h.id).sort().join(" ")).toBe(versions[1]);
       await index.deleteSource(c, 98);
+    });
+
+    it.each(["keyword", "semantic", "hybrid"] as const)("%s hits carry a citation: the chunk's range in its document, and a highlight", async (mode) => {
+      expect(citedChunks.length).toBeGreaterThan(2);
+      const res = await index.search(query(cited, CITED_QUERY, mode, { sourceIds: [5] }));
+      expect(res.modeUsed).toBe(mode);
+      expect(res.hits.length).toBeGreaterThan(1);
+      for (const hit of res.hits) {
+        expect(hit).toMatchObject({ documentId: `${cited}-lighthouse`, title: "Lighthouse", url: "https://example.com/lighthouse" });
+        expect(CITED_TEXT.slice(hit.chunkStart!, hit.chunkEnd!)).toBe(hit.content);
+        expect(hit.content).toBe(citedChunks[hit.position]!.text);
+        const marked = highlight(hit.content, CITED_QUERY);
+        if (/lighthouse|lantern/i.test(hit.content)) expect(marked).toMatch(/<mark>(lighthouse|lantern)<\/mark>/i);
+        else expect(marked).toBe(hit.content.slice(0, marked.length));
+      }
+      const legacy = await index.search(query(cited, CITED_QUERY, "keyword", { sourceIds: [6] }));
+      expect(legacy.hits).toHaveLength(1);
+      expect(legacy.hits[0]).toMatchObject({ chunkStart: null, chunkEnd: null });
+      expect(highlight(legacy.hits[0]!.content, CITED_QUERY)).toBe("An old <mark>lighthouse</mark> <mark>lantern</mark>, indexed before chunk ranges were kept.");
     });
 
     it("deleted chunks and sources stop matching at once and leave other accounts alone", async () => {

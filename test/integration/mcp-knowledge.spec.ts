@@ -137,6 +137,9 @@ describe("MCP knowledge retrieval tools over NATS", () => {
       }
       const hit = (await rest("POST", "/knowledge/documents/search", { query: "volcano basalt", mode: "keyword" })).body.results[0];
       expect(hit).toMatchObject({ title: "About the volcano", source_id: sourceId });
+      // What a citation needs (ADR 0057), in the tool's answer as in REST's.
+      expect(hit).toMatchObject({ document_id: expect.any(String), url: expect.any(String), chunk_index: expect.any(Number) });
+      expect(hit).toMatchObject({ chunk_start: expect.any(Number), chunk_end: expect.any(Number), highlight: expect.stringMatching(/<mark>(volcano|basalt)<\/mark>/i) });
     });
 
     it("svc_knowledge_search applies REST's defaults (hybrid, 20) and a foreign or unknown source id keeps nothing", async () => {

@@ -114,7 +114,14 @@ describe("OpenAPI description over NATS", () => {
     walk(doc, "#");
     expect({ caseTwins, openObjects }).toEqual({ caseTwins: [], openObjects: [] });
     const results = doc.components.schemas.KnowledgeSearchResults.properties.results.items;
-    expect(results.required).toEqual(["content", "metadata", "score"]);
+    expect(results.required).toEqual(["content", "highlight", "metadata", "score"]);
+    // What a citation needs (ADR 0057): ranges always present and nullable, the highlight a string, both described.
+    const ranges = { type: ["integer", "null"], description: expect.stringContaining("document's content") };
+    expect(results.properties.metadata.properties).toMatchObject({ chunk_start: ranges, chunk_end: ranges });
+    expect(results.properties.metadata.required).toEqual(expect.arrayContaining(["document_id", "chunk_index", "chunk_start", "chunk_end"]));
+    const documentHit = doc.components.schemas.DocumentSearchResults.properties.results.items;
+    expect(documentHit.properties).toMatchObject({ chunk_start: ranges, chunk_end: ranges, highlight: { type: "string", description: expect.stringContaining("<mark>") } });
+    expect(documentHit.required).toEqual(expect.arrayContaining(["document_id", "url", "title", "chunk_index", "chunk_start", "chunk_end", "highlight"]));
     expect(doc.components.schemas.DocumentSearchResults.properties.mode_used).toEqual({ enum: ["semantic", "keyword", "hybrid"] });
   });
 

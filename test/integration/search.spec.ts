@@ -250,6 +250,71 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
     });
   });
 
+  describe("citations on hits", () => {
+    const guide = (lead: string) =>
+      lead + Array.from({ length: 30 }, (_, i) => `Step ${i} of the beekeeping guide: inspect hive ${i}, find the queen and check the frames.`).join("\n\n");
+
+    it("every hit of both search routes carries document id, url, title, chunk index, the chunk's range in the document and a highlight", async () => {
+      const url = "https://other.example/bees";
+      const content = guide("");
+      await broker.call("search.indexDocuments", { accountId: other.accountId, sourceId: 24, documents: [{ url, title: "Beekeeping", content }] });
+      const body = { query: "hive queen", mode: "keyword", knowledge_source_ids: [24], limit: 10 };
+      const res = await api("POST", "/api/v1/knowledge/search", { token: other.token, body });
+      expect(res.status).toBe(200);
+      expect(res.body.results.length).toBeGreaterThan(1);
+      const doc = await api("GET", `/api/v1/knowledge/documents/${res.body.results[0].metadata.document_id}`, { token: other.token });
+      expect(doc.body.content).toBe(content);
+      for (const r of res.body.results) {
+        expect(r.metadata).toMatchObject({ document_id: doc.body.id, url, title: "Beekeeping", chunk_index: expect.any(Number) });
+        expect(content.slice(r.metadata.chunk_start, r.metadata.chunk_end)).toBe(r.content);
+        expect(r.highlight).toMatch(/<mark>(hive|queen)<\/mark>/);
+        expect(r.highlight.replace(/<\/?mark>|…/g, "").length).toBeLessThanOrEqual(200);
+      }
+      const docs = await api("POST", "/api/v1/knowledge/documents/search", { token: other.token, body: { query: "hive queen", mode: "keyword", source_ids: [24] } });
+      expect(docs.body.results).toHaveLength(1);
+      const [top] = docs.body.results;
+      expect(top).toMatchObject({ document_id: doc.body.id, url, title: "Beekeeping", chunk_index: expect.any(Number), highlight: expect.stringContaining("<mark>") });
+      expect(content.slice(top.chunk_start, top.chunk_end)).toBe(top.content);
+    });
+
+    it("a document indexed before ranges were kept gets them when next sent unchanged: re-chunked, same chunk ids", async () => {
+      const content = Array.from({ length: 30 }, (_, i) => `Row ${i} of the orchard plan: prune tree ${i}, move the ladder and pick the pears.`).join("\n\n");
+      const doc = { url: "https://other.example/legacy", title: "Legacy", content };
+      const first = await broker.call<{ document_ids: string[] }, object>("search.indexDocuments", { accountId: other.accountId, sourceId: 25, documents: [doc] });
+      const id = first.document_ids[0]!;
+      const conn = await mongoose.createConnection(cluster.mongoUrl).asPromise();
+      try {
+        const models = searchModels(conn);
+        // As chunks written before ADR 0057 are: no ranges, and an index key without the chunk layout.
+        await models.chunks.updateMany({ account_id: other.accountId, document_id: id }, { $unset: { chunk_start: 1, chunk_end: 1 } });
+        await models.documents.updateOne({ _id: id, account_id: other.accountId }, { $set: { index_key: "before-ranges" } });
+        const ids = (await models.chunks.find({ account_id: other.accountId, document_id: id }, { _id: 1 }).lean()).map((c) => c._id).sort();
+        const again = await broker.call("search.indexDocuments", { accountId: other.accountId, sourceId: 25, documents: [doc] });
+        expect(again).toMatchObject({ indexed: 1, unchanged: 0 });
+        const chunks = await models.chunks.find({ account_id: other.accountId, document_id: id }).sort({ position: 1 }).lean();
+        expect(chunks.map((c) => c._id).sort()).toEqual(ids);
+        for (const c of chunks) expect(doc.content.slice(c.chunk_start!, c.chunk_end!)).toBe(c.content);
+        expect((await broker.call("search.indexDocuments", { accountId: other.accountId, sourceId: 25, documents: [doc] }))).toMatchObject({ indexed: 0, unchanged: 1 });
+      } finally {
+        await conn.close();
+      }
+      const res = await api("POST", "/api/v1/knowledge/search", { token: other.token, body: { query: "orchard ladder", mode: "keyword", knowledge_source_ids: [25], limit: 10 } });
+      expect(res.body.results.length).toBeGreaterThan(1);
+      for (const r of res.body.results) expect(doc.content.slice(r.metadata.chunk_start, r.metadata.chunk_end)).toBe(r.content);
+      await broker.call("search.deleteSourceDocuments", { accountId: other.accountId, sourceId: 25 });
+    });
+
+    it("re-indexed with blank space changed before them, unchanged chunks get their new ranges", async () => {
+      const url = "https://other.example/bees";
+      const content = guide("  \r\n\r\n   ");
+      await broker.call("search.indexDocuments", { accountId: other.accountId, sourceId: 24, documents: [{ url, title: "Beekeeping", content }] });
+      const res = await api("POST", "/api/v1/knowledge/search", { token: other.token, body: { query: "hive queen", mode: "keyword", knowledge_source_ids: [24], limit: 10 } });
+      expect(res.body.results.length).toBeGreaterThan(1);
+      for (const r of res.body.results) expect(content.slice(r.metadata.chunk_start, r.metadata.chunk_end)).toBe(r.content);
+      await broker.call("search.deleteSourceDocuments", { accountId: other.accountId, sourceId: 24 });
+    });
+  });
+
   describe("documents: list, get, stats, delete", () => {
     it("lists paginated summaries newest first, filtered by source_id, limit 1-200", async () => {
       const res = await api("GET", "/api/v1/knowledge/documents?limit=3", { token: owner.token });

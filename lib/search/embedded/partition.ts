@@ -24,6 +24,9 @@ export interface ChunkTable {
   strings: string[];
   title: number[];
   url: number[];
+  /** Each chunk's character range in its document (-1: not known); absent in snapshots written before ranges. */
+  start?: number[];
+  end?: number[];
 }
 
 /** One account's chunks: slot tables plus a keyword and a vector index over the same slots. */
@@ -58,7 +61,7 @@ export class Partition {
     const slot = this.chunks.length;
     const doc = this.document(chunk.documentId, chunk.sourceId, chunk.title, chunk.url);
     this.slotOf.set(chunk.id, slot);
-    this.chunks[slot] = { id: chunk.id, sourceId: chunk.sourceId, documentId: doc.id, position: chunk.position, title: doc.title, url: doc.url };
+    this.chunks[slot] = { id: chunk.id, sourceId: chunk.sourceId, documentId: doc.id, position: chunk.position, title: doc.title, url: doc.url, chunkStart: chunk.chunkStart ?? null, chunkEnd: chunk.chunkEnd ?? null };
     doc.chunks.add(slot);
     this.keyword.add(slot, terms(chunk.title), terms(chunk.content));
     this.texts.set(slot, chunk.content);
@@ -120,7 +123,7 @@ export class Partition {
     };
     const documents: [string, number][] = [];
     const documentIds = new Map<string, number>();
-    const t: ChunkTable = { ids: [], documents, doc: [], position: [], strings, title: [], url: [] };
+    const t: ChunkTable = { ids: [], documents, doc: [], position: [], strings, title: [], url: [], start: [], end: [] };
     for (const slot of live) {
       const c = this.chunks[slot]!;
       let d = documentIds.get(c.documentId);
@@ -130,6 +133,8 @@ export class Partition {
       t.position.push(c.position);
       t.title.push(intern(c.title));
       t.url.push(intern(c.url));
+      t.start!.push(c.chunkStart ?? -1);
+      t.end!.push(c.chunkEnd ?? -1);
     }
     return t;
   }
@@ -147,6 +152,8 @@ class StoredHit implements ChunkHit {
   readonly position: number;
   readonly title: string;
   readonly url: string;
+  readonly chunkStart: number | null;
+  readonly chunkEnd: number | null;
   #texts: ChunkTexts;
   #slot: number;
   #content: string | undefined = undefined;
@@ -165,6 +172,8 @@ class StoredHit implements ChunkHit {
     this.position = c.position;
     this.title = c.title;
     this.url = c.url;
+    this.chunkStart = c.chunkStart ?? null;
+    this.chunkEnd = c.chunkEnd ?? null;
     this.#texts = texts;
     this.#slot = slot;
   }

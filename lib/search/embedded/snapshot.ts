@@ -151,7 +151,7 @@ export async function readPartitionSnapshot(accountId: number, dir: string, expe
     const n = live.length;
     const slotCount = h.slotCount;
     if (n !== h.chunks || offsets.length !== n || lengths.length !== n || chars.length !== n) throw new RangeError("chunk sections disagree in length");
-    for (const list of [table.ids, table.doc, table.position, table.title, table.url]) if (list.length !== n) throw new RangeError("chunk table disagrees in length");
+    for (const list of [table.ids, table.doc, table.position, table.title, table.url, table.start ?? table.ids, table.end ?? table.ids]) if (list.length !== n) throw new RangeError("chunk table disagrees in length");
     const text = reader.info("text");
     for (let i = 0; i < n; i++) {
       const slot = live[i]!;
@@ -174,7 +174,8 @@ export async function readPartitionSnapshot(accountId: number, dir: string, expe
       if (!doc) p.documents.set(documentId, (doc = { id: documentId, sourceId, chunks: new Set(), title, url }));
       doc.chunks.add(i);
       p.slotOf.set(id, i);
-      p.chunks[i] = { id, sourceId, documentId, position: table.position[i]!, title, url };
+      const [start, end] = [table.start?.[i] ?? -1, table.end?.[i] ?? -1];
+      p.chunks[i] = { id, sourceId, documentId, position: table.position[i]!, title, url, chunkStart: start < 0 ? null : start, chunkEnd: end < 0 ? null : end };
     }
     const postingSlots = reader.int32("keyword.slots");
     for (let i = 0; i < postingSlots.length; i++) {

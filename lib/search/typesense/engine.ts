@@ -437,7 +437,7 @@ export class TypesenseEngine implements SearchIndex {
 }
 
 /** What a keyword candidate and a vector hit both carry. */
-type HitDocument = Pick<ChunkDocument, "id" | "source_id" | "document_id" | "position" | "title" | "url" | "content">;
+type HitDocument = Pick<ChunkDocument, "id" | "source_id" | "document_id" | "position" | "title" | "url" | "content" | "chunk_start" | "chunk_end">;
 
 function toChunkHit(d: HitDocument, score: number, extra: { textScore?: number; vectorDistance?: number }): ChunkHit {
   return {
@@ -448,6 +448,8 @@ function toChunkHit(d: HitDocument, score: number, extra: { textScore?: number; 
     title: d.title ?? "",
     url: d.url ?? "",
     content: d.content ?? "",
+    chunkStart: d.chunk_start ?? null,
+    chunkEnd: d.chunk_end ?? null,
     score,
     ...(extra.vectorDistance !== undefined ? { vectorDistance: extra.vectorDistance } : {}),
     ...(extra.textScore !== undefined ? { textScore: extra.textScore } : {}),

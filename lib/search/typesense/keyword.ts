@@ -25,10 +25,10 @@ export const TOTALS_TTL_MS = 1000;
  * What a hit shows. Keyword candidates bring it along: Typesense's cost is per returned hit, hardly per
  * byte, so a second read of the final hits' text would cost more than carrying it.
  */
-export const HIT_FIELDS = "id,source_id,document_id,position,title,url,content";
+export const HIT_FIELDS = "id,source_id,document_id,position,title,url,content,chunk_start,chunk_end";
 /** What BM25 needs of a candidate besides: its terms (for term frequencies) and its length. */
 export const CANDIDATE_FIELDS = `${HIT_FIELDS},term_count,title_terms,content_terms`;
-export type Candidate = Pick<ChunkDocument, "id" | "source_id" | "document_id" | "position" | "title" | "url" | "content" | "term_count" | "title_terms" | "content_terms">;
+export type Candidate = Pick<ChunkDocument, "id" | "source_id" | "document_id" | "position" | "title" | "url" | "content" | "chunk_start" | "chunk_end" | "term_count" | "title_terms" | "content_terms">;
 
 /** The account's BM25 population (the embedded engine's per-account index): chunk count and total length. */
 export interface Totals {

@@ -54,12 +54,23 @@ export interface VectorDocument {
   title: string;
   url: string;
   content: string;
+  /** The chunk's character range in its document (stored, not indexed; absent for chunks indexed before ranges). */
+  chunk_start?: number | null;
+  chunk_end?: number | null;
 }
 
 /** A vector's document: the chunk's tenant ids and what its hit shows. */
-export function vectorDocument(c: Pick<ChunkDocument, "id" | "account_id" | "source_id" | "document_id" | "position" | "title" | "url" | "content">, vector: Float32Array): VectorDocument {
-  const { id, account_id, source_id, document_id, position, title, url, content } = c;
-  return { id, account_id, source_id, embedding: Array.from(vector), document_id, position, title, url, content };
+export function vectorDocument(
+  c: Pick<ChunkDocument, "id" | "account_id" | "source_id" | "document_id" | "position" | "title" | "url" | "content" | "chunk_start" | "chunk_end">,
+  vector: Float32Array,
+): VectorDocument {
+  const { id, account_id, source_id, document_id, position, title, url, content, chunk_start, chunk_end } = c;
+  return { id, account_id, source_id, embedding: Array.from(vector), document_id, position, title, url, content, ...range(chunk_start, chunk_end) };
+}
+
+/** A chunk's range as stored fields: left out when not known (Typesense stores no null in an int field). */
+function range(start: number | null | undefined, end: number | null | undefined): { chunk_start?: number; chunk_end?: number } {
+  return typeof start === "number" && typeof end === "number" ? { chunk_start: start, chunk_end: end } : {};
 }
 
 /** Chunks hidden from searchers while replaceChunks swaps a page's versions (see TypesenseEngine.replaceChunks). */
@@ -112,6 +123,9 @@ export function schemas(names: CollectionNames) {
         { name: "title", type: "string", index: false, optional: true },
         { name: "url", type: "string", index: false, optional: true },
         { name: "content", type: "string", index: false, optional: true },
+        // Optional: a collection created before citations carried ranges stores them all the same (unindexed).
+        { name: "chunk_start", type: "int32", index: false, optional: true },
+        { name: "chunk_end", type: "int32", index: false, optional: true },
         { name: "title_terms", type: "string" },
         { name: "content_terms", type: "string" },
         { name: "term_count", type: "int32", facet: true },
@@ -142,6 +156,7 @@ export function chunkDocument(c: IndexedChunk): ChunkDocument {
     title: c.title,
     url: c.url,
     content: c.content,
+    ...range(c.chunkStart, c.chunkEnd),
     title_terms: titleTerms.join(" "),
     content_terms: contentTerms.join(" "),
     term_count: TITLE_WEIGHT * titleTerms.length + contentTerms.length,
@@ -157,7 +172,7 @@ export function quoteList(values: string[]): string {
 
 export interface Schema {
   name: string;
-  fields: { name: string; num_dim?: number }[];
+  fields: { name: string; num_dim?: number; optional?: boolean; index?: boolean }[];
 }
 
 /** Creates a collection, or checks the one another replica (or an earlier start) created. */
@@ -174,7 +189,8 @@ export async function createCollection(client: Client, schema: Schema) {
 export async function checkCollection(client: Client, schema: Schema) {
   const existing = (await client.collections(schema.name).retrieve()) as unknown as { fields: { name: string; num_dim?: number }[] };
   const names = new Set(existing.fields.map((f) => f.name));
-  if (schema.fields.some((f) => !names.has(f.name))) {
+  // A stored-only optional field added later needs no migration: Typesense keeps undeclared fields of a document.
+  if (schema.fields.some((f) => !names.has(f.name) && !(f.optional && f.index === false))) {
     throw new Error(`Typesense collection ${schema.name} has another layout: drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
   }
   const want = schema.fields.find((f) => f.num_dim)?.num_dim;

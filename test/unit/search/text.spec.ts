@@ -1,4 +1,5 @@
 import { chunkText, normalizeContent } from "../../../lib/search/chunking";
+import { highlight } from "../../../lib/search/highlight";
 import { STOP_WORDS, terms, words } from "../../../lib/search/tokenizer";
 
 describe("tokenizer", () => {
@@ -20,7 +21,7 @@ describe("tokenizer", () => {
 describe("chunking", () => {
   it("keeps a short text as one chunk and normalises blank space", () => {
     expect(normalizeContent("a \t b\r\n\r\n\r\n\r\nc")).toBe("a b\n\nc");
-    expect(chunkText("Hello   world.")).toEqual([{ position: 0, text: "Hello world.", start: 0, end: 12 }]);
+    expect(chunkText("Hello   world.")).toEqual([{ position: 0, text: "Hello world.", start: 0, end: 12, docStart: 0, docEnd: 14 }]);
   });
 
   it("splits at most `size` characters, prefers sentence ends, and overlaps consecutive chunks", () => {
@@ -43,9 +44,46 @@ describe("chunking", () => {
     for (let i = 0; i < 500; i++) expect(seen.has(`w${i}`)).toBe(true);
   });
 
+  it("gives each chunk its range in the content as given (a citation's offsets)", () => {
+    const plain = Array.from({ length: 60 }, (_, i) => `Sentence number ${i} is here.`).join(" ");
+    const chunks = chunkText(plain, 200, 50);
+    expect(chunks.length).toBeGreaterThan(3);
+    for (const c of chunks) expect(plain.slice(c.docStart, c.docEnd)).toBe(c.text);
+    // Blank space the chunker collapsed is still in the range: the same text, whitespace runs aside.
+    const raw = `  Title\r\n\r\n\r\nFirst \t para.  ${"Lorem ipsum dolor sit amet. ".repeat(30)}\n\n\n  Last   words.  `;
+    for (const c of chunkText(raw, 150, 30)) {
+      const slice = raw.slice(c.docStart, c.docEnd);
+      expect(slice.replace(/\s+/g, " ")).toBe(c.text.replace(/\s+/g, " "));
+      expect(slice).toBe(slice.trim());
+    }
+  });
+
   it("defaults to 1000-character chunks and caps overlap at half the size", () => {
     const text = "x ".repeat(3000);
     expect(chunkText(text).every((c) => c.text.length <= 1000)).toBe(true);
     expect(chunkText(text, 100, 500).length).toBeLessThan(200);
+  });
+});
+
+describe("highlight", () => {
+  it("marks the words matching the query's terms (stemmed, case and accents folded), escaping the rest", () => {
+    expect(highlight("Running dogs & <cats> run fast.", "the runner's DOG")).toBe("Running <mark>dogs</mark> &amp; &lt;cats&gt; run fast.");
+    expect(highlight("Café au lait, cafe noir.", "cafe")).toBe("<mark>Café</mark> au lait, <mark>cafe</mark> noir.");
+    expect(highlight("Connected connections connect.", "connecting")).toBe("<mark>Connected</mark> <mark>connections</mark> <mark>connect</mark>.");
+  });
+
+  it("cuts a long chunk to the window around the matches, at word boundaries, with ellipses", () => {
+    const text = `${"filler word ".repeat(40)}the kubernetes operator restarts pods ${"more text ".repeat(40)}`;
+    const h = highlight(text, "kubernetes pods");
+    expect(h).toMatch(/^…/);
+    expect(h).toMatch(/…$/);
+    expect(h).toContain("<mark>kubernetes</mark> operator restarts <mark>pods</mark>");
+    expect(h.replace(/<\/?mark>|…/g, "").length).toBeLessThanOrEqual(200);
+  });
+
+  it("shows the chunk's opening when nothing matches (a semantic hit) or the query has only stop words", () => {
+    const text = "word ".repeat(100).trim();
+    expect(highlight(text, "unrelated")).toBe(`${"word ".repeat(39)}word…`);
+    expect(highlight("Short text.", "the of")).toBe("Short text.");
   });
 });
