@@ -41,22 +41,12 @@ export interface ChunkDocument extends StoredChunk {
 /**
  * A chunk's vector, in a collection per embedding model: Typesense 0.24 parses a hit's whole stored
  * document, and a 512-d vector is most of a chunk's JSON, so keyword candidates and text reads would pay
- * for it on every hit; and a model switch fills a new vectors collection while the text stays.
+ * for it on every hit; and a model switch fills a new vectors collection while the text stays. It carries the
+ * chunk's fields too (stored, not indexed), so a vector hit needs no second read.
  */
-export interface VectorDocument {
+export interface VectorDocument extends StoredChunk {
   id: string;
-  account_id: number;
-  source_id: number;
   embedding: number[];
-  /** What a hit shows (stored, not indexed), so a vector hit needs no second read. */
-  document_id: string;
-  position: number;
-  title: string;
-  url: string;
-  content: string;
-  /** The chunk's character range in its document (stored, not indexed; absent for chunks indexed before ranges). */
-  chunk_start?: number | null;
-  chunk_end?: number | null;
 }
 
 /** A vector's document: the chunk's tenant ids and what its hit shows. */
