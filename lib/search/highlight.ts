@@ -15,9 +15,13 @@ export function highlight(content: string, query: string, max = HIGHLIGHT_LENGTH
   const wanted = new Set(terms(query));
   const matches: { start: number; end: number }[] = [];
   if (wanted.size) {
+    // A word recurs in a chunk: analyse each distinct one once.
+    const matching = new Map<string, boolean>();
     for (const m of content.matchAll(/[\p{L}\p{N}\p{M}]+/gu)) {
       const word = m[0];
-      if (words(word).some((w) => terms(w).some((t) => wanted.has(t)))) matches.push({ start: m.index, end: m.index + word.length });
+      let isMatch = matching.get(word);
+      if (isMatch === undefined) matching.set(word, (isMatch = words(word).some((w) => terms(w).some((t) => wanted.has(t)))));
+      if (isMatch) matches.push({ start: m.index, end: m.index + word.length });
     }
   }
   let from = 0;
