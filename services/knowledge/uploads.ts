@@ -34,7 +34,7 @@ export const documentBodyParams = {
     props: {
       filename: { type: "string", min: 1, max: 255, description: "The file's name; its extension tells the format" },
       content_type: { type: "string", max: 255, optional: true, default: "application/octet-stream", description: "The file's media type (used when the name has no known extension)" },
-      data: { type: "string", description: "The file's bytes, base64" },
+      data: { type: "string", base64: true, description: "The file's bytes, base64" },
     },
     strict: "remove",
   },

@@ -13,7 +13,7 @@ const documents = defineModel(
     title: { store: stored.string({ default: "" }) },
     content: { store: stored.string({ default: "" }) },
     content_hash: { store: stored.string({ required: true }) },
-    metadata: { store: stored.custom<Record<string, unknown>>({ type: Schema.Types.Mixed, default: {} }) },
+    metadata: { store: stored.json({ default: () => ({}) }) },
     chunk_ids: { read: false, store: stored.strings() },
     chunk_size: { store: stored.int({ required: true }) },
     chunk_overlap: { read: false, store: stored.int({ required: true }) },

@@ -1,5 +1,6 @@
 import type { Logger } from "moleculer";
 import { insertNew } from "../../lib/db";
+import { encodeFreeJson } from "../../lib/free-json";
 import type { EmbeddingProvider } from "../../lib/search/embeddings";
 import type { LocalIndex } from "../../lib/search/engines";
 import type { IndexedChunk, SearchIndex } from "../../lib/search/port";
@@ -154,7 +155,8 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
       title: d.title,
       content: d.input.content,
       content_hash: d.hash,
-      metadata: d.input.metadata ?? {},
+      // Free-form (any keys, nested arrays): stored as JSON text, as the model declares; this write skips mongoose.
+      metadata: encodeFreeJson(d.input.metadata ?? {}),
       // The previous chunks stay listed until they are deleted, so a crash in between leaves no orphans.
       chunk_ids: [...d.chunks.map((c) => c.id), ...d.stale],
       chunk_size: chunkSize,

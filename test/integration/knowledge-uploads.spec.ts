@@ -163,6 +163,7 @@ describe("documents added to an upload knowledge source (issue 26, item 1)", () 
       ["both file and text", call("POST", `/knowledge/${source.id}/documents`, { text: "a", file: { filename: "a.txt", data: Buffer.from("a").toString("base64") } })],
       ["unknown field", call("POST", `/knowledge/${source.id}/documents`, { text: "a", colour: "red" })],
       ["metadata not an object", call("POST", `/knowledge/${source.id}/documents`, { text: "a", metadata: "x" })],
+      ["file data not base64", call("POST", `/knowledge/${source.id}/documents`, { file: { filename: "a.txt", data: "!!!not base64" } })],
       ["unsupported format", upload("POST", `/knowledge/${source.id}/documents`, { name: "report.docx", type: "application/vnd.openxmlformats-officedocument.wordprocessingml.document", data: "PK\u0003\u0004" })],
       ["a .pdf that is not one", upload("POST", `/knowledge/${source.id}/documents`, { name: "fake.pdf", type: "application/pdf", data: "not a pdf at all" })],
       ["a file with no text", upload("POST", `/knowledge/${source.id}/documents`, { name: "blank.txt", type: "text/plain", data: "   \n  " })],
@@ -193,6 +194,18 @@ describe("documents added to an upload knowledge source (issue 26, item 1)", () 
     const over = await call("POST", `/knowledge/${full.id}/documents`, { text: "one too many" });
     expect(over.status).toBe(422);
     expect(JSON.stringify(over.body)).toContain(String(MAX_DOCUMENTS));
+  });
+
+  it("keeps free-form metadata as sent: dotted and $ keys, nested arrays", async () => {
+    const own = await newSource("Free-form metadata");
+    const metadata = { "a.b": 1, $where: "x", grid: [[1, 2], [[3]]], nested: { "x.y": [{ $in: [] }] } };
+    const created = await call("POST", `/knowledge/${own.id}/documents`, { text: "Tide tables for the harbour.", metadata });
+    expect(created.status).toBe(201);
+    expect(created.body.metadata).toMatchObject(metadata);
+    expect((await call("GET", `/knowledge/${own.id}/documents/${created.body.id}`)).body.metadata).toMatchObject(metadata);
+    const relabelled = await call("PUT", `/knowledge/${own.id}/documents/${created.body.id}`, { text: "Tide tables for the harbour.", metadata: { "c.d": [[true]] } });
+    expect(relabelled.status).toBe(200);
+    expect((await call("GET", `/knowledge/${own.id}/documents/${created.body.id}`)).body.metadata).toMatchObject({ "c.d": [[true]] });
   });
 
   it("keeps other accounts out", async () => {
