@@ -1,3 +1,5 @@
+import type { SearchFilter } from "./filters";
+
 /** The three retrieval modes of the interface. */
 export const SEARCH_MODES = ["semantic", "keyword", "hybrid"] as const;
 export type SearchMode = (typeof SEARCH_MODES)[number];
@@ -23,6 +25,8 @@ export interface IndexedChunk {
   vector: Float32Array | null;
   /** Milliseconds since the epoch. */
   indexedAt: number;
+  /** The document's metadata (what filters compare, docs/adr/0058-metadata-filters.md); the same for every chunk of it. */
+  metadata?: Record<string, unknown> | null;
 }
 
 /** A chunk's place and text as the durable stores keep them (MongoDB's chunk records, Typesense's chunk documents). */
@@ -66,6 +70,8 @@ export interface IndexQuery {
   alpha: number;
   /** Vector hits farther than this cosine distance are not candidates (model-specific, calibrated). */
   maxDistance: number;
+  /** Only chunks this metadata filter matches, applied before ranking (lib/search/filters.ts `matches`). */
+  filter?: SearchFilter;
 }
 
 export interface IndexResult {
@@ -98,6 +104,8 @@ export interface SearchIndex {
   replaceChunks(accountId: number, chunks: IndexedChunk[], staleIds: string[]): Promise<void>;
   setVectors(accountId: number, vectors: { id: string; vector: Float32Array }[]): Promise<void>;
   deleteChunks(accountId: number, ids: string[]): Promise<void>;
+  /** A document's metadata changed without its text: its chunks (by id) take the new metadata, nothing else changes. */
+  setDocumentMetadata(accountId: number, documentId: string, chunkIds: string[], metadata: Record<string, unknown> | null): Promise<void>;
   deleteSource(accountId: number, sourceId: number): Promise<void>;
   search(query: IndexQuery): Promise<IndexResult>;
   /** Documents searchable in the account (or one source of it). */
