@@ -19,6 +19,8 @@ function ruleObject(rule: unknown): Record<string, unknown> {
 export function ruleToSchema(rule: unknown): JsonSchema {
   const r = ruleObject(rule);
   let schema: JsonSchema;
+  // A rule a fastest-validator type cannot describe (a recursive grammar, checked by its own function) names its schema.
+  if (r.jsonSchema) return { ...(r.jsonSchema as JsonSchema), ...(typeof r.description === "string" ? { description: r.description } : {}) };
   switch (r.type) {
     case "number":
       schema = { type: r.integer ? "integer" : "number" };

@@ -224,3 +224,38 @@ export function compileFilter(filter: SearchFilter): (chunk: FilterableChunk) =>
 export function matches(filter: SearchFilter, chunk: FilterableChunk): boolean {
   return compileFilter(filter)(chunk);
 }
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const scalarSchema = { anyOf: [{ type: "string", maxLength: MAX_FILTER_STRING }, { type: "number" }, { type: "boolean" }] };
+
+/** The grammar as named OpenAPI schemas (recursive: a compound holds filters); the limits beyond it are checked by filterProblems. */
+export const FILTER_SCHEMAS = {
+  SearchFilter: {
+    anyOf: [ref("ComparisonFilter"), ref("CompoundFilter")],
+    description:
+      `A metadata filter, applied before ranking: a comparison or an and/or of filters (at most ${MAX_FILTER_DEPTH} levels, ${MAX_FILTER_CLAUSES} comparisons). ` +
+      "A comparison on a key the chunk does not have is false, for ne and nin too.",
+  },
+  ComparisonFilter: {
+    type: "object",
+    required: ["type", "key", "value"],
+    properties: {
+      type: { enum: [...COMPARISON_OPS], description: "eq, ne, gt, gte, lt, lte (numbers or ISO 8601 dates), in, nin (a list of values)" },
+      key: {
+        type: "string",
+        description: `${BUILTIN_FILTER_KEYS.join(", ")}, or metadata.<name> for a document metadata key (1-64 letters, digits, '_' or '-')`,
+      },
+      value: { anyOf: [...scalarSchema.anyOf, { type: "array", minItems: 1, maxItems: MAX_FILTER_VALUES, items: scalarSchema }] },
+    },
+    additionalProperties: false,
+  },
+  CompoundFilter: {
+    type: "object",
+    required: ["type", "filters"],
+    properties: {
+      type: { enum: [...COMPOUND_OPS] },
+      filters: { type: "array", minItems: 1, items: ref("SearchFilter") },
+    },
+    additionalProperties: false,
+  },
+};

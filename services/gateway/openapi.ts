@@ -204,7 +204,11 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; w
   };
   // Named schemas the actions declare (lib/resource.ts), gathered once each.
   const declaredSchemas: Record<string, JsonSchema> = {};
-  for (const route of routes) Object.assign(declaredSchemas, route.response?.schemas, route.body?.schemas);
+  for (const route of routes) {
+    Object.assign(declaredSchemas, route.response?.schemas, route.body?.schemas);
+    // Params whose rule names its schema (`jsonSchema`) bring the named schemas it refers to.
+    for (const rule of Object.values(route.params ?? {})) Object.assign(declaredSchemas, (rule as { schemas?: Record<string, JsonSchema> } | null)?.schemas);
+  }
   const mainRoute = (route: RoutedAction) => routes.find((r) => r.action === route.action && routeIndex(r) === 0);
   for (const route of [...routes].sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method))) {
     const method = route.method.toLowerCase();

@@ -1,4 +1,5 @@
 import * as z from "zod/v4";
+import { COMPARISON_OPS, COMPOUND_OPS } from "../../lib/search/filters";
 
 /** A fastest-validator rule, as the services declare their params (lib/resource Rule). */
 type Rule = { readonly type: string; readonly [key: string]: unknown };
@@ -37,12 +38,13 @@ function zodOfRule(rule: Rule): z.ZodType {
 
 /**
  * A tool's input schema from the REST action's own params: the same bounds, enums and defaults, so a tool
- * cannot drift from its route. The action validates the arguments again when the tool calls it.
+ * cannot drift from its route. The action validates the arguments again when the tool calls it. `own` gives the
+ * type of a param no rule kind describes (a recursive grammar checked by its own function).
  */
-export function zodShape(params: Record<string, Rule>): Record<string, z.ZodType> {
+export function zodShape(params: Record<string, Rule>, own: Record<string, z.ZodType> = {}): Record<string, z.ZodType> {
   return Object.fromEntries(
     Object.entries(params).map(([name, rule]) => {
-      let type: z.ZodType = zodOfRule(rule);
+      let type: z.ZodType = own[name] ?? zodOfRule(rule);
       if (rule.default !== undefined) type = type.default(rule.default as never);
       else if (rule.optional) type = type.optional();
       if (typeof rule.description === "string") type = type.describe(rule.description);
@@ -50,3 +52,16 @@ export function zodShape(params: Record<string, Rule>): Record<string, z.ZodType
     }),
   );
 }
+
+const filterScalar = z.union([z.string(), z.number(), z.boolean()]);
+
+/**
+ * The metadata filter grammar of the search routes (lib/search/filters.ts): its shape only; the action's
+ * filterProblems checks keys, values and limits, and its 422 reaches the client as the tool's error.
+ */
+export const searchFilterSchema: z.ZodType = z.lazy(() =>
+  z.union([
+    z.object({ type: z.enum(COMPARISON_OPS), key: z.string(), value: z.union([filterScalar, z.array(filterScalar)]) }),
+    z.object({ type: z.enum(COMPOUND_OPS), filters: z.array(searchFilterSchema).min(1) }),
+  ]),
+);

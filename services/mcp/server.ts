@@ -105,7 +105,9 @@ export function buildMcpServer(scope: McpRequestScope): McpServer {
       title: "Search knowledge",
       description:
         "Searches the account's knowledge documents by query: mode keyword (text matching), semantic (vector similarity) " +
-        "or hybrid (both, the default); source_ids keeps the given knowledge sources; limit and offset page. " +
+        "or hybrid (both, the default); source_ids keeps the given knowledge sources; filters keeps chunks whose document metadata, " +
+        "source_id, document_id or indexed_at match ({type: eq|ne|gt|gte|lt|lte|in|nin, key: 'metadata.<name>' or a built-in key, value} " +
+        "or {type: and|or, filters: [...]}), applied before ranking; limit and offset page. " +
         "Returns {results, total, mode_used}, as POST /api/v1/knowledge/documents/search; read a hit in full with svc_knowledge_document.",
       inputSchema: knowledgeSearchInput,
       outputSchema: knowledgeSearchOutput,

@@ -5,7 +5,7 @@ import { ERRORS } from "../../lib/errors";
 import { renderError } from "../../lib/http-errors";
 import { sourceListParams } from "../knowledge";
 import { documentIdParam, searchDocumentsParams } from "../search";
-import { zodShape } from "./params";
+import { searchFilterSchema, zodShape } from "./params";
 
 /** Tool names: the interface's three, then the knowledge retrieval tools of issue 26 (docs/adr/0054). */
 export const TOOL_NAMES = {
@@ -149,10 +149,10 @@ export function textErrorResult(err: unknown): CallToolResult {
 // Knowledge retrieval (issue 26): each tool is one REST action of the knowledge service, called as the caller.
 
 /**
- * svc_knowledge_search parameters: POST /knowledge/documents/search's own (query, mode, source_ids, limit, offset),
- * defaults included. Filters and reranking join as further optional fields when the REST search has them.
+ * svc_knowledge_search parameters: POST /knowledge/documents/search's own (query, mode, source_ids, limit, offset,
+ * filters, rerank, rerank_top_n, hybrid_weight), defaults included.
  */
-export const knowledgeSearchInput = zodShape(searchDocumentsParams);
+export const knowledgeSearchInput = zodShape(searchDocumentsParams, { filters: searchFilterSchema });
 /** svc_knowledge_sources parameters: GET /knowledge's (status, sort_by, sort_order, skip, limit). */
 export const knowledgeSourcesInput = zodShape(sourceListParams);
 /** svc_knowledge_document parameters: GET /knowledge/documents/{document_id}'s. */

@@ -5,7 +5,7 @@ import { bufferToVector } from "../../lib/search/vectors";
 import type { EmbedStage } from "./embed-stage";
 import type { ChunkRecord, SearchModels } from "./model";
 import { embedKey, embedText } from "./rules";
-import { toIndexed } from "./store";
+import { documentMetadata, toIndexed } from "./store";
 
 /** search_index_state `_id` of the record naming the model every stored vector comes from. */
 export const EMBEDDING_MODEL_MARKER = "embedding-model";
@@ -63,7 +63,10 @@ export class ModelSwitch {
         const now = new Date();
         // Chunks of the new model already (a resumed switch) are copied with their vector and not queued again.
         const current = (c: ChunkRecord) => c.embed_key.startsWith(prefix) && c.vector !== null;
-        await index.copyForModelSwitch?.(batch.map((c) => toIndexed(c, current(c) ? bufferToVector(c.vector!) : null)));
+        if (index.copyForModelSwitch) {
+          const metadata = await documentMetadata(models, batch);
+          await index.copyForModelSwitch(batch.map((c) => toIndexed(c, current(c) ? bufferToVector(c.vector!) : null, metadata.get(c.document_id) ?? null)));
+        }
         const jobs = batch
           .filter((c) => !current(c))
           .map((c) => ({ accountId: c.account_id, chunkId: c._id, embedKey: embedKey(provider.model, embedText(c.title, c.content)), text: embedText(c.title, c.content) }));

@@ -1,6 +1,7 @@
 import { paginationParams } from "../../lib/pagination";
 import { SEARCH_MODES, type SearchMode } from "../../lib/search/port";
 import { MAX_RERANK_TOP_N } from "../../lib/search/config";
+import { FILTER_SCHEMAS, type SearchFilter } from "../../lib/search/filters";
 
 /**
  * Params of the document index routes. The knowledge service serves the /knowledge URLs and validates them;
@@ -49,6 +50,22 @@ const rankingParams = {
       "and each query's list confidences still shift the weights in between",
   },
 } as const;
+/**
+ * Metadata filters (docs/adr/0058-metadata-filters.md): any JSON here, checked by filterProblems (lib/search/filters.ts),
+ * which names every problem as a 422 like the schema's own; the OpenAPI document shows the grammar.
+ */
+const filtersParam = {
+  filters: {
+    type: "any",
+    optional: true,
+    jsonSchema: { $ref: "#/components/schemas/SearchFilter" },
+    schemas: FILTER_SCHEMAS,
+    description:
+      "Only chunks this filter matches, applied inside the engine before ranking (the top results are the best matching ones): " +
+      "{type: eq|ne|gt|gte|lt|lte|in|nin, key, value} or {type: and|or, filters: [...]}; keys source_id, document_id, indexed_at, or metadata.<name>",
+  },
+} as const;
+
 /** The ranking knobs as the handlers read them. */
 export type RankingParams = { rerank?: boolean; rerank_top_n?: number; hybrid_weight?: number };
 
@@ -60,9 +77,10 @@ export const searchDocumentsParams = {
   source_ids: sourceIdsParam,
   limit: { type: "number", integer: true, min: 1, max: 100, default: 20, convert: true, optional: true },
   offset: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true },
+  ...filtersParam,
   ...rankingParams,
 } as const;
-export type SearchDocumentsParams = { query: string; mode: SearchMode; source_ids?: number[]; limit: number; offset: number } & RankingParams;
+export type SearchDocumentsParams = { query: string; mode: SearchMode; source_ids?: number[]; limit: number; offset: number; filters?: SearchFilter } & RankingParams;
 
 export const listDocumentsParams = { source_id: { type: "string", max: 64, optional: true, description: "Only documents of this knowledge source (its id)" }, ...paginationParams({ max: 200, def: 50 }) } as const;
 export type ListDocumentsParams = { source_id?: string; skip: number; limit: number };
@@ -73,6 +91,7 @@ export const searchSourcesParams = {
   knowledge_source_ids: sourceIdsParam,
   limit: { type: "number", integer: true, min: 1, max: 50, default: 10, convert: true, optional: true },
   min_score: { type: "number", min: 0, max: 1, default: 0, convert: true, optional: true },
+  ...filtersParam,
   ...rankingParams,
 } as const;
-export type SearchSourcesParams = { query: string; mode: SearchMode; knowledge_source_ids?: number[]; limit: number; min_score: number } & RankingParams;
+export type SearchSourcesParams = { query: string; mode: SearchMode; knowledge_source_ids?: number[]; limit: number; min_score: number; filters?: SearchFilter } & RankingParams;

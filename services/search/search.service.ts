@@ -8,6 +8,7 @@ import type { SearchConfig } from "../../lib/search/config";
 import { configOf } from "../../lib/config";
 import type { ChunkHit, SearchIndex, SearchMode } from "../../lib/search/port";
 import { httpReranker, type Reranker } from "../../lib/search/rerank";
+import { filterProblems, type SearchFilter } from "../../lib/search/filters";
 import { searchModels, type DocumentRecord, type SearchModels } from "./model";
 import {
   documentIdParam,
@@ -52,8 +53,8 @@ const sourceParam = { sourceId: { type: "number", integer: true, positive: true,
 interface Methods {
   explicitAccount(params: { accountId: number }): number;
   ownedDocument(accountId: number, id: string): Promise<DocumentRecord>;
-  checkRanking(params: RankingParams & { mode: SearchMode }): void;
-  rank(accountId: number, text: string, mode: SearchMode, sourceIds: number[] | undefined, depth: number, hybridWeight?: number): ReturnType<SearchIndex["search"]>;
+  checkQuery(params: RankingParams & { mode: SearchMode; filters?: unknown }): void;
+  rank(accountId: number, q: { text: string; mode: SearchMode; sourceIds?: number[]; depth: number; hybridWeight?: number; filter?: SearchFilter }): ReturnType<SearchIndex["search"]>;
   rerankStage(query: string, candidates: ChunkHit[], params: RankingParams): Promise<{ ranked: Scored[]; reranked?: boolean }>;
   lastIndexedAt(accountId: number, sourceId?: number): Promise<Date | null>;
 }
@@ -83,8 +84,9 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       params: { ...accountParam, ...searchDocumentsParams },
       async handler(ctx: Ctx<SearchDocumentsParams & { accountId: number }>) {
         const { query, mode, limit, offset } = ctx.params;
-        this.checkRanking(ctx.params);
-        const ranked = await this.rank(this.explicitAccount(ctx.params), query, mode, ctx.params.source_ids, candidateDepth(offset, limit), ctx.params.hybrid_weight);
+        this.checkQuery(ctx.params);
+        const { source_ids: sourceIds, hybrid_weight: hybridWeight, filters: filter } = ctx.params;
+        const ranked = await this.rank(this.explicitAccount(ctx.params), { text: query, mode, sourceIds, depth: candidateDepth(offset, limit), hybridWeight, filter });
         const stage = await this.rerankStage(query, collapseByDocument(bestFirst(ranked.hits)), ctx.params);
         return { ...scoredDocumentPage(stage.ranked, offset, limit, query), mode_used: ranked.modeUsed, ...(stage.reranked === undefined ? {} : { reranked: stage.reranked }) };
       },
@@ -132,8 +134,9 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       params: { ...accountParam, ...searchSourcesParams },
       async handler(ctx: Ctx<SearchSourcesParams & { accountId: number }>) {
         const { query, mode, limit, min_score } = ctx.params;
-        this.checkRanking(ctx.params);
-        const ranked = await this.rank(this.explicitAccount(ctx.params), query, mode, ctx.params.knowledge_source_ids, candidateDepth(0, limit), ctx.params.hybrid_weight);
+        this.checkQuery(ctx.params);
+        const { knowledge_source_ids: sourceIds, hybrid_weight: hybridWeight, filters: filter } = ctx.params;
+        const ranked = await this.rank(this.explicitAccount(ctx.params), { text: query, mode, sourceIds, depth: candidateDepth(0, limit), hybridWeight, filter });
         const stage = await this.rerankStage(query, bestFirst(ranked.hits), ctx.params);
         const results = scoredSourceResults(stage.ranked, min_score, limit, query);
         return { results, total_results: results.length, query, ...(stage.reranked === undefined ? {} : { reranked: stage.reranked }) };
@@ -271,13 +274,16 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       return doc;
     },
 
-    /** 422 for a ranking knob that would do nothing (docs/adr/0056-rerank-and-hybrid-weight.md). */
-    checkRanking(params) {
-      const problems = rankingProblems(params, params.mode, this.reranker !== null);
+    /**
+     * 422 for what no params schema sees: a ranking knob that would do nothing (docs/adr/0056-rerank-and-hybrid-weight.md)
+     * and a filter outside its grammar (docs/adr/0058-metadata-filters.md).
+     */
+    checkQuery(params) {
+      const problems = [...rankingProblems(params, params.mode, this.reranker !== null), ...(params.filters === undefined ? [] : filterProblems(params.filters))];
       if (problems.length) throw ERRORS.validation(problems);
     },
 
-    async rank(accountId, text, mode, sourceIds, depth, hybridWeight) {
+    async rank(accountId, { text, mode, sourceIds, depth, hybridWeight, filter }) {
       const vector = mode === "keyword" ? null : await this.queryVectors.of(text);
       return this.index.search({
         accountId,
@@ -289,6 +295,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
         // A query's hybrid_weight replaces the deployment's prior; each query's confidences still apply.
         alpha: hybridWeight ?? this.config.hybridAlpha,
         maxDistance: this.config.maxDistance,
+        filter,
       });
     },
 

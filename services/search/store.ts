@@ -62,7 +62,7 @@ async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<u
   for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
-export function toIndexed(c: ChunkRecord, vector: Float32Array | null): IndexedChunk {
+export function toIndexed(c: ChunkRecord, vector: Float32Array | null, metadata: Record<string, unknown> | null): IndexedChunk {
   return {
     id: c._id,
     accountId: c.account_id,
@@ -76,7 +76,20 @@ export function toIndexed(c: ChunkRecord, vector: Float32Array | null): IndexedC
     chunkEnd: c.chunk_end ?? null,
     vector,
     indexedAt: c.indexed_at.getTime(),
+    metadata,
   };
+}
+
+/**
+ * The metadata of the documents these chunks belong to (what filters compare; chunk records do not repeat it):
+ * one read per batch, by _id. Chunks of a document that is gone get none.
+ */
+export async function documentMetadata(models: SearchModels, chunks: Pick<ChunkRecord, "document_id">[]): Promise<Map<string, Record<string, unknown>>> {
+  const ids = [...new Set(chunks.map((c) => c.document_id))];
+  if (!ids.length) return new Map();
+  const docs = await crossAccount("documents of chunks read by account already (rebuild, model switch)", models.documents.find({ _id: { $in: ids } }, { metadata: 1 }))
+    .lean<Pick<DocumentRecord, "_id" | "metadata">[]>();
+  return new Map(docs.map((d) => [d._id, d.metadata ?? {}]));
 }
 
 /**
@@ -128,7 +141,11 @@ async function planDocument(deps: StoreDeps, accountId: number, sourceId: number
   if (existing && existing.index_key === key && existing.index_state === "indexed" && !existing.deletion_job_id) {
     // Metadata is not part of the index key (no chunk changes with it): a new one is written on its own.
     if (input.metadata && JSON.stringify(input.metadata) !== JSON.stringify(existing.metadata ?? {})) {
-      await deps.models.documents.updateOne({ _id: id, account_id: accountId }, { $set: { metadata: input.metadata } });
+      const metadata = input.metadata;
+      await tracked(deps, accountId, async () => {
+        await deps.models.documents.updateOne({ _id: id, account_id: accountId }, { $set: { metadata } });
+        await deps.index.setDocumentMetadata(accountId, id, existing.chunk_ids, metadata);
+      });
     }
     return { id, plan: null };
   }
@@ -195,7 +212,9 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
     const vectors = records.map((r) => r.vector);
     // A chunk that exists already (same document, position and text) keeps what it has, title aside.
     for (const i of await insertNew(models.chunks, records)) vectors[i] = await keepStoredChunk(models, records[i]!);
-    const indexed = records.map((r, i) => toIndexed({ ...r, vector: vectors[i] ?? null }, vectors[i] ? bufferToVector(vectors[i]!) : null));
+    const indexed = records.map((r, i) =>
+      toIndexed({ ...r, vector: vectors[i] ?? null }, vectors[i] ? bufferToVector(vectors[i]!) : null, planned[i]!.doc.input.metadata ?? {}),
+    );
     // Changed documents swap versions in one index change: searchers never see a page with no chunks or two versions.
     const stale = docs.flatMap((d) => d.stale);
     await index.replaceChunks(accountId, indexed, stale);
@@ -323,20 +342,22 @@ export async function rebuildEmbedded(
   const seen = new Set<number>();
   if (accounts && !accounts.length) return { chunks: 0, accounts: seen };
   let n = 0;
-  let batch: IndexedChunk[] = [];
+  let batch: ChunkRecord[] = [];
+  const load = async () => {
+    const metadata = await documentMetadata(deps.models, batch);
+    // A vector of another model (before a model switch finished) cannot be searched with this model's queries.
+    const usable = (c: ChunkRecord) => c.vector && (!deps.provider || c.embed_key.startsWith(`${deps.provider.model}:`));
+    engine.load(batch.map((c) => toIndexed(c, usable(c) ? bufferToVector(c.vector!) : null, metadata.get(c.document_id) ?? null)));
+    n += batch.length;
+    batch = [];
+  };
   const filter = accounts ? { account_id: accounts.length === 1 ? accounts[0]! : { $in: accounts } } : {};
   const cursor = deps.models.chunks.find(filter).lean<ChunkRecord[]>().cursor({ batchSize: REBUILD_BATCH });
   for await (const c of cursor as AsyncIterable<ChunkRecord>) {
     seen.add(c.account_id);
-    // A vector of another model (before a model switch finished) cannot be searched with this model's queries.
-    const usable = c.vector && (!deps.provider || c.embed_key.startsWith(`${deps.provider.model}:`));
-    batch.push(toIndexed(c, usable ? bufferToVector(c.vector!) : null));
-    if (batch.length >= REBUILD_BATCH) {
-      engine.load(batch);
-      n += batch.length;
-      batch = [];
-    }
+    batch.push(c);
+    if (batch.length >= REBUILD_BATCH) await load();
   }
-  engine.load(batch);
-  return { chunks: n + batch.length, accounts: seen };
+  await load();
+  return { chunks: n, accounts: seen };
 }

@@ -114,6 +114,7 @@ describe("MCP knowledge retrieval tools over NATS", () => {
       limit: { type: "integer", minimum: 1, maximum: 100, default: 20 },
       offset: { type: "integer", minimum: 0, default: 0 },
     });
+    expect(JSON.stringify(search.inputSchema.properties!.filters)).toContain('"nin"');
     expect(search.outputSchema!.properties).toMatchObject({ results: { type: "array" }, total: { type: "integer" }, mode_used: { enum: ["semantic", "keyword", "hybrid"] } });
     const sources = byName.svc_knowledge_sources!;
     expect(sources.inputSchema.required ?? []).toEqual([]);
@@ -147,6 +148,30 @@ describe("MCP knowledge retrieval tools over NATS", () => {
       expect(structured(await call(client, "svc_knowledge_search", { query: "volcano" }))).toEqual((await rest("POST", "/knowledge/documents/search", { query: "volcano" })).body);
       const elsewhere = structured(await call(client, "svc_knowledge_search", { query: "volcano", source_ids: [sourceId + 1000] }));
       expect(elsewhere).toMatchObject({ results: [], total: 0 });
+    });
+
+    it("svc_knowledge_search with metadata filters equals REST's, applied before ranking (ADR 0058)", async () => {
+      const client = await connect(owner.token);
+      const glacier = { type: "eq", key: "metadata.title", value: "About the glacier" };
+      const notLagoon = { type: "nin", key: "metadata.title", value: ["About the lagoon"] };
+      for (const body of [
+        { query: "about", mode: "keyword", filters: glacier },
+        { query: "about", mode: "hybrid", filters: { type: "or", filters: [glacier, { type: "eq", key: "metadata.title", value: "About the volcano" }] } },
+        { query: "about", mode: "keyword", filters: { type: "and", filters: [notLagoon, { type: "eq", key: "source_id", value: sourceId }] } },
+      ]) {
+        const expected = await rest("POST", "/knowledge/documents/search", body);
+        expect(expected.status).toBe(200);
+        expect(structured(await call(client, "svc_knowledge_search", body))).toEqual(expected.body);
+      }
+      // "about" is in every page's title: the filter, not the query, decides which ones come back.
+      const only = (await rest("POST", "/knowledge/documents/search", { query: "about", mode: "keyword", filters: glacier })).body;
+      expect(only.results.map((r: { title: string }) => r.title)).toEqual(["About the glacier"]);
+      const two = (await rest("POST", "/knowledge/documents/search", { query: "about", mode: "keyword", filters: { type: "and", filters: [notLagoon] } })).body;
+      expect(two.results.map((r: { title: string }) => r.title).sort()).toEqual(["About the glacier", "About the volcano"]);
+      // A key outside the grammar: the tool's error is REST's 422 detail.
+      const bad = await call(client, "svc_knowledge_search", { query: "about", filters: { type: "eq", key: "title", value: "x" } });
+      expect(bad.isError).toBe(true);
+      expect(textOf(bad)).toMatch(/filters\.key|metadata\.<name>/);
     });
 
     it("svc_knowledge_sources equals GET /knowledge, paging and status filter included", async () => {
