@@ -5,6 +5,7 @@ import { fuseLists } from "../fusion";
 import { MAX_DEPTH, type ChunkHit, type IndexQuery, type IndexResult, type IndexStats, type IndexedChunk, type SearchIndex } from "../port";
 import { terms } from "../tokenizer";
 import { Batch, type Hit, type Search, type SearchResult } from "./batch";
+import { filterBy, metadataUpdate } from "./filters";
 import { HIT_FIELDS, keywordCandidates, termStatistics, TotalsCache, type KeywordHit, type KeywordScope, type TermStatistics } from "./keyword";
 import {
   checkCollection,
@@ -170,6 +171,15 @@ export class TypesenseEngine implements SearchIndex {
     return parts.join(" && ");
   }
 
+  /**
+   * What a query's candidates are drawn from: its sources and metadata filter (ADR 0058) inside the tenant
+   * filter. Chunk and vector documents both carry the filter's fields, so each list ranks matching chunks only.
+   */
+  private queryScope(q: IndexQuery): string {
+    const scope = this.scope(q.accountId, q.sourceIds);
+    return q.filter ? `${scope} && ${filterBy(q.filter)}` : scope;
+  }
+
   private documents<D extends { id: string }>(collection: string) {
     return this.client.collections<D>(collection).documents();
   }
@@ -190,12 +200,13 @@ export class TypesenseEngine implements SearchIndex {
     batch.results = batch.searches.length ? await this.multi(batch.searches) : [];
   }
 
-  /** The chunks (of those given) that are in the index, with what a hit shows. */
+  /** The chunks (of those given) that are in the index, with what a hit shows and what filters read. */
   private async existing(accountId: number, ids: string[]): Promise<Map<string, ChunkDocument>> {
     const searches: Search[] = [];
     for (let i = 0; i < ids.length; i += ID_BATCH) {
       const part = ids.slice(i, i + ID_BATCH);
-      searches.push({ collection: this.names.chunks, q: "*", filter_by: `${this.scope(accountId)} && id:${quoteList(part)}`, include_fields: HIT_FIELDS, per_page: part.length });
+      // Everything but the terms: a vector document copies what a hit shows and what filters read.
+      searches.push({ collection: this.names.chunks, q: "*", filter_by: `${this.scope(accountId)} && id:${quoteList(part)}`, exclude_fields: "title_terms,content_terms", per_page: part.length });
     }
     const found = new Map<string, ChunkDocument>();
     for (const r of searches.length ? await this.multi<ChunkDocument>(searches) : []) {
@@ -277,6 +288,28 @@ export class TypesenseEngine implements SearchIndex {
     this.totals.forget(accountId);
   }
 
+  /**
+   * A Typesense update per chunk (the fields of its old metadata names nulled, the new ones set), vectors first:
+   * a chunk document then never names fewer old metadata names than its vector documents, so a retry after a
+   * failure clears them all. A vector document also takes the chunk's indexed_at, which vectors written before
+   * filters lack (so this call makes a chunk from before them filterable on every list).
+   */
+  async setDocumentMetadata(accountId: number, documentId: string, chunkIds: string[], metadata: Record<string, unknown> | null) {
+    const chunks = [...(await this.existing(accountId, chunkIds)).values()].filter((c) => c.document_id === documentId);
+    if (!chunks.length) return;
+    const updates = chunks.map((c) => ({ id: c.id, ...metadataUpdate((c.meta_keys as string[] | undefined) ?? [], metadata) }));
+    const vectorUpdates = chunks.map((c, i) => ({ ...updates[i]!, indexed_at: c.indexed_at }));
+    for (const collection of this.vectorCollections()) await this.updateExisting(collection, vectorUpdates);
+    await this.updateExisting(this.names.chunks, updates);
+  }
+
+  /** Typesense `update`s of documents that may be gone: a chunk without a vector, or one deleted meanwhile, has none to update. */
+  private async updateExisting(collection: string, updates: { id: string }[]) {
+    const results = (await this.documents(collection).import(updates, { action: "update", throwOnFail: false } as never)) as unknown as { success: boolean; code?: number; error?: string }[];
+    const failed = results.find((r) => !r.success && r.code !== 404);
+    if (failed) throw new Error(`Typesense update of ${collection} failed: ${failed.error}`);
+  }
+
   async deleteSource(accountId: number, sourceId: number) {
     await this.documents(this.names.chunks).delete({ filter_by: this.scope(accountId, [sourceId]) });
     for (const collection of this.vectorCollections()) await this.documents(collection).delete({ filter_by: this.scope(accountId, [sourceId]) });
@@ -294,10 +327,10 @@ export class TypesenseEngine implements SearchIndex {
     };
   }
 
-  /** Where a query's keyword searches look: the account (its statistics) and the query's sources (its candidates). */
+  /** Where a query's keyword searches look: the account (its statistics) and the query's scope (its candidates). */
   private keywordScope(q: IndexQuery): KeywordScope {
     const account = this.scope(q.accountId);
-    return { accountId: q.accountId, collection: this.names.chunks, account, scoped: q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account };
+    return { accountId: q.accountId, collection: this.names.chunks, account, scoped: q.sourceIds || q.filter ? this.queryScope(q) : account };
   }
 
   /**
@@ -355,7 +388,7 @@ export class TypesenseEngine implements SearchIndex {
     return {
       collection: this.names.vectors,
       q: "*",
-      filter_by: this.scope(q.accountId, q.sourceIds),
+      filter_by: this.queryScope(q),
       vector_query: `embedding:([${Array.from(q.vector!).join(",")}], k:${perPage})`,
       include_fields: HIT_FIELDS,
       per_page: q.mode === "hybrid" ? Math.ceil(perPage * HYBRID_VECTOR_HITS) : perPage,

@@ -5,11 +5,10 @@
  * `meta_s_<name>` strings, `meta_n_<name>` numbers, `meta_b_<name>` booleans, `meta_d_<name>` dates (epoch ms, from
  * strings that read as dates), all arrays, plus `meta_keys`: the names the chunk has a value for. ne / nin test
  * `meta_keys` too, so they match only chunks that have the key (the predicate's semantics), whatever Typesense
- * does with a negation on a missing field. Built-in keys are the chunk document's own fields.
- *
- * Not wired into the engine yet: the chunks collection does not hold metadata (see the ADR for what is left).
+ * does with a negation on a missing field. Built-in keys are the chunk document's own fields. Chunk and vector
+ * documents both carry these fields (TypesenseEngine), so every sub-search of a query applies the filter itself.
  */
-import { dateValue, METADATA_PREFIX, type ComparisonFilter, type FilterScalar, type SearchFilter } from "../filters";
+import { dateValue, METADATA_KEY_PATTERN, METADATA_PREFIX, type ComparisonFilter, type FilterScalar, type SearchFilter } from "../filters";
 
 /** The schema fields metadata needs (Typesense matches the names as regular expressions). */
 export const METADATA_FIELDS = [
@@ -20,11 +19,19 @@ export const METADATA_FIELDS = [
   { name: "meta_d_.*", type: "int64[]", optional: true },
 ] as const;
 
-/** A document's metadata as the fields above. */
-export function metadataFields(metadata: Record<string, unknown> | null | undefined): Record<string, unknown[]> {
-  const out: Record<string, unknown[]> = {};
-  const add = (field: string, v: unknown) => (out[field] ??= []).push(v);
+/** A document's metadata fields as stored: `meta_keys` and `meta_<type>_<name>`. */
+export type MetadataFields = { [field: `meta_${string}`]: unknown[] };
+const TYPE_LETTERS = ["s", "n", "b", "d"] as const;
+
+/**
+ * A document's metadata as the fields above. Names a filter cannot address (free-form metadata may hold dotted or
+ * long keys, ADR 0055) are left out: they would only widen the schema.
+ */
+export function metadataFields(metadata: Record<string, unknown> | null | undefined): MetadataFields {
+  const out: MetadataFields = {};
+  const add = (field: `meta_${string}`, v: unknown) => (out[field] ??= []).push(v);
   for (const [name, raw] of Object.entries(metadata ?? {})) {
+    if (!METADATA_KEY_PATTERN.test(name)) continue;
     const values = (Array.isArray(raw) ? raw : [raw]).filter((v) => v !== undefined && v !== null);
     if (!values.length) continue;
     add("meta_keys", name);
@@ -38,6 +45,21 @@ export function metadataFields(metadata: Record<string, unknown> | null | undefi
     }
   }
   return out;
+}
+
+/** The metadata fields of a stored document (to copy them onto another document of the same chunk). */
+export function storedMetadataFields(doc: object): MetadataFields {
+  return Object.fromEntries(Object.entries(doc).filter(([field]) => field.startsWith("meta_"))) as MetadataFields;
+}
+
+/**
+ * A Typesense `update` that gives a document new metadata: every field of the names it had (`meta_keys`) set to
+ * null, which 0.24.1 takes as "remove the field" (an update keeps the fields it is not sent), then the new ones.
+ */
+export function metadataUpdate(oldNames: readonly string[], metadata: Record<string, unknown> | null | undefined): Record<string, unknown[] | null> {
+  const update: Record<string, unknown[] | null> = { meta_keys: null };
+  for (const name of oldNames) for (const t of TYPE_LETTERS) update[`meta_${t}_${name}`] = null;
+  return { ...update, ...metadataFields(metadata) };
 }
 
 const literal = (v: FilterScalar) => (typeof v === "string" ? `\`${v}\`` : String(v));
