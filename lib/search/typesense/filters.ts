@@ -2,8 +2,10 @@
  * Metadata filters (lib/search/filters.ts) as Typesense 0.24 `filter_by` (docs/adr/0058-metadata-filters.md).
  *
  * Free-form metadata is indexed per key and value type under wildcard schema fields (METADATA_FIELDS):
- * `meta_s_<name>` strings, `meta_n_<name>` numbers, `meta_b_<name>` booleans, `meta_d_<name>` dates (epoch ms, from
- * strings that read as dates), all arrays, plus `meta_keys`: the names the chunk has a value for. ne / nin test
+ * `meta_s_<name>` strings, `meta_n_<name>` numbers (for ranges) and `meta_ns_<name>` the same numbers as strings
+ * (for eq / ne / in / nin: 0.24.1 refuses != on numeric fields, and strings of doubles compare exactly where
+ * `float` does not), `meta_b_<name>` booleans, `meta_d_<name>` dates (epoch ms, from strings that read as dates),
+ * all arrays, plus `meta_keys`: the names the chunk has a value for. ne / nin test
  * `meta_keys` too, so they match only chunks that have the key (the predicate's semantics), whatever Typesense
  * does with a negation on a missing field. Built-in keys are the chunk document's own fields. Chunk and vector
  * documents both carry these fields (TypesenseEngine), so every sub-search of a query applies the filter itself.
@@ -15,13 +17,14 @@ export const METADATA_FIELDS = [
   { name: "meta_keys", type: "string[]", optional: true },
   { name: "meta_s_.*", type: "string[]", optional: true },
   { name: "meta_n_.*", type: "float[]", optional: true },
+  { name: "meta_ns_.*", type: "string[]", optional: true },
   { name: "meta_b_.*", type: "bool[]", optional: true },
   { name: "meta_d_.*", type: "int64[]", optional: true },
 ] as const;
 
 /** A document's metadata fields as stored: `meta_keys` and `meta_<type>_<name>`. */
 export type MetadataFields = { [field: `meta_${string}`]: unknown[] };
-const TYPE_LETTERS = ["s", "n", "b", "d"] as const;
+const TYPE_LETTERS = ["s", "n", "ns", "b", "d"] as const;
 
 /**
  * A document's metadata as the fields above. Names a filter cannot address (free-form metadata may hold dotted or
@@ -40,8 +43,10 @@ export function metadataFields(metadata: Record<string, unknown> | null | undefi
         add(`meta_s_${name}`, v);
         const ms = dateValue(v);
         if (ms !== undefined) add(`meta_d_${name}`, ms);
-      } else if (typeof v === "number" && Number.isFinite(v)) add(`meta_n_${name}`, v);
-      else if (typeof v === "boolean") add(`meta_b_${name}`, v);
+      } else if (typeof v === "number" && Number.isFinite(v)) {
+        add(`meta_n_${name}`, v);
+        add(`meta_ns_${name}`, String(v));
+      } else if (typeof v === "boolean") add(`meta_b_${name}`, v);
     }
   }
   return out;
@@ -62,60 +67,70 @@ export function metadataUpdate(oldNames: readonly string[], metadata: Record<str
   return { ...update, ...metadataFields(metadata) };
 }
 
-const literal = (v: FilterScalar) => (typeof v === "string" ? `\`${v}\`` : String(v));
-const prefix = (t: "s" | "n" | "b") => `meta_${t}_`;
-const typeLetter = (v: FilterScalar) => (typeof v === "string" ? "s" : typeof v === "number" ? "n" : "b");
+/** A metadata value in filter_by: booleans bare, strings and numbers' strings in backticks (validation refuses backticks in values). */
+const quoted = (v: FilterScalar) => (typeof v === "boolean" ? String(v) : `\`${String(v)}\``);
+/** The field a value is compared for equality in: numbers in their string form (0.24.1 has no != on numeric fields). */
+const equalityField = (name: string, v: FilterScalar) => `meta_${typeof v === "string" ? "s" : typeof v === "number" ? "ns" : "b"}_${name}`;
 const RANGE = { gt: ">", gte: ">=", lt: "<", lte: "<=" } as const;
+/** Matches no document: no metadata name has a dot. */
+export const NOTHING = "meta_keys:=`.`";
 
 /** Values grouped by the field they are looked up in. */
 function byField(name: string, values: FilterScalar[]): [string, FilterScalar[]][] {
   const groups = new Map<string, FilterScalar[]>();
-  for (const v of values) {
-    const f = `${prefix(typeLetter(v))}${name}`;
-    groups.set(f, [...(groups.get(f) ?? []), v]);
-  }
+  for (const v of values) groups.set(equalityField(name, v), [...(groups.get(equalityField(name, v)) ?? []), v]);
   return [...groups];
 }
 
-const any = (parts: string[]) => (parts.length === 1 ? parts[0]! : `(${parts.join(" || ")})`);
+const any = (parts: string[]) => (parts.length === 0 ? NOTHING : parts.length === 1 ? parts[0]! : `(${parts.join(" || ")})`);
 const all = (parts: string[]) => (parts.length === 1 ? parts[0]! : `(${parts.join(" && ")})`);
 
-function comparison(f: ComparisonFilter): string {
+function comparison(f: ComparisonFilter, has: (field: string) => boolean): string {
   const { key, type: op } = f;
   const values = (Array.isArray(f.value) ? f.value : [f.value]).map((v) => (key === "indexed_at" && typeof v === "string" ? dateValue(v)! : v));
   if (!key.startsWith(METADATA_PREFIX)) {
+    const literal = (v: FilterScalar) => (typeof v === "string" ? quoted(v) : String(v));
     switch (op) {
       case "eq":
       case "in":
         return `${key}:[${values.map(literal).join(",")}]`;
       case "ne":
       case "nin":
-        return all(values.map((v) => `${key}:!=${literal(v)}`));
+        // Numeric built-ins (source_id, indexed_at) hold one value: not equal is below or above.
+        return all(values.map((v) => (typeof v === "number" ? `(${key}:<${v} || ${key}:>${v})` : `${key}:!=${literal(v)}`)));
       default:
         return `${key}:${RANGE[op]}${values[0]}`;
     }
   }
   const name = key.slice(METADATA_PREFIX.length);
-  const has = `meta_keys:=${literal(name)}`;
   switch (op) {
     case "eq":
     case "in":
-      return any(byField(name, values).map(([field, vs]) => `${field}:[${vs.map(literal).join(",")}]`));
+      return any(byField(name, values).filter(([field]) => has(field)).map(([field, vs]) => `${field}:[${vs.map(quoted).join(",")}]`));
     case "ne":
-    case "nin":
-      return all([has, ...values.map((v) => `${prefix(typeLetter(v))}${name}:!=${literal(v)}`)]);
+    case "nin": {
+      // A field no document has holds none of the values: its != is true.
+      const differs = values.map((v) => equalityField(name, v)).map((field, i) => (has(field) ? [`${field}:!=${quoted(values[i]!)}`] : [])).flat();
+      return all([`meta_keys:=${quoted(name)}`, ...differs]);
+    }
     default: {
       const v = values[0]!;
-      return typeof v === "number" ? `meta_n_${name}:${RANGE[op]}${v}` : `meta_d_${name}:${RANGE[op]}${dateValue(v)}`;
+      const [field, bound] = typeof v === "number" ? [`meta_n_${name}`, v] : [`meta_d_${name}`, dateValue(v)];
+      return has(field) ? `${field}:${RANGE[op]}${bound}` : NOTHING;
     }
   }
 }
 
-/** A validated filter as a `filter_by` expression (to be joined to the tenant scope with &&). */
-export function filterBy(filter: SearchFilter): string {
+/**
+ * A validated filter as a `filter_by` expression (to be joined to the tenant scope with &&), for a collection
+ * whose fields `has` tells: 0.24.1 refuses a filter on a wildcard field no document of the collection has
+ * created yet (404 "Could not find a filter field"), so a comparison on one is decided here (false; true for
+ * a != in ne / nin).
+ */
+export function filterBy(filter: SearchFilter, has: (field: string) => boolean = () => true): string {
   if (filter.type === "and" || filter.type === "or") {
-    const parts = filter.filters.map(filterBy);
+    const parts = filter.filters.map((f) => filterBy(f, has));
     return filter.type === "and" ? all(parts) : any(parts);
   }
-  return comparison(filter as ComparisonFilter);
+  return comparison(filter as ComparisonFilter, has);
 }

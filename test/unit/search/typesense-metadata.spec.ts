@@ -7,6 +7,7 @@ describe("metadata as Typesense fields", () => {
       meta_keys: ["lang", "my-key"],
       meta_s_lang: ["en"],
       "meta_n_my-key": [2],
+      "meta_ns_my-key": ["2"],
     });
   });
 
@@ -15,17 +16,19 @@ describe("metadata as Typesense fields", () => {
       meta_keys: ["lang", "when"],
       meta_s_lang: ["de"],
       meta_n_lang: null,
+      meta_ns_lang: null,
       meta_b_lang: null,
       meta_d_lang: null,
       meta_s_n: null,
       meta_n_n: null,
+      meta_ns_n: null,
       meta_b_n: null,
       meta_d_n: null,
       meta_s_when: ["2026-01-02"],
       meta_d_when: [Date.parse("2026-01-02")],
     });
     // No metadata left: meta_keys goes too, so ne / nin stop matching.
-    expect(metadataUpdate(["lang"], null)).toEqual({ meta_keys: null, meta_s_lang: null, meta_n_lang: null, meta_b_lang: null, meta_d_lang: null });
+    expect(metadataUpdate(["lang"], null)).toEqual({ meta_keys: null, meta_s_lang: null, meta_n_lang: null, meta_ns_lang: null, meta_b_lang: null, meta_d_lang: null });
   });
 
   it("copies a stored document's metadata fields only", () => {
@@ -38,7 +41,7 @@ describe("existing collections gain the filter fields", () => {
   it("a collection from before filters lacks only fields a schema PATCH adds", () => {
     const chunks = schemas(names).chunks;
     const before = chunks.fields.filter((f) => !f.name.startsWith("meta_"));
-    expect(missingFields(chunks, before).map((f) => f.name)).toEqual(["meta_keys", "meta_s_.*", "meta_n_.*", "meta_b_.*", "meta_d_.*"]);
+    expect(missingFields(chunks, before).map((f) => f.name)).toEqual(["meta_keys", "meta_s_.*", "meta_n_.*", "meta_ns_.*", "meta_b_.*", "meta_d_.*"]);
     const vectors = vectorSchema("v", 4);
     const missing = missingFields(vectors, vectors.fields.filter((f) => ["account_id", "source_id", "embedding"].includes(f.name)));
     expect(missing.every((f) => ADDED_FIELDS.has(f.name))).toBe(true);
