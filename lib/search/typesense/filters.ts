@@ -73,12 +73,15 @@ const quoted = (v: FilterScalar) => (typeof v === "boolean" ? String(v) : `\`${S
 const equalityField = (name: string, v: FilterScalar) => `meta_${typeof v === "string" ? "s" : typeof v === "number" ? "ns" : "b"}_${name}`;
 const RANGE = { gt: ">", gte: ">=", lt: "<", lte: "<=" } as const;
 /** Matches no document: no metadata name has a dot. */
-export const NOTHING = "meta_keys:=`.`";
+const NOTHING = "meta_keys:=`.`";
 
 /** Values grouped by the field they are looked up in. */
 function byField(name: string, values: FilterScalar[]): [string, FilterScalar[]][] {
   const groups = new Map<string, FilterScalar[]>();
-  for (const v of values) groups.set(equalityField(name, v), [...(groups.get(equalityField(name, v)) ?? []), v]);
+  for (const v of values) {
+    const field = equalityField(name, v);
+    groups.set(field, [...(groups.get(field) ?? []), v]);
+  }
   return [...groups];
 }
 
@@ -110,7 +113,7 @@ function comparison(f: ComparisonFilter, has: (field: string) => boolean): strin
     case "ne":
     case "nin": {
       // A field no document has holds none of the values: its != is true.
-      const differs = values.map((v) => equalityField(name, v)).map((field, i) => (has(field) ? [`${field}:!=${quoted(values[i]!)}`] : [])).flat();
+      const differs = values.flatMap((v) => (has(equalityField(name, v)) ? [`${equalityField(name, v)}:!=${quoted(v)}`] : []));
       return all([`meta_keys:=${quoted(name)}`, ...differs]);
     }
     default: {
