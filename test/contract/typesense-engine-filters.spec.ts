@@ -174,6 +174,28 @@ describe(`Typesense engine: metadata filters inside the ranking (${url})`, () =>
     expect(checked).toBeGreaterThan(100);
     expect(beyondTopK).toBeGreaterThan(40);
   });
+
+  it("a selective filter on terms common in the account still gets the exact top k (lists sized by the scope's matches)", async () => {
+    const other = account + 1;
+    const FILLER = "gamma delta epsilon zeta theta iota kappa lambda sigma omega";
+    const note = (id: string, team: string, content: string): IndexedChunk => ({
+      id, accountId: other, sourceId: 1, documentId: id, position: 0, title: "Note", url: "", content, vector: null, indexedAt: BASE, metadata: { team },
+    });
+    // In the account both terms are in nearly every chunk, more than a depth of 40 shares; in the team, 60 and 5.
+    // Of the team's alpha chunks the 20 with alpha four times are long: last in Typesense's order, first by BM25.
+    await engine.upsertChunks([
+      ...Array.from({ length: 180 }, (_, i) => note(`out-${i}`, "other", `alpha beta ${FILLER.split(" ").slice(0, i % 10).join(" ")}`)),
+      ...Array.from({ length: 40 }, (_, i) => note(`short-${i}`, "core", "alpha")),
+      ...Array.from({ length: 20 }, (_, i) => note(`long-${i}`, "core", `alpha alpha alpha alpha ${FILLER}`)),
+      ...Array.from({ length: 5 }, (_, i) => note(`beta-${i}`, "core", "beta")),
+    ]);
+    const filter: SearchFilter = { type: "eq", key: "metadata.team", value: "core" };
+    const q = { accountId: other, text: "alpha beta", mode: "keyword" as const, vector: null, alpha: 0.5, maxDistance: 2 };
+    const all = (await engine.search({ ...q, depth: 250 })).hits;
+    const expected = all.filter((h) => !h.id.startsWith("out-")).slice(0, 40);
+    expect(expected.filter((h) => h.id.startsWith("long-")).length).toBe(20);
+    expect(rows((await engine.search({ ...q, depth: 40, filter })).hits)).toEqual(rows(expected));
+  });
 });
 
 describe(`Typesense engine: a document's metadata changes without its text (${url})`, () => {
