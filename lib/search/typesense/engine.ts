@@ -4,7 +4,9 @@ import { Client, Errors } from "typesense";
 import { fuseLists } from "../fusion";
 import { MAX_DEPTH, type ChunkHit, type IndexQuery, type IndexResult, type IndexStats, type IndexedChunk, type SearchIndex } from "../port";
 import { terms } from "../tokenizer";
+import { FLAT_SEARCH_CUTOFF } from "../vectors";
 import { Batch, type Hit, type Search, type SearchResult } from "./batch";
+import { filterBy, metadataUpdate } from "./filters";
 import { HIT_FIELDS, keywordCandidates, termStatistics, TotalsCache, type KeywordHit, type KeywordScope, type TermStatistics } from "./keyword";
 import {
   checkCollection,
@@ -50,8 +52,19 @@ const KEYWORD_REQUESTS = 2;
  * (SciFact keyword: typesense 17.1 -> 13.8 ms, node 10 -> 7 ms per query; ADR 0049).
  */
 export const UNCOMPRESSED = { "Accept-Encoding": "identity" };
+/**
+ * How long a collection's field names are reused by filtered queries. This engine's writes clear them at once; a
+ * metadata name or type that first appears through another replica is filterable after at most this long.
+ */
+const FIELDS_TTL_MS = 1000;
 /** A replacement whose writer died half-way stops hiding anything after this long. */
 const REPLACEMENT_TTL_MS = 10 * 60_000;
+
+/** Where a query's searches look (see TypesenseEngine.scopes): keyword statistics and candidates, nearest vectors. */
+interface Scopes {
+  keyword: KeywordScope;
+  vectors: string;
+}
 
 export interface TypesenseEngineOptions {
   url: string;
@@ -77,9 +90,10 @@ export interface TypesenseEngineOptions {
  * Typesense stores and matches those terms in the chunks collection and holds vectors in a collection of
  * their own (one per embedding model, behind the TYPESENSE_COLLECTION alias). A query (docs/search.md
  * decision 39, ADR 0049) reads the nearest vectors with what their hits show (half the depth for hybrid) in
- * one multi_search, and meanwhile each query term's document frequency in the account (no hit read), then
- * each matching term's best candidates (a budget of 2 x depth hits shared by idf) with their terms and what
- * a hit shows, in two multi_search requests side by side; every request of hits is led by the replacements.
+ * one multi_search, and meanwhile each query term's document frequency in the account (no hit read; and in
+ * the query's scope when it names sources or a metadata filter), then each matching term's best candidates in
+ * the scope (a budget of 2 x depth hits shared by idf) with their terms and what a hit shows, in two
+ * multi_search requests side by side; every request of hits is led by the replacements.
  * The platform ranks the candidates by BM25 with the account's statistics (cached briefly) and fuses the
  * lists with fuseLists, as the embedded engine does. Vectors come later from the embedding stage.
  */
@@ -88,6 +102,9 @@ export class TypesenseEngine implements SearchIndex {
   private readonly client: Client;
   private readonly names: CollectionNames;
   private readonly totals = new TotalsCache();
+  private readonly fields = new Map<string, { names: Set<string>; at: number }>();
+  /** Counts forgetFields() calls: field names read before a write are not kept after it. */
+  private fieldsGeneration = 0;
   /** The vectors collection every vector write goes to: the configured model's (searches read the alias). */
   private target: string;
   /** During a model switch, the vectors collection the alias still names: it takes deletes, no new vectors. */
@@ -146,6 +163,7 @@ export class TypesenseEngine implements SearchIndex {
   /** Copies chunks' vectors of the new model into its collection during a model switch (text is shared). */
   async copyForModelSwitch(chunks: IndexedChunk[]) {
     await this.importVectors(chunks);
+    this.forgetFields();
   }
 
   /**
@@ -156,6 +174,7 @@ export class TypesenseEngine implements SearchIndex {
     const previous = this.previous;
     if (!previous) return;
     await this.client.aliases().upsert(this.options.collection, { collection_name: this.target });
+    this.forgetFields();
     this.previous = undefined;
     await this.client.collections(previous).delete();
   }
@@ -168,6 +187,39 @@ export class TypesenseEngine implements SearchIndex {
     const parts = [`account_id:=${accountId}`];
     if (sourceIds) parts.push(`source_id:[${sourceIds.filter(Number.isInteger).join(",") || "-1"}]`);
     return parts.join(" && ");
+  }
+
+  /**
+   * Where a query looks: keyword statistics in the account; keyword candidates and nearest vectors in its
+   * sources and metadata filter (ADR 0058) inside the tenant filter. Chunk and vector documents both carry the
+   * filter's fields, so each list ranks matching chunks only.
+   */
+  private async scopes(q: IndexQuery): Promise<Scopes> {
+    const account = this.scope(q.accountId);
+    const sources = this.scope(q.accountId, q.sourceIds);
+    const [chunkFields, vectorFields] = q.filter ? await Promise.all([this.fieldsOf(this.names.chunks), this.fieldsOf(this.names.vectors)]) : [];
+    const within = (fields?: Set<string>) => (q.filter ? `${sources} && ${filterBy(q.filter, (f) => fields!.has(f))}` : sources);
+    return { keyword: { accountId: q.accountId, collection: this.names.chunks, account, scoped: within(chunkFields) }, vectors: within(vectorFields) };
+  }
+
+  /**
+   * A collection's field names (the vectors alias names one): a filter must not name a metadata field no
+   * document has created (see filterBy). Reused for FIELDS_TTL_MS, dropped by this engine's writes.
+   */
+  private async fieldsOf(collection: string): Promise<Set<string>> {
+    const cached = this.fields.get(collection);
+    if (cached && Date.now() - cached.at < FIELDS_TTL_MS) return cached.names;
+    const generation = this.fieldsGeneration;
+    const retrieved = (await this.client.collections(collection).retrieve()) as unknown as { fields: { name: string }[] };
+    const names = new Set(retrieved.fields.map((f) => f.name));
+    // Fields read before a write of this engine may lack the ones it created: used once, not kept.
+    if (generation === this.fieldsGeneration) this.fields.set(collection, { names, at: Date.now() });
+    return names;
+  }
+
+  private forgetFields() {
+    this.fields.clear();
+    this.fieldsGeneration++;
   }
 
   private documents<D extends { id: string }>(collection: string) {
@@ -190,12 +242,13 @@ export class TypesenseEngine implements SearchIndex {
     batch.results = batch.searches.length ? await this.multi(batch.searches) : [];
   }
 
-  /** The chunks (of those given) that are in the index, with what a hit shows. */
+  /** The chunks (of those given) that are in the index, with what a hit shows and what filters read. */
   private async existing(accountId: number, ids: string[]): Promise<Map<string, ChunkDocument>> {
     const searches: Search[] = [];
     for (let i = 0; i < ids.length; i += ID_BATCH) {
       const part = ids.slice(i, i + ID_BATCH);
-      searches.push({ collection: this.names.chunks, q: "*", filter_by: `${this.scope(accountId)} && id:${quoteList(part)}`, include_fields: HIT_FIELDS, per_page: part.length });
+      // Everything but the terms: a vector document copies what a hit shows and what filters read.
+      searches.push({ collection: this.names.chunks, q: "*", filter_by: `${this.scope(accountId)} && id:${quoteList(part)}`, exclude_fields: "title_terms,content_terms", per_page: part.length });
     }
     const found = new Map<string, ChunkDocument>();
     for (const r of searches.length ? await this.multi<ChunkDocument>(searches) : []) {
@@ -219,6 +272,7 @@ export class TypesenseEngine implements SearchIndex {
     for (const c of chunks) if (!c.vector) withoutVector.set(c.accountId, [...(withoutVector.get(c.accountId) ?? []), c.id]);
     for (const [accountId, ids] of withoutVector) await this.deleteByIds(this.target, accountId, ids);
     for (const c of chunks) this.totals.forget(c.accountId);
+    this.forgetFields();
   }
 
   private async importVectors(chunks: IndexedChunk[]) {
@@ -264,6 +318,7 @@ export class TypesenseEngine implements SearchIndex {
       present.map((v) => vectorDocument({ ...chunks.get(v.id)!, account_id: accountId }, v.vector)),
       { action: "upsert" },
     );
+    this.forgetFields();
   }
 
   /** The vectors collections a delete goes to: the model's, and during a switch the one still searched. */
@@ -275,6 +330,29 @@ export class TypesenseEngine implements SearchIndex {
     await this.deleteByIds(this.names.chunks, accountId, ids);
     for (const collection of this.vectorCollections()) await this.deleteByIds(collection, accountId, ids);
     this.totals.forget(accountId);
+  }
+
+  /**
+   * A Typesense update per chunk (the fields of its old metadata names nulled, the new ones set), vectors first:
+   * a chunk document then never names fewer old metadata names than its vector documents, so a retry after a
+   * failure clears them all. A vector document also takes the chunk's indexed_at, which vectors written before
+   * filters lack (so this call makes a chunk from before them filterable on every list).
+   */
+  async setDocumentMetadata(accountId: number, documentId: string, chunkIds: string[], metadata: Record<string, unknown> | null) {
+    const chunks = [...(await this.existing(accountId, chunkIds)).values()].filter((c) => c.document_id === documentId);
+    if (!chunks.length) return;
+    const updates = chunks.map((c) => ({ id: c.id, ...metadataUpdate((c.meta_keys as string[] | undefined) ?? [], metadata) }));
+    const vectorUpdates = chunks.map((c, i) => ({ ...updates[i]!, indexed_at: c.indexed_at }));
+    for (const collection of this.vectorCollections()) await this.updateExisting(collection, vectorUpdates);
+    await this.updateExisting(this.names.chunks, updates);
+    this.forgetFields();
+  }
+
+  /** Typesense `update`s of documents that may be gone: a chunk without a vector, or one deleted meanwhile, has none to update. */
+  private async updateExisting(collection: string, updates: { id: string }[]) {
+    const results = (await this.documents(collection).import(updates, { action: "update", throwOnFail: false } as never)) as unknown as { success: boolean; code?: number; error?: string }[];
+    const failed = results.find((r) => !r.success && r.code !== 404);
+    if (failed) throw new Error(`Typesense update of ${collection} failed: ${failed.error}`);
   }
 
   async deleteSource(accountId: number, sourceId: number) {
@@ -294,12 +372,6 @@ export class TypesenseEngine implements SearchIndex {
     };
   }
 
-  /** Where a query's keyword searches look: the account (its statistics) and the query's sources (its candidates). */
-  private keywordScope(q: IndexQuery): KeywordScope {
-    const account = this.scope(q.accountId);
-    return { accountId: q.accountId, collection: this.names.chunks, account, scoped: q.sourceIds ? this.scope(q.accountId, q.sourceIds) : account };
-  }
-
   /**
    * The reads of hits. Each multi_search is led by the replacements: a replacement switching after that read
    * cannot have written or deleted chunks before the reads after it in the same request (see replaceChunks).
@@ -311,6 +383,7 @@ export class TypesenseEngine implements SearchIndex {
    */
   private async readHits(
     q: IndexQuery,
+    where: Scopes,
     perPage: number,
     wantsVectors: boolean,
     statistics?: () => Promise<TermStatistics>,
@@ -319,14 +392,14 @@ export class TypesenseEngine implements SearchIndex {
     const lead = (batch: Batch) => batch.add<Pick<ReplacementDocument, "hidden">>(this.replacementSearch(q.accountId));
     const vectors = new Batch();
     const heads = [lead(vectors)];
-    const nearest = wantsVectors ? vectors.add<VectorDocument>(this.vectorSearch(q, perPage)) : undefined;
+    const nearest = wantsVectors ? vectors.add<VectorDocument>(this.vectorSearch(q, where.vectors, perPage)) : undefined;
     const vectorsRead = wantsVectors ? this.run(vectors) : undefined;
     // Awaited below; a failure while the statistics are still out must not count as unhandled.
     vectorsRead?.catch(() => undefined);
     const stats = statistics ? await statistics() : undefined;
     const groups = Array.from({ length: KEYWORD_REQUESTS }, () => new Batch());
     const groupHeads = groups.map(lead);
-    const keyword = stats ? keywordCandidates(groups, this.keywordScope(q), stats, perPage) : undefined;
+    const keyword = stats ? keywordCandidates(groups, where.keyword, stats, perPage) : undefined;
     const used = groups.filter((b) => b.searches.length > 1);
     await Promise.all([vectorsRead, ...used.map((b) => this.run(b))]);
     const seen = [...(wantsVectors ? heads : []), ...used.map((b) => groupHeads[groups.indexOf(b)]!)].map((r) =>
@@ -335,8 +408,8 @@ export class TypesenseEngine implements SearchIndex {
     if (seen.some((h) => h !== seen[0]) || Date.now() - started > REPLACE_GRACE_MS) {
       const together = new Batch();
       const head = lead(together);
-      const again = wantsVectors ? together.add<VectorDocument>(this.vectorSearch(q, perPage)) : undefined;
-      const rank = stats ? keywordCandidates([together], this.keywordScope(q), stats, perPage) : undefined;
+      const again = wantsVectors ? together.add<VectorDocument>(this.vectorSearch(q, where.vectors, perPage)) : undefined;
+      const rank = stats ? keywordCandidates([together], where.keyword, stats, perPage) : undefined;
       await this.run(together);
       return { hidden: new Set((head().hits ?? []).flatMap((h) => h.document.hidden ?? [])), keyword: rank, nearest: again?.().hits ?? [] };
     }
@@ -351,12 +424,14 @@ export class TypesenseEngine implements SearchIndex {
     return statistics();
   }
 
-  private vectorSearch(q: IndexQuery, perPage: number): Search {
+  private vectorSearch(q: IndexQuery, filter_by: string, perPage: number): Search {
     return {
       collection: this.names.vectors,
       q: "*",
-      filter_by: this.scope(q.accountId, q.sourceIds),
-      vector_query: `embedding:([${Array.from(q.vector!).join(",")}], k:${perPage})`,
+      filter_by,
+      // Scopes (a filter, or a small tenant) of fewer matching vectors are ranked exactly, as the embedded engine
+      // scans the allowed slots below the same cutoff; HNSW's filtered search may miss some of them.
+      vector_query: `embedding:([${Array.from(q.vector!).join(",")}], k:${perPage}, flat_search_cutoff:${FLAT_SEARCH_CUTOFF})`,
       include_fields: HIT_FIELDS,
       per_page: q.mode === "hybrid" ? Math.ceil(perPage * HYBRID_VECTOR_HITS) : perPage,
     };
@@ -367,17 +442,17 @@ export class TypesenseEngine implements SearchIndex {
     const queryTerms = [...new Set(terms(q.text))];
     const wantsVectors = q.mode !== "keyword" && q.vector !== null;
     const keywordNeeded = q.mode !== "semantic" || !wantsVectors;
-    const where = this.keywordScope(q);
+    const where = await this.scopes(q);
     // The nearest vectors at once; meanwhile the terms' statistics (no hit read), which size each term's
     // candidate list, then the candidates (see readHits).
-    const read = await this.readHits(q, perPage, wantsVectors, keywordNeeded && queryTerms.length ? () => this.termStatistics(where, queryTerms) : undefined);
+    const read = await this.readHits(q, where, perPage, wantsVectors, keywordNeeded && queryTerms.length ? () => this.termStatistics(where.keyword, queryTerms) : undefined);
     let { hidden, keyword } = read;
     const vectorHits = read.nearest.filter((h) => !hidden.has(h.document.id));
     // Typesense returns the k nearest whatever their distance: none at all means no vector in scope.
     const modeUsed = vectorHits.length ? q.mode : "keyword";
     if (modeUsed === "keyword" && !keywordNeeded && queryTerms.length) {
       // Semantic without a vector in scope answers as keyword: both rounds of it.
-      ({ hidden, keyword } = await this.readHits(q, perPage, false, () => this.termStatistics(where, queryTerms)));
+      ({ hidden, keyword } = await this.readHits(q, where, perPage, false, () => this.termStatistics(where.keyword, queryTerms)));
     }
     const ranked = modeUsed !== "semantic" && keyword ? keyword(hidden) : [];
     const vector = modeUsed !== "keyword" ? vectorHits.filter((h) => h.vector_distance! <= q.maxDistance) : [];

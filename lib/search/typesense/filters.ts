@@ -2,29 +2,39 @@
  * Metadata filters (lib/search/filters.ts) as Typesense 0.24 `filter_by` (docs/adr/0058-metadata-filters.md).
  *
  * Free-form metadata is indexed per key and value type under wildcard schema fields (METADATA_FIELDS):
- * `meta_s_<name>` strings, `meta_n_<name>` numbers, `meta_b_<name>` booleans, `meta_d_<name>` dates (epoch ms, from
- * strings that read as dates), all arrays, plus `meta_keys`: the names the chunk has a value for. ne / nin test
+ * `meta_s_<name>` strings, `meta_n_<name>` numbers (for ranges) and `meta_ns_<name>` the same numbers as strings
+ * (for eq / ne / in / nin: 0.24.1 refuses != on numeric fields, and strings of doubles compare exactly where
+ * `float` does not), `meta_b_<name>` booleans, `meta_d_<name>` dates (epoch ms, from strings that read as dates),
+ * all arrays, plus `meta_keys`: the names the chunk has a value for. ne / nin test
  * `meta_keys` too, so they match only chunks that have the key (the predicate's semantics), whatever Typesense
- * does with a negation on a missing field. Built-in keys are the chunk document's own fields.
- *
- * Not wired into the engine yet: the chunks collection does not hold metadata (see the ADR for what is left).
+ * does with a negation on a missing field. Built-in keys are the chunk document's own fields. Chunk and vector
+ * documents both carry these fields (TypesenseEngine), so every sub-search of a query applies the filter itself.
  */
-import { dateValue, METADATA_PREFIX, type ComparisonFilter, type FilterScalar, type SearchFilter } from "../filters";
+import { dateValue, METADATA_KEY_PATTERN, METADATA_PREFIX, type ComparisonFilter, type FilterScalar, type SearchFilter } from "../filters";
 
 /** The schema fields metadata needs (Typesense matches the names as regular expressions). */
 export const METADATA_FIELDS = [
   { name: "meta_keys", type: "string[]", optional: true },
   { name: "meta_s_.*", type: "string[]", optional: true },
   { name: "meta_n_.*", type: "float[]", optional: true },
+  { name: "meta_ns_.*", type: "string[]", optional: true },
   { name: "meta_b_.*", type: "bool[]", optional: true },
   { name: "meta_d_.*", type: "int64[]", optional: true },
 ] as const;
 
-/** A document's metadata as the fields above. */
-export function metadataFields(metadata: Record<string, unknown> | null | undefined): Record<string, unknown[]> {
-  const out: Record<string, unknown[]> = {};
-  const add = (field: string, v: unknown) => (out[field] ??= []).push(v);
+/** A document's metadata fields as stored: `meta_keys` and `meta_<type>_<name>`. */
+export type MetadataFields = { [field: `meta_${string}`]: unknown[] };
+const TYPE_LETTERS = ["s", "n", "ns", "b", "d"] as const;
+
+/**
+ * A document's metadata as the fields above. Names a filter cannot address (free-form metadata may hold dotted or
+ * long keys, ADR 0055) are left out: they would only widen the schema.
+ */
+export function metadataFields(metadata: Record<string, unknown> | null | undefined): MetadataFields {
+  const out: MetadataFields = {};
+  const add = (field: `meta_${string}`, v: unknown) => (out[field] ??= []).push(v);
   for (const [name, raw] of Object.entries(metadata ?? {})) {
+    if (!METADATA_KEY_PATTERN.test(name)) continue;
     const values = (Array.isArray(raw) ? raw : [raw]).filter((v) => v !== undefined && v !== null);
     if (!values.length) continue;
     add("meta_keys", name);
@@ -33,67 +43,97 @@ export function metadataFields(metadata: Record<string, unknown> | null | undefi
         add(`meta_s_${name}`, v);
         const ms = dateValue(v);
         if (ms !== undefined) add(`meta_d_${name}`, ms);
-      } else if (typeof v === "number" && Number.isFinite(v)) add(`meta_n_${name}`, v);
-      else if (typeof v === "boolean") add(`meta_b_${name}`, v);
+      } else if (typeof v === "number" && Number.isFinite(v)) {
+        add(`meta_n_${name}`, v);
+        add(`meta_ns_${name}`, String(v));
+      } else if (typeof v === "boolean") add(`meta_b_${name}`, v);
     }
   }
   return out;
 }
 
-const literal = (v: FilterScalar) => (typeof v === "string" ? `\`${v}\`` : String(v));
-const prefix = (t: "s" | "n" | "b") => `meta_${t}_`;
-const typeLetter = (v: FilterScalar) => (typeof v === "string" ? "s" : typeof v === "number" ? "n" : "b");
+/** The metadata fields of a stored document (to copy them onto another document of the same chunk). */
+export function storedMetadataFields(doc: object): MetadataFields {
+  return Object.fromEntries(Object.entries(doc).filter(([field]) => field.startsWith("meta_"))) as MetadataFields;
+}
+
+/**
+ * A Typesense `update` that gives a document new metadata: every field of the names it had (`meta_keys`) set to
+ * null, which 0.24.1 takes as "remove the field" (an update keeps the fields it is not sent), then the new ones.
+ */
+export function metadataUpdate(oldNames: readonly string[], metadata: Record<string, unknown> | null | undefined): Record<string, unknown[] | null> {
+  const update: Record<string, unknown[] | null> = { meta_keys: null };
+  for (const name of oldNames) for (const t of TYPE_LETTERS) update[`meta_${t}_${name}`] = null;
+  return { ...update, ...metadataFields(metadata) };
+}
+
+/** A metadata value in filter_by: booleans bare, strings and numbers' strings in backticks (validation refuses backticks in values). */
+const quoted = (v: FilterScalar) => (typeof v === "boolean" ? String(v) : `\`${String(v)}\``);
+/** The field a value is compared for equality in: numbers in their string form (0.24.1 has no != on numeric fields). */
+const equalityField = (name: string, v: FilterScalar) => `meta_${typeof v === "string" ? "s" : typeof v === "number" ? "ns" : "b"}_${name}`;
 const RANGE = { gt: ">", gte: ">=", lt: "<", lte: "<=" } as const;
+/** Matches no document: no metadata name has a dot. */
+const NOTHING = "meta_keys:=`.`";
 
 /** Values grouped by the field they are looked up in. */
 function byField(name: string, values: FilterScalar[]): [string, FilterScalar[]][] {
   const groups = new Map<string, FilterScalar[]>();
   for (const v of values) {
-    const f = `${prefix(typeLetter(v))}${name}`;
-    groups.set(f, [...(groups.get(f) ?? []), v]);
+    const field = equalityField(name, v);
+    groups.set(field, [...(groups.get(field) ?? []), v]);
   }
   return [...groups];
 }
 
-const any = (parts: string[]) => (parts.length === 1 ? parts[0]! : `(${parts.join(" || ")})`);
+const any = (parts: string[]) => (parts.length === 0 ? NOTHING : parts.length === 1 ? parts[0]! : `(${parts.join(" || ")})`);
 const all = (parts: string[]) => (parts.length === 1 ? parts[0]! : `(${parts.join(" && ")})`);
 
-function comparison(f: ComparisonFilter): string {
+function comparison(f: ComparisonFilter, has: (field: string) => boolean): string {
   const { key, type: op } = f;
   const values = (Array.isArray(f.value) ? f.value : [f.value]).map((v) => (key === "indexed_at" && typeof v === "string" ? dateValue(v)! : v));
   if (!key.startsWith(METADATA_PREFIX)) {
+    const literal = (v: FilterScalar) => (typeof v === "string" ? quoted(v) : String(v));
     switch (op) {
       case "eq":
       case "in":
         return `${key}:[${values.map(literal).join(",")}]`;
       case "ne":
       case "nin":
-        return all(values.map((v) => `${key}:!=${literal(v)}`));
+        // Numeric built-ins (source_id, indexed_at) hold one value: not equal is below or above.
+        return all(values.map((v) => (typeof v === "number" ? `(${key}:<${v} || ${key}:>${v})` : `${key}:!=${literal(v)}`)));
       default:
         return `${key}:${RANGE[op]}${values[0]}`;
     }
   }
   const name = key.slice(METADATA_PREFIX.length);
-  const has = `meta_keys:=${literal(name)}`;
   switch (op) {
     case "eq":
     case "in":
-      return any(byField(name, values).map(([field, vs]) => `${field}:[${vs.map(literal).join(",")}]`));
+      return any(byField(name, values).filter(([field]) => has(field)).map(([field, vs]) => `${field}:[${vs.map(quoted).join(",")}]`));
     case "ne":
-    case "nin":
-      return all([has, ...values.map((v) => `${prefix(typeLetter(v))}${name}:!=${literal(v)}`)]);
+    case "nin": {
+      // A field no document has holds none of the values: its != is true.
+      const differs = values.flatMap((v) => (has(equalityField(name, v)) ? [`${equalityField(name, v)}:!=${quoted(v)}`] : []));
+      return all([`meta_keys:=${quoted(name)}`, ...differs]);
+    }
     default: {
       const v = values[0]!;
-      return typeof v === "number" ? `meta_n_${name}:${RANGE[op]}${v}` : `meta_d_${name}:${RANGE[op]}${dateValue(v)}`;
+      const [field, bound] = typeof v === "number" ? [`meta_n_${name}`, v] : [`meta_d_${name}`, dateValue(v)];
+      return has(field) ? `${field}:${RANGE[op]}${bound}` : NOTHING;
     }
   }
 }
 
-/** A validated filter as a `filter_by` expression (to be joined to the tenant scope with &&). */
-export function filterBy(filter: SearchFilter): string {
+/**
+ * A validated filter as a `filter_by` expression (to be joined to the tenant scope with &&), for a collection
+ * whose fields `has` tells: 0.24.1 refuses a filter on a wildcard field no document of the collection has
+ * created yet (404 "Could not find a filter field"), so a comparison on one is decided here (false; true for
+ * a != in ne / nin).
+ */
+export function filterBy(filter: SearchFilter, has: (field: string) => boolean = () => true): string {
   if (filter.type === "and" || filter.type === "or") {
-    const parts = filter.filters.map(filterBy);
+    const parts = filter.filters.map((f) => filterBy(f, has));
     return filter.type === "and" ? all(parts) : any(parts);
   }
-  return comparison(filter as ComparisonFilter);
+  return comparison(filter as ComparisonFilter, has);
 }

@@ -63,11 +63,15 @@ export class TotalsCache {
 /**
  * Candidates per query term (per_page): the budget shared by idf, water-filled (a term whose document
  * frequency is within its share takes all its matches, and what it leaves is shared again among the others). When all matches
- * fit in the budget every term takes them all, and the ranking is the exact BM25 top list.
+ * fit in the budget every term takes them all, and the ranking is the exact BM25 top list. `inScope` is each
+ * term's matches in the query's scope (sources, filter) when narrower than the account: what a term can
+ * bring, so a selective scope's matches fit (and rank exactly) though the account's would not.
  */
-export function candidateShares(documentFrequency: Map<string, number>, chunks: number, budget: number): Map<string, number> {
+export function candidateShares(documentFrequency: Map<string, number>, chunks: number, budget: number, inScope = documentFrequency): Map<string, number> {
   const shares = new Map<string, number>();
-  let open = [...documentFrequency].filter(([, df]) => df > 0).map(([term, df]) => ({ term, df, idf: bm25Idf(Math.max(chunks, df), df) }));
+  let open = [...documentFrequency]
+    .map(([term, accountDf]) => ({ term, df: inScope.get(term) ?? 0, idf: bm25Idf(Math.max(chunks, accountDf), accountDf) }))
+    .filter((t) => t.df > 0);
   let left = budget;
   for (;;) {
     const sum = open.reduce((s, t) => s + t.idf, 0);
@@ -131,7 +135,7 @@ const MATCH = {
   prefix: "false", num_typos: 0, typo_tokens_threshold: 0, drop_tokens_threshold: 0, highlight_fields: "none", enable_highlight_v1: false,
 };
 
-/** Where a query's keyword searches look: the chunks collection, the account's filter and the scope's. */
+/** Where a query's keyword searches look: the chunks collection, the account's filter and the scope's (sources, metadata filter). */
 export interface KeywordScope {
   accountId: number;
   collection: string;
@@ -139,23 +143,30 @@ export interface KeywordScope {
   scoped: string;
 }
 
-/** What the first round of a keyword query learns: the account's population and each term's document frequency. */
+/**
+ * What the first round of a keyword query learns: the account's population and each term's document frequency
+ * (BM25's statistics stay the account's whatever the scope, as the embedded engine keeps its partition's), and
+ * each term's matches in the scope when it is narrower (what sizes the candidate lists).
+ */
 export interface TermStatistics {
   totals: Totals;
   documentFrequency: Map<string, number>;
+  inScope?: Map<string, number>;
 }
 
 /**
  * The first round of a query's keyword search, added to `batch`: the account's chunk count and total length
- * unless cached, and per query term its document frequency in the account (per_page 0: no hit is read).
- * Returns the statistics, to read after the batch has run.
+ * unless cached, and per query term its document frequency in the account and, for a scope narrower than the
+ * account (sources, a filter), in the scope (per_page 0: no hit is read). Returns the statistics, to read after
+ * the batch has run.
  */
 export function termStatistics(batch: Batch, totals: TotalsCache, where: KeywordScope, queryTerms: string[]): () => TermStatistics {
-  const { accountId, collection, account } = where;
+  const { accountId, collection, account, scoped } = where;
   const cached = totals.get(accountId);
   const generation = totals.generation;
   const population = cached ? undefined : batch.add({ collection, q: "*", filter_by: account, facet_by: "term_count", max_facet_values: 1, per_page: 0 });
-  const frequencies = queryTerms.map((t) => ({ term: t, found: batch.add({ ...MATCH, collection, q: t, query_by: TERM_ORDER.query_by, filter_by: account, per_page: 0 }) }));
+  const count = (t: string, filter_by: string) => batch.add({ ...MATCH, collection, q: t, query_by: TERM_ORDER.query_by, filter_by, per_page: 0 });
+  const frequencies = queryTerms.map((t) => ({ term: t, found: count(t, account), inScope: scoped !== account ? count(t, scoped) : undefined }));
   return () => {
     let current = cached;
     if (!current) {
@@ -163,7 +174,9 @@ export function termStatistics(batch: Batch, totals: TotalsCache, where: Keyword
       current = { chunks: r.found, length: r.facet_counts?.find((f) => f.field_name === "term_count")?.stats?.sum ?? 0 };
       totals.set(accountId, current, generation);
     }
-    return { totals: current, documentFrequency: new Map(frequencies.map((f) => [f.term, f.found().found])) };
+    const documentFrequency = new Map(frequencies.map((f) => [f.term, f.found().found]));
+    if (scoped === account) return { totals: current, documentFrequency };
+    return { totals: current, documentFrequency, inScope: new Map(frequencies.map((f) => [f.term, f.inScope!().found])) };
   };
 }
 
@@ -175,13 +188,14 @@ export function termStatistics(batch: Batch, totals: TotalsCache, where: Keyword
  * without the chunks a replacement hides; undefined when no term matches.
  */
 export function keywordCandidates(batches: Batch[], where: KeywordScope, stats: TermStatistics, perPage: number): ((hidden: Set<string>) => KeywordHit[]) | undefined {
-  const shares = candidateShares(stats.documentFrequency, stats.totals.chunks, Math.ceil(CANDIDATE_BUDGET_FACTOR * perPage));
+  const inScope = stats.inScope ?? stats.documentFrequency;
+  const shares = candidateShares(stats.documentFrequency, stats.totals.chunks, Math.ceil(CANDIDATE_BUDGET_FACTOR * perPage), inScope);
   if (!shares.size) return undefined;
   // Largest shares first, each to the batch with the fewest hits asked so far (the batches run side by side).
   const load = batches.map(() => 0);
   const lists = [...shares].sort((a, b) => b[1] - a[1]).map(([t, share]) => {
     const i = load.indexOf(Math.min(...load));
-    load[i]! += Math.min(share, stats.documentFrequency.get(t) ?? share);
+    load[i]! += Math.min(share, inScope.get(t) ?? share);
     return batches[i]!.add<Candidate>({ ...MATCH, ...TERM_ORDER, collection: where.collection, q: t, filter_by: where.scoped, include_fields: CANDIDATE_FIELDS, per_page: share });
   });
   return (hidden) => {

@@ -2,6 +2,7 @@ import { Errors, type Client } from "typesense";
 import { TITLE_WEIGHT } from "../bm25";
 import type { IndexedChunk, StoredChunk } from "../port";
 import { terms } from "../tokenizer";
+import { METADATA_FIELDS, metadataFields, storedMetadataFields, type MetadataFields } from "./filters";
 
 /**
  * Typesense versions the engine runs on: 0.24.1 (tested in CI) and later. It uses only what 0.24 already
@@ -26,8 +27,8 @@ export function isSupportedTypesenseVersion(version: string): boolean {
   return true;
 }
 
-/** A chunk in the chunks collection: what a hit shows, its analysed terms for matching, no vector. */
-export interface ChunkDocument extends StoredChunk {
+/** A chunk in the chunks collection: what a hit shows, its analysed terms for matching, what filters read, no vector. */
+export interface ChunkDocument extends StoredChunk, MetadataFields {
   id: string;
   /** The platform's index terms (tokenizer.terms) of title and content, space-separated: what Typesense matches. */
   title_terms: string;
@@ -42,20 +43,26 @@ export interface ChunkDocument extends StoredChunk {
  * A chunk's vector, in a collection per embedding model: Typesense 0.24 parses a hit's whole stored
  * document, and a 512-d vector is most of a chunk's JSON, so keyword candidates and text reads would pay
  * for it on every hit; and a model switch fills a new vectors collection while the text stays. It carries the
- * chunk's fields too (stored, not indexed), so a vector hit needs no second read.
+ * chunk's fields too (stored, not indexed), so a vector hit needs no second read, and what filters read
+ * (indexed), so the nearest vectors are those of matching chunks.
  */
-export interface VectorDocument extends StoredChunk {
+export interface VectorDocument extends StoredChunk, MetadataFields {
   id: string;
   embedding: number[];
+  /** Absent on vectors written before filters (see ADDED_FIELDS) until their document's metadata is set again. */
+  indexed_at?: number;
 }
 
-/** A vector's document: the chunk's tenant ids and what its hit shows. */
+/** A vector's document: the chunk's tenant ids, what its hit shows and what filters read. */
 export function vectorDocument(
-  c: Pick<ChunkDocument, "id" | "account_id" | "source_id" | "document_id" | "position" | "title" | "url" | "content" | "chunk_start" | "chunk_end">,
+  c: Pick<ChunkDocument, "id" | "account_id" | "source_id" | "document_id" | "position" | "title" | "url" | "content" | "chunk_start" | "chunk_end" | "indexed_at">,
   vector: Float32Array,
 ): VectorDocument {
-  const { id, account_id, source_id, document_id, position, title, url, content, chunk_start, chunk_end } = c;
-  return { id, account_id, source_id, embedding: Array.from(vector), document_id, position, title, url, content, ...range(chunk_start, chunk_end) };
+  const { id, account_id, source_id, document_id, position, title, url, content, chunk_start, chunk_end, indexed_at } = c;
+  return {
+    id, account_id, source_id, embedding: Array.from(vector), document_id, position, title, url, content, ...range(chunk_start, chunk_end),
+    indexed_at, ...storedMetadataFields(c),
+  };
 }
 
 /** A chunk's range as stored fields: left out when not known (Typesense stores no null in an int field). */
@@ -96,6 +103,10 @@ export function vectorSchema(name: string, dimensions: number) {
       { name: "account_id", type: "int64" },
       { name: "source_id", type: "int64" },
       { name: "embedding", type: "float[]", num_dim: dimensions, vec_dist: "cosine" },
+      { name: "document_id", type: "string" },
+      // Optional: vectors written before filters have none, and a collection must take the field by a schema PATCH.
+      { name: "indexed_at", type: "int64", optional: true },
+      ...METADATA_FIELDS,
     ],
   };
 }
@@ -121,6 +132,7 @@ export function schemas(names: CollectionNames) {
         { name: "term_count", type: "int32", facet: true },
         { name: "content_bytes", type: "int32", facet: true },
         { name: "indexed_at", type: "int64" },
+        ...METADATA_FIELDS,
       ],
     },
     replacements: {
@@ -152,6 +164,7 @@ export function chunkDocument(c: IndexedChunk): ChunkDocument {
     term_count: TITLE_WEIGHT * titleTerms.length + contentTerms.length,
     content_bytes: Buffer.byteLength(c.content),
     indexed_at: c.indexedAt,
+    ...metadataFields(c.metadata),
   };
 }
 
@@ -162,10 +175,18 @@ export function quoteList(values: string[]): string {
 
 export interface Schema {
   name: string;
-  fields: { name: string; num_dim?: number; optional?: boolean; index?: boolean }[];
+  fields: readonly { name: string; num_dim?: number; optional?: boolean; index?: boolean }[];
 }
 
-/** Creates a collection, or checks the one another replica (or an earlier start) created. */
+/**
+ * Indexed fields added to collections that may already exist (deployed clusters): the filter fields
+ * (ADR 0058). A start adds the missing ones with a schema PATCH, which 0.24.1 accepts and applies to the stored
+ * documents (it indexes their `document_id`, which vector documents always stored; a chunk written before has no
+ * metadata until its document's is set again or it is re-indexed).
+ */
+export const ADDED_FIELDS: ReadonlySet<string> = new Set(["document_id", "indexed_at", ...METADATA_FIELDS.map((f) => f.name)]);
+
+/** Creates a collection, or checks (and brings up to date) the one another replica (or an earlier start) created. */
 export async function createCollection(client: Client, schema: Schema) {
   try {
     await client.collections().create(schema as never);
@@ -175,15 +196,30 @@ export async function createCollection(client: Client, schema: Schema) {
   }
 }
 
-/** An existing collection must have the schema's fields and vector size. */
+/** The schema's fields an existing collection lacks; a stored-only optional field needs none (Typesense keeps undeclared fields of a document). */
+export function missingFields(schema: Schema, existing: readonly { name: string }[]): Schema["fields"] {
+  const names = new Set(existing.map((f) => f.name));
+  return schema.fields.filter((f) => !names.has(f.name) && !(f.optional && f.index === false));
+}
+
+/** An existing collection must have the schema's fields (the ADDED_FIELDS it lacks are added) and vector size. */
 export async function checkCollection(client: Client, schema: Schema) {
-  const existing = (await client.collections(schema.name).retrieve()) as unknown as { fields: { name: string; num_dim?: number }[] };
-  const names = new Set(existing.fields.map((f) => f.name));
-  // A stored-only optional field added later needs no migration: Typesense keeps undeclared fields of a document.
-  if (schema.fields.some((f) => !names.has(f.name) && !(f.optional && f.index === false))) {
+  const retrieve = async () => ((await client.collections(schema.name).retrieve()) as unknown as { fields: { name: string; num_dim?: number }[] }).fields;
+  let existing = await retrieve();
+  const missing = missingFields(schema, existing);
+  if (missing.some((f) => !ADDED_FIELDS.has(f.name))) {
     throw new Error(`Typesense collection ${schema.name} has another layout: drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
   }
+  if (missing.length) {
+    try {
+      await client.collections(schema.name).update({ fields: missing } as never);
+    } catch (err) {
+      // Another replica starting at the same time may have added them first.
+      existing = await retrieve();
+      if (missingFields(schema, existing).length) throw err;
+    }
+  }
   const want = schema.fields.find((f) => f.num_dim)?.num_dim;
-  const dims = existing.fields.find((f) => f.num_dim)?.num_dim;
+  const dims = existing.find((f) => f.num_dim)?.num_dim;
   if (want !== dims) throw new Error(`Typesense collection ${schema.name} has ${dims}-d vectors, the embedding model gives ${want}`);
 }

@@ -25,4 +25,20 @@ describe("candidateShares (keyword candidates per query term on Typesense)", () 
     for (const share of candidateShares(many, 10_000, 100).values()) expect(share).toBe(MIN_CANDIDATES_PER_TERM);
     expect(candidateShares(new Map([["only", 9000]]), 10_000, 600).get("only")).toBe(250);
   });
+
+  it("sizes the lists by the scope's matches and weighs terms by the account's idf", () => {
+    const chunks = 10_000;
+    const df = new Map([["alpha", 3000], ["beta", 3000], ["gamma", 50]]);
+    // Over the account neither common term fits its share; a filter leaving 60 and 5 of their matches makes
+    // beta fit, and alpha takes what beta leaves (all 60 of its matches); gamma has none in scope.
+    const account = candidateShares(df, chunks, 100);
+    expect(account.get("alpha")).toBeLessThan(60);
+    const scoped = candidateShares(df, chunks, 100, new Map([["alpha", 60], ["beta", 5], ["gamma", 0]]));
+    expect(scoped.has("gamma")).toBe(false);
+    expect(scoped.get("beta")).toBeGreaterThanOrEqual(5);
+    expect(scoped.get("alpha")).toBeGreaterThanOrEqual(60);
+    // Weighed by the account's idf: with equal scope counts the rarer term in the account gets the larger share.
+    const even = candidateShares(new Map([["common", 5000], ["rarer", 500]]), chunks, 100, new Map([["common", 400], ["rarer", 400]]));
+    expect(even.get("rarer")!).toBeGreaterThan(even.get("common")!);
+  });
 });
