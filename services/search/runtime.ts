@@ -7,6 +7,7 @@ import { LocalEmbeddingProvider, RemoteEmbeddingProvider, type EmbeddingProvider
 import type { LocalModelName } from "../../lib/search/models";
 import type { SearchIndex } from "../../lib/search/port";
 import { DeletionQueue } from "./deletions";
+import { backfillMetadata } from "./metadata-backfill";
 import { EmbedStage } from "./embed-stage";
 import { IndexGenerations } from "./generations";
 import type { SearchModels } from "./model";
@@ -28,6 +29,8 @@ export interface SearchRuntime {
   restoreReport?: RestoreReport;
   queryVectors: QueryVectors;
   deletions: DeletionQueue;
+  /** The one-time metadata backfill of an external index (Typesense), running in the background. */
+  metadataBackfill?: { stop(): void; finished: Promise<unknown> };
 }
 
 function embeddingProvider({ embedding }: SearchConfig): EmbeddingProvider | undefined {
@@ -84,10 +87,17 @@ export async function startSearch(config: SearchConfig, models: SearchModels, da
     if (provider instanceof LocalEmbeddingProvider) provider.warmUp().catch((err) => logger.warn("Embedding model failed to load", err));
   }
   await runtime.deletions.resume();
+  if (!embedded) {
+    let stopped = false;
+    const finished = backfillMetadata(deps, () => stopped).catch((err) => logger.warn("Search filters: metadata backfill failed; the next start retries", err));
+    runtime.metadataBackfill = { stop: () => (stopped = true), finished };
+  }
   return runtime;
 }
 
 export async function stopSearch(runtime: SearchRuntime) {
+  runtime.metadataBackfill?.stop();
+  await runtime.metadataBackfill?.finished;
   await runtime.modelSwitch?.stop();
   await runtime.stage?.stop();
   await runtime.deletions.drain();
