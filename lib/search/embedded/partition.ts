@@ -1,4 +1,5 @@
 import { KeywordIndex } from "../bm25";
+import { compileFilter, type FilterableChunk, type SearchFilter } from "../filters";
 import type { ChunkHit, ChunkIdentity, IndexedChunk } from "../port";
 import { ChunkTexts } from "./text-store";
 import { terms } from "../tokenizer";
@@ -11,6 +12,13 @@ export interface DocumentEntry {
   /** The document's latest title and url, so its chunks share one string each. */
   title: string;
   url: string;
+  /** The document's metadata (what filters compare), held once for all its chunks: the latest upsert's or setDocumentMetadata's. */
+  metadata: Record<string, unknown> | null;
+}
+
+/** A slot's chunk: what a hit shows, and when it was indexed (filters compare it). */
+export interface SlotChunk extends ChunkIdentity {
+  indexedAt: number;
 }
 
 export type VectorOptions = ConstructorParameters<typeof VectorIndex>[1];
@@ -19,6 +27,8 @@ export type VectorOptions = ConstructorParameters<typeof VectorIndex>[1];
 export interface ChunkTable {
   ids: string[];
   documents: [string, number][];
+  /** Per document (as `documents`). */
+  metadata: (Record<string, unknown> | null)[];
   doc: number[];
   position: number[];
   strings: string[];
@@ -27,6 +37,7 @@ export interface ChunkTable {
   /** Each chunk's character range in its document (-1: not known); absent in snapshots written before ranges. */
   start?: number[];
   end?: number[];
+  indexedAt: number[];
 }
 
 /** One account's chunks: slot tables plus a keyword and a vector index over the same slots. */
@@ -36,7 +47,7 @@ export class Partition {
    * Per slot; its length is the next slot. Slots are not reused while the process runs (a removed chunk's
    * postings stay until compaction); a restart from a snapshot numbers the live ones densely again.
    */
-  readonly chunks: (ChunkIdentity | undefined)[] = [];
+  readonly chunks: (SlotChunk | undefined)[] = [];
   readonly documents = new Map<string, DocumentEntry>();
   keyword = new KeywordIndex();
   readonly vectors: VectorIndex;
@@ -48,20 +59,24 @@ export class Partition {
     this.vectors = new VectorIndex(dimensions, vectorOptions);
   }
 
-  private document(id: string, sourceId: number, title: string, url: string): DocumentEntry {
+  private document(id: string, sourceId: number, title: string, url: string, metadata: Record<string, unknown> | null): DocumentEntry {
     let doc = this.documents.get(id);
-    if (!doc) this.documents.set(id, (doc = { id, sourceId, chunks: new Set(), title, url }));
+    if (!doc) this.documents.set(id, (doc = { id, sourceId, chunks: new Set(), title, url, metadata }));
     if (doc.title !== title) doc.title = title;
     if (doc.url !== url) doc.url = url;
+    doc.metadata = metadata;
     return doc;
   }
 
   upsert(chunk: IndexedChunk) {
     if (this.slotOf.has(chunk.id)) this.remove(chunk.id);
     const slot = this.chunks.length;
-    const doc = this.document(chunk.documentId, chunk.sourceId, chunk.title, chunk.url);
+    const doc = this.document(chunk.documentId, chunk.sourceId, chunk.title, chunk.url, chunk.metadata ?? null);
     this.slotOf.set(chunk.id, slot);
-    this.chunks[slot] = { id: chunk.id, sourceId: chunk.sourceId, documentId: doc.id, position: chunk.position, title: doc.title, url: doc.url, chunkStart: chunk.chunkStart ?? null, chunkEnd: chunk.chunkEnd ?? null };
+    this.chunks[slot] = {
+      id: chunk.id, sourceId: chunk.sourceId, documentId: doc.id, position: chunk.position, title: doc.title, url: doc.url,
+      chunkStart: chunk.chunkStart ?? null, chunkEnd: chunk.chunkEnd ?? null, indexedAt: chunk.indexedAt,
+    };
     doc.chunks.add(slot);
     this.keyword.add(slot, terms(chunk.title), terms(chunk.content));
     this.texts.set(slot, chunk.content);
@@ -122,12 +137,16 @@ export class Partition {
       return id;
     };
     const documents: [string, number][] = [];
+    const metadata: (Record<string, unknown> | null)[] = [];
     const documentIds = new Map<string, number>();
-    const t: ChunkTable = { ids: [], documents, doc: [], position: [], strings, title: [], url: [], start: [], end: [] };
+    const t: ChunkTable = { ids: [], documents, metadata, doc: [], position: [], strings, title: [], url: [], start: [], end: [], indexedAt: [] };
     for (const slot of live) {
       const c = this.chunks[slot]!;
       let d = documentIds.get(c.documentId);
-      if (d === undefined) documentIds.set(c.documentId, (d = documents.push([c.documentId, c.sourceId]) - 1));
+      if (d === undefined) {
+        documentIds.set(c.documentId, (d = documents.push([c.documentId, c.sourceId]) - 1));
+        metadata.push(this.documents.get(c.documentId)!.metadata);
+      }
       t.ids.push(c.id);
       t.doc.push(d);
       t.position.push(c.position);
@@ -135,6 +154,7 @@ export class Partition {
       t.url.push(intern(c.url));
       t.start!.push(c.chunkStart ?? -1);
       t.end!.push(c.chunkEnd ?? -1);
+      t.indexedAt.push(c.indexedAt);
     }
     return t;
   }
@@ -199,5 +219,36 @@ export function hasVectorsInScope(p: Partition, sources: Set<number> | undefined
 }
 
 export function emptyTable(): ChunkTable {
-  return { ids: [], documents: [], doc: [], position: [], strings: [], title: [], url: [] };
+  return { ids: [], documents: [], metadata: [], doc: [], position: [], strings: [], title: [], url: [], indexedAt: [] };
+}
+
+/** Whether a filter compares `key` anywhere in it. */
+function reads(filter: SearchFilter, key: string): boolean {
+  return "filters" in filter ? filter.filters.some((f) => reads(f, key)) : filter.key === key;
+}
+
+/**
+ * The slots a filtered query may rank (a mask over slots: its sources and its filter), and whether any of them has
+ * a vector. Built once per query so the rankings test a byte per candidate: the filter runs once per document in
+ * scope (source, id and metadata are the document's), and once per chunk only when it compares indexed_at.
+ */
+export function filterScope(p: Partition, sources: Set<number> | undefined, filter: SearchFilter): { allowed: Uint8Array; vectors: boolean } {
+  const test = compileFilter(filter);
+  const perChunk = reads(filter, "indexed_at");
+  const allowed = new Uint8Array(p.chunks.length);
+  let vectors = false;
+  for (const doc of p.documents.values()) {
+    if (sources && !sources.has(doc.sourceId)) continue;
+    const subject: FilterableChunk = { sourceId: doc.sourceId, documentId: doc.id, indexedAt: Number.NaN, metadata: doc.metadata };
+    if (!perChunk && !test(subject)) continue;
+    for (const slot of doc.chunks) {
+      if (perChunk) {
+        subject.indexedAt = p.chunks[slot]!.indexedAt;
+        if (!test(subject)) continue;
+      }
+      allowed[slot] = 1;
+      vectors ||= p.vectors.has(slot);
+    }
+  }
+  return { allowed, vectors };
 }
