@@ -117,9 +117,9 @@ export class EmbeddedEngine implements SearchIndex {
   async setDocumentMetadata(accountId: number, documentId: string, _chunkIds: string[], metadata: Record<string, unknown> | null) {
     if (!this.partitions.has(accountId)) return;
     const p = await this.writable(accountId);
-    // Chunks read their document's metadata: one assignment changes them all.
+    // Chunks read their document's metadata: one change covers them all.
     const doc = p.documents.get(documentId);
-    if (doc) doc.metadata = metadata;
+    if (doc) p.setMetadata(doc, metadata);
   }
 
   async deleteSource(accountId: number, sourceId: number) {
@@ -137,11 +137,10 @@ export class EmbeddedEngine implements SearchIndex {
     // A filter narrows the scope before ranking: both rankings see only the chunks it matches, so their top k
     // are the true top k of those (corpus statistics stay the partition's, as with sources).
     const scope = p && q.filter ? filterScope(p, sources, q.filter) : undefined;
-    const vectorsAvailable = wantsVectors && q.vector !== null && p !== undefined && (scope ? scope.vectors : hasVectorsInScope(p, sources));
+    const vectorsAvailable = wantsVectors && q.vector !== null && p !== undefined && (scope ? scope.vectors() : hasVectorsInScope(p, sources));
     const modeUsed = wantsVectors && !vectorsAvailable ? "keyword" : q.mode;
     if (!p) return { hits: [], modeUsed };
-    const allowed = scope?.allowed;
-    const accept = allowed ? (slot: number) => allowed[slot] === 1 : sources ? (slot: number) => sources.has(p.chunks[slot]!.sourceId) : undefined;
+    const accept = scope ? scope.accept : sources ? (slot: number) => sources.has(p.chunks[slot]!.sourceId) : undefined;
 
     const keyword = () => p.keyword.search(terms(q.text), q.depth, accept);
     const vector = () => p.vectors.search(q.vector!, q.depth, q.maxDistance, accept);

@@ -1,5 +1,6 @@
 import { KeywordIndex } from "../bm25";
-import { compileFilter, type FilterableChunk, type SearchFilter } from "../filters";
+import { dateValue, METADATA_PREFIX, type ComparisonFilter, type FilterScalar, type SearchFilter } from "../filters";
+import { equalityKey, markDocs, MetadataIndex } from "./metadata-index";
 import type { ChunkHit, ChunkIdentity, IndexedChunk } from "../port";
 import { ChunkTexts } from "./text-store";
 import { terms } from "../tokenizer";
@@ -7,6 +8,8 @@ import { VectorIndex } from "../vectors";
 
 export interface DocumentEntry {
   id: string;
+  /** Dense number of the document in its partition (filters mark documents in arrays by it); not reused while the process runs. */
+  number: number;
   sourceId: number;
   chunks: Set<number>;
   /** The document's latest title and url, so its chunks share one string each. */
@@ -16,8 +19,9 @@ export interface DocumentEntry {
   metadata: Record<string, unknown> | null;
 }
 
-/** A slot's chunk: what a hit shows, and when it was indexed (filters compare it). */
+/** A slot's chunk: what a hit shows, its document's number, and when it was indexed (filters compare it). */
 export interface SlotChunk extends ChunkIdentity {
+  doc: number;
   indexedAt: number;
 }
 
@@ -49,6 +53,9 @@ export class Partition {
    */
   readonly chunks: (SlotChunk | undefined)[] = [];
   readonly documents = new Map<string, DocumentEntry>();
+  /** Documents by number; a removed one leaves a hole. */
+  readonly byNumber: (DocumentEntry | undefined)[] = [];
+  readonly metadata = new MetadataIndex(() => this.numberedMetadata());
   keyword = new KeywordIndex();
   readonly vectors: VectorIndex;
   readonly texts = new ChunkTexts();
@@ -59,13 +66,26 @@ export class Partition {
     this.vectors = new VectorIndex(dimensions, vectorOptions);
   }
 
-  private document(id: string, sourceId: number, title: string, url: string, metadata: Record<string, unknown> | null): DocumentEntry {
+  document(id: string, sourceId: number, title: string, url: string, metadata: Record<string, unknown> | null): DocumentEntry {
     let doc = this.documents.get(id);
-    if (!doc) this.documents.set(id, (doc = { id, sourceId, chunks: new Set(), title, url, metadata }));
+    if (!doc) {
+      this.documents.set(id, (doc = { id, number: this.byNumber.length, sourceId, chunks: new Set(), title, url, metadata: null }));
+      this.byNumber.push(doc);
+    }
     if (doc.title !== title) doc.title = title;
     if (doc.url !== url) doc.url = url;
-    doc.metadata = metadata;
+    this.setMetadata(doc, metadata);
     return doc;
+  }
+
+  setMetadata(doc: DocumentEntry, metadata: Record<string, unknown> | null) {
+    if (doc.metadata === metadata) return;
+    this.metadata.change(doc.number, doc.metadata, metadata);
+    doc.metadata = metadata;
+  }
+
+  private *numberedMetadata(): Iterable<[number, Record<string, unknown> | null]> {
+    for (const doc of this.byNumber) if (doc) yield [doc.number, doc.metadata];
   }
 
   upsert(chunk: IndexedChunk) {
@@ -75,7 +95,7 @@ export class Partition {
     this.slotOf.set(chunk.id, slot);
     this.chunks[slot] = {
       id: chunk.id, sourceId: chunk.sourceId, documentId: doc.id, position: chunk.position, title: doc.title, url: doc.url,
-      chunkStart: chunk.chunkStart ?? null, chunkEnd: chunk.chunkEnd ?? null, indexedAt: chunk.indexedAt,
+      chunkStart: chunk.chunkStart ?? null, chunkEnd: chunk.chunkEnd ?? null, doc: doc.number, indexedAt: chunk.indexedAt,
     };
     doc.chunks.add(slot);
     this.keyword.add(slot, terms(chunk.title), terms(chunk.content));
@@ -89,7 +109,11 @@ export class Partition {
     this.chunks[slot] = undefined;
     const doc = this.documents.get(c.documentId);
     doc?.chunks.delete(slot);
-    if (doc && !doc.chunks.size) this.documents.delete(c.documentId);
+    if (doc && !doc.chunks.size) {
+      this.setMetadata(doc, null);
+      this.documents.delete(c.documentId);
+      this.byNumber[doc.number] = undefined;
+    }
     this.vectors.remove(slot);
     return c;
   }
@@ -227,28 +251,100 @@ function reads(filter: SearchFilter, key: string): boolean {
   return "filters" in filter ? filter.filters.some((f) => reads(f, key)) : filter.key === key;
 }
 
-/**
- * The slots a filtered query may rank (a mask over slots: its sources and its filter), and whether any of them has
- * a vector. Built once per query so the rankings test a byte per candidate: the filter runs once per document in
- * scope (source, id and metadata are the document's), and once per chunk only when it compares indexed_at.
- */
-export function filterScope(p: Partition, sources: Set<number> | undefined, filter: SearchFilter): { allowed: Uint8Array; vectors: boolean } {
-  const test = compileFilter(filter);
-  const perChunk = reads(filter, "indexed_at");
-  const allowed = new Uint8Array(p.chunks.length);
-  let vectors = false;
-  for (const doc of p.documents.values()) {
-    if (sources && !sources.has(doc.sourceId)) continue;
-    const subject: FilterableChunk = { sourceId: doc.sourceId, documentId: doc.id, indexedAt: Number.NaN, metadata: doc.metadata };
-    if (!perChunk && !test(subject)) continue;
-    for (const slot of doc.chunks) {
-      if (perChunk) {
-        subject.indexedAt = p.chunks[slot]!.indexedAt;
-        if (!test(subject)) continue;
-      }
-      allowed[slot] = 1;
-      vectors ||= p.vectors.has(slot);
+const RANGE: Partial<Record<ComparisonFilter["type"], (order: number) => boolean>> = {
+  gt: (o) => o > 0,
+  gte: (o) => o >= 0,
+  lt: (o) => o < 0,
+  lte: (o) => o <= 0,
+};
+
+/** A filter value of indexed_at in ms (dates are validated). */
+const millis = (v: FilterScalar) => (typeof v === "number" ? v : dateValue(v)!);
+
+/** Documents a comparison on source_id, document_id or a metadata name selects, marked by number. */
+function documentMask(p: Partition, leaf: ComparisonFilter): Uint8Array {
+  const mask = new Uint8Array(p.byNumber.length);
+  const values = Array.isArray(leaf.value) ? leaf.value : [leaf.value];
+  const range = RANGE[leaf.type];
+  const negated = leaf.type === "ne" || leaf.type === "nin";
+  if (leaf.key === "source_id" || leaf.key === "document_id") {
+    const wanted = new Set<unknown>(values);
+    const bound = values[0] as number;
+    for (const doc of p.byNumber) {
+      if (!doc) continue;
+      const v = leaf.key === "source_id" ? doc.sourceId : doc.id;
+      if (range ? range(Math.sign((v as number) - bound)) : wanted.has(v) !== negated) mask[doc.number] = 1;
     }
+    return mask;
   }
-  return { allowed, vectors };
+  const name = p.metadata.name(leaf.key.slice(METADATA_PREFIX.length));
+  if (range) {
+    const bound = values[0]!;
+    const [index, at] = typeof bound === "number" ? [name.numbers, bound] : [name.dates, dateValue(bound)];
+    if (at === undefined) return mask;
+    for (const [x, docs] of index) if (range(Math.sign(x - at))) markDocs(mask, docs);
+    return mask;
+  }
+  if (negated) for (const doc of name.present) mask[doc] = 1;
+  for (const v of values) markDocs(mask, name.equal.get(equalityKey(v)), negated ? 0 : 1);
+  return mask;
+}
+
+/** Slots a comparison on indexed_at selects. */
+function indexedAtMask(p: Partition, leaf: ComparisonFilter): Uint8Array {
+  const mask = new Uint8Array(p.chunks.length);
+  const values = (Array.isArray(leaf.value) ? leaf.value : [leaf.value]).map(millis);
+  const range = RANGE[leaf.type];
+  const negated = leaf.type === "ne" || leaf.type === "nin";
+  for (let slot = 0; slot < p.chunks.length; slot++) {
+    const at = p.chunks[slot]?.indexedAt;
+    if (at === undefined) continue;
+    if (range ? range(Math.sign(at - values[0]!)) : values.includes(at) !== negated) mask[slot] = 1;
+  }
+  return mask;
+}
+
+/** A filter's selection: documents by number, or slots when it compares indexed_at (a chunk's own). */
+function evaluate(p: Partition, filter: SearchFilter, perSlot: boolean): Uint8Array {
+  if ("filters" in filter) {
+    const [first, ...rest] = filter.filters.map((f) => evaluate(p, f, perSlot));
+    for (const m of rest) for (let i = 0; i < first!.length; i++) first![i] = filter.type === "and" ? first![i]! & m[i]! : first![i]! | m[i]!;
+    return first!;
+  }
+  if (filter.key === "indexed_at") return indexedAtMask(p, filter);
+  const docs = documentMask(p, filter);
+  if (!perSlot) return docs;
+  const slots = new Uint8Array(p.chunks.length);
+  for (let slot = 0; slot < p.chunks.length; slot++) {
+    const c = p.chunks[slot];
+    if (c && docs[c.doc]) slots[slot] = 1;
+  }
+  return slots;
+}
+
+/**
+ * The slots a filtered query may rank (its sources and its filter), with the semantics of lib/search/filters.ts
+ * `matches`, and whether any of them has a vector. Built once per query from the metadata index (a comparison
+ * marks the documents holding the values it selects) and byte-wise and/or, so the rankings then test one byte
+ * per candidate; a filter on indexed_at is evaluated per slot.
+ */
+export function filterScope(p: Partition, sources: Set<number> | undefined, filter: SearchFilter): { accept: (slot: number) => boolean; vectors: () => boolean } {
+  const perSlot = reads(filter, "indexed_at");
+  const mask = evaluate(p, filter, perSlot);
+  const chunks = p.chunks;
+  const accept = perSlot
+    ? (slot: number) => mask[slot] === 1 && (!sources || sources.has(chunks[slot]!.sourceId))
+    : (slot: number) => mask[chunks[slot]!.doc] === 1 && (!sources || sources.has(chunks[slot]!.sourceId));
+  const vectors = () => {
+    if (perSlot) {
+      for (let slot = 0; slot < mask.length; slot++) if (mask[slot] && p.vectors.has(slot) && accept(slot)) return true;
+      return false;
+    }
+    for (let n = 0; n < mask.length; n++) {
+      const doc = mask[n] ? p.byNumber[n] : undefined;
+      if (doc && (!sources || sources.has(doc.sourceId))) for (const slot of doc.chunks) if (p.vectors.has(slot)) return true;
+    }
+    return false;
+  };
+  return { accept, vectors };
 }

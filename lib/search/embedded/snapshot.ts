@@ -172,12 +172,11 @@ export async function readPartitionSnapshot(accountId: number, dir: string, expe
       const url = table.strings[table.url[i]!]!;
       const id = table.ids[i]!;
       if (p.slotOf.has(id)) throw new RangeError(`chunk ${id} appears twice`);
-      let doc = p.documents.get(documentId);
-      if (!doc) p.documents.set(documentId, (doc = { id: documentId, sourceId, chunks: new Set(), title, url, metadata: table.metadata[d]! }));
+      const doc = p.documents.get(documentId) ?? p.document(documentId, sourceId, title, url, table.metadata[d]!);
       doc.chunks.add(i);
       p.slotOf.set(id, i);
       const [start, end] = [table.start?.[i] ?? -1, table.end?.[i] ?? -1];
-      p.chunks[i] = { id, sourceId, documentId, position: table.position[i]!, title, url, chunkStart: start < 0 ? null : start, chunkEnd: end < 0 ? null : end, indexedAt: table.indexedAt[i]! };
+      p.chunks[i] = { id, sourceId, documentId, position: table.position[i]!, title, url, chunkStart: start < 0 ? null : start, chunkEnd: end < 0 ? null : end, doc: doc.number, indexedAt: table.indexedAt[i]! };
     }
     const postingSlots = reader.int32("keyword.slots");
     for (let i = 0; i < postingSlots.length; i++) {
