@@ -1,5 +1,6 @@
 import { fuseLists } from "../fusion";
-import { filterScope, hasVectorsInScope, Partition } from "./partition";
+import { filterScope } from "./filter-scope";
+import { hasVectorsInScope, Partition } from "./partition";
 import { readPartitionSnapshot, writePartitionSnapshot, type SnapshotContext, type SnapshotLoad, type SnapshotStamp, type SnapshotWritten } from "./snapshot";
 import type { IndexQuery, IndexResult, IndexStats, IndexedChunk, SearchIndex } from "../port";
 import { terms } from "../tokenizer";

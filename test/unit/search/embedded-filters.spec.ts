@@ -1,4 +1,5 @@
-import { filterScope, Partition } from "../../../lib/search/embedded/partition";
+import { filterScope } from "../../../lib/search/embedded/filter-scope";
+import { Partition } from "../../../lib/search/embedded/partition";
 import { compileFilter, filterProblems, type SearchFilter } from "../../../lib/search/filters";
 import type { IndexedChunk } from "../../../lib/search/port";
 
