@@ -144,7 +144,7 @@ export class EmbeddedEngine implements SearchIndex {
     const accept = scope ? scope.accept : sources ? (slot: number) => sources.has(p.chunks[slot]!.sourceId) : undefined;
 
     const keyword = () => p.keyword.search(terms(q.text), q.depth, accept);
-    const vector = () => p.vectors.search(q.vector!, q.depth, q.maxDistance, accept);
+    const vector = () => p.vectors.search(q.vector!, q.depth, q.maxDistance, accept, scope?.slots);
 
     if (modeUsed === "keyword") {
       const k = keyword();

@@ -81,17 +81,30 @@ function evaluate(p: Partition, filter: SearchFilter, perSlot: boolean): Uint8Ar
 
 /**
  * The slots a filtered query may rank (its sources and its filter), with the semantics of lib/search/filters.ts
- * `matches`, and whether any of them has a vector. Built once per query from the metadata index (a comparison
- * marks the documents holding the values it selects) and byte-wise and/or, so the rankings then test one byte
- * per candidate; a filter on indexed_at is evaluated per slot.
+ * `matches`: `accept` for the rankings, which then test one byte per candidate; `slots` listing them (undefined
+ * when more than `limit`), so a selective filter's vector scan does not test every slot of the partition; and
+ * whether any has a vector. Built once per query from the metadata index (a comparison marks the documents
+ * holding the values it selects) and byte-wise and/or; a filter on indexed_at is evaluated per slot.
  */
-export function filterScope(p: Partition, sources: Set<number> | undefined, filter: SearchFilter): { accept: (slot: number) => boolean; vectors: () => boolean } {
+export function filterScope(p: Partition, sources: Set<number> | undefined, filter: SearchFilter) {
   const perSlot = reads(filter, "indexed_at");
   const mask = evaluate(p, filter, perSlot);
   const chunks = p.chunks;
   const accept = perSlot
     ? (slot: number) => mask[slot] === 1 && (!sources || sources.has(chunks[slot]!.sourceId))
     : (slot: number) => mask[chunks[slot]!.doc] === 1 && (!sources || sources.has(chunks[slot]!.sourceId));
+  const slots = (limit: number): number[] | undefined => {
+    const out: number[] = [];
+    if (perSlot) {
+      for (let slot = 0; slot < mask.length; slot++) if (mask[slot] && accept(slot) && out.push(slot) > limit) return undefined;
+      return out;
+    }
+    for (let n = 0; n < mask.length; n++) {
+      const doc = mask[n] ? p.byNumber[n] : undefined;
+      if (doc) for (const slot of doc.chunks) if (accept(slot) && out.push(slot) > limit) return undefined;
+    }
+    return out;
+  };
   const vectors = () => {
     if (perSlot) {
       for (let slot = 0; slot < mask.length; slot++) if (mask[slot] && p.vectors.has(slot) && accept(slot)) return true;
@@ -99,9 +112,9 @@ export function filterScope(p: Partition, sources: Set<number> | undefined, filt
     }
     for (let n = 0; n < mask.length; n++) {
       const doc = mask[n] ? p.byNumber[n] : undefined;
-      if (doc && (!sources || sources.has(doc.sourceId))) for (const slot of doc.chunks) if (p.vectors.has(slot)) return true;
+      if (doc) for (const slot of doc.chunks) if (p.vectors.has(slot) && accept(slot)) return true;
     }
     return false;
   };
-  return { accept, vectors };
+  return { accept, slots, vectors };
 }

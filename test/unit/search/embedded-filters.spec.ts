@@ -94,6 +94,9 @@ describe("embedded engine: filter scope", () => {
         }
         expect({ filter, sources, actual }).toEqual({ filter, sources, actual: expected });
         expect({ filter, vectors: scope.vectors() }).toEqual({ filter, vectors: expected.some((id) => chunks.get(id)!.vector) });
+        expect(scope.slots(Number.POSITIVE_INFINITY)!.map((slot) => p.chunks[slot]!.id).sort()).toEqual([...expected].sort());
+        const limit = rnd(6);
+        expect(scope.slots(limit)?.length).toBe(expected.length > limit ? undefined : expected.length);
         if (expected.length && expected.length < chunks.size) partial++;
       }
       expect(partial).toBeGreaterThan(150);
