@@ -9,8 +9,10 @@
  * index rate, p50/p99 latency per mode at 1 and 8 concurrent clients and memory of the embedded
  * engine and, side by side on the same corpus and queries, of Typesense (the test harness's
  * typesense-server, or TYPESENSE_URL's; BENCH_TYPESENSE=0 skips it); then HNSW recall@10 against exact
- * search, and restart of the embedded engine: from a snapshot and cold (rebuild from MongoDB), each in a
- * new process, as the search service does it at start (BENCH_RESTART=0 skips both, BENCH_COLD=0 the cold one).
+ * search; filtered searches of the embedded engine (metadata filters keeping 1% and 10% of the chunks) beside
+ * unfiltered ones, and the recall of the filtered graph search; and restart of the embedded engine: from a
+ * snapshot and cold (rebuild from MongoDB), each in a new process, as the search service does it at start
+ * (BENCH_RESTART=0 skips both, BENCH_COLD=0 the cold one).
  *
  *   npm run bench:search            (BENCH_CHUNKS=0 for the SciFact part alone, BENCH_CHUNKS=20000 for a quick run)
  */
@@ -22,6 +24,7 @@ import fs from "node:fs";
 import mongoose from "mongoose";
 import { randomBytes } from "node:crypto";
 import { EmbeddedEngine } from "../../lib/search/embedded/engine";
+import type { SearchFilter } from "../../lib/search/filters";
 import type { IndexedChunk, IndexQuery, SearchIndex, SearchMode } from "../../lib/search/port";
 import { TypesenseEngine } from "../../lib/search/typesense/engine";
 import { collectionNames } from "../../lib/search/typesense/schema";
@@ -34,7 +37,7 @@ import { accountStateId, IndexGenerations, SNAPSHOT_MARKER } from "../../service
 import { searchModels } from "../../services/search/model";
 import { SnapshotKeeper } from "../../services/search/snapshots";
 import { syntheticCorpus } from "./synthetic";
-import { latency as measure } from "./latency";
+import { latency as measure, percentile } from "./latency";
 import { sciFactSpeed } from "./scifact-speed";
 
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 100_000);
@@ -54,6 +57,9 @@ function memoryMb() {
 type Memory = ReturnType<typeof memoryMb>;
 const showMemory = (m: Memory) => `${m.rss} / ${m.heap} / ${m.external} MB`;
 
+/** Documents of the corpus carry `group` 0..99: a filter on it keeps 1% (eq) or 10% (lt 10) of the chunks. */
+const groupOf = (document: number) => document % 100;
+
 function chunkOf(corpus: ReturnType<typeof syntheticCorpus>, i: number): IndexedChunk {
   const c = corpus.chunk(i);
   return {
@@ -67,8 +73,14 @@ function chunkOf(corpus: ReturnType<typeof syntheticCorpus>, i: number): Indexed
     content: c.content,
     vector: c.vector,
     indexedAt: Date.now(),
+    metadata: { group: groupOf(Math.floor(i / 4)), lang: "en" },
   };
 }
+
+const FILTERS: { name: string; filter: SearchFilter }[] = [
+  { name: "1%", filter: { type: "eq", key: "metadata.group", value: 0 } },
+  { name: "10%", filter: { type: "lt", key: "metadata.group", value: 10 } },
+];
 
 function queriesOf(mode: SearchMode, n = QUERIES): IndexQuery[] {
   const corpus = syntheticCorpus();
@@ -94,26 +106,36 @@ async function fingerprint(engine: EmbeddedEngine): Promise<string[]> {
   return out;
 }
 
-/** Exact top 10 of the checked queries by a Float32 scan over the corpus (regenerated, not kept). */
-function exactTruth(): Set<number>[] {
+/** Slots are numbered in indexing order here: slot i is chunk i, of document i / 4. */
+const inTenth = (slot: number) => groupOf(Math.floor(slot / 4)) < 10;
+
+/**
+ * Exact top 10 of the checked queries by a Float32 scan over the corpus (regenerated, not kept): over all chunks,
+ * and over those the 10% filter keeps.
+ */
+function exactTruth(): { all: Set<number>[]; tenth: Set<number>[] } {
   const corpus = syntheticCorpus();
   const queries = queriesOf("semantic", CHECKED).map((q) => normalize(q.vector!));
   const best = queries.map(() => [] as { slot: number; d: number }[]);
+  const bestTenth = queries.map(() => [] as { slot: number; d: number }[]);
+  const offer = (list: { slot: number; d: number }[], slot: number, d: number) => {
+    if (list.length < 10 || d < list[9]!.d) {
+      list.push({ slot, d });
+      list.sort((a, b) => a.d - b.d);
+      if (list.length > 10) list.pop();
+    }
+  };
   for (let i = 0; i < CHUNKS; i++) {
     const v = normalize(corpus.chunk(i).vector);
     queries.forEach((q, n) => {
       let dot = 0;
       for (let j = 0; j < DIMENSIONS; j++) dot += q[j]! * v[j]!;
-      const list = best[n]!;
-      const d = 1 - dot;
-      if (list.length < 10 || d < list[9]!.d) {
-        list.push({ slot: i, d });
-        list.sort((a, b) => a.d - b.d);
-        if (list.length > 10) list.pop();
-      }
+      offer(best[n]!, i, 1 - dot);
+      if (inTenth(i)) offer(bestTenth[n]!, i, 1 - dot);
     });
   }
-  return best.map((list) => new Set(list.map((x) => x.slot)));
+  const sets = (lists: { slot: number }[][]) => lists.map((list) => new Set(list.map((x) => x.slot)));
+  return { all: sets(best), tenth: sets(bestTenth) };
 }
 
 interface ChildReport {
@@ -188,6 +210,38 @@ async function latencies(engine: SearchIndex): Promise<Latencies> {
   for (const mode of MODES) await latency(engine, queriesOf(mode).slice(0, 30), 1);
   const out = {} as Latencies;
   for (const mode of MODES) for (const clients of CLIENTS) out[`${mode} ${clients}`] = await latency(engine, queriesOf(mode), clients);
+  return out;
+}
+
+type Filtered = Record<`${SearchMode} ${string}`, { p50: number; p99: number; hits: number }>;
+
+/**
+ * p50/p99 per mode (1 client), unfiltered and under each filter, the variants of each query run back to back so
+ * the machine's load weighs on all alike; with the mean hits per query (a filter must not cost results: depth
+ * 100 when 100 match).
+ */
+async function filteredLatencies(engine: SearchIndex): Promise<Filtered> {
+  const out = {} as Filtered;
+  const variants = [{ name: "none", filter: undefined }, ...FILTERS];
+  for (const mode of MODES) {
+    const queries = queriesOf(mode);
+    const times = variants.map(() => [] as number[]);
+    const hits = variants.map(() => 0);
+    for (const [n, q] of queries.entries()) {
+      for (const [v, { filter }] of variants.entries()) {
+        const t0 = performance.now();
+        const res = await engine.search({ ...q, filter });
+        // The first 30 queries warm up.
+        if (n < 30) continue;
+        times[v]!.push(performance.now() - t0);
+        hits[v]! += res.hits.length;
+      }
+    }
+    variants.forEach(({ name }, v) => {
+      const sorted = times[v]!.sort((a, b) => a - b);
+      out[`${mode} ${name}`] = { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), hits: hits[v]! / sorted.length };
+    });
+  }
   return out;
 }
 
@@ -273,6 +327,7 @@ async function main() {
   const memIndexed = memoryMb();
 
   const embedded = await latencies(engine);
+  const filtered = await filteredLatencies(engine);
   const typesense = process.env.BENCH_TYPESENSE === "0" ? undefined : await typesenseColumn(corpus);
 
   // Recall@10 of the HNSW graph and of the int8 scan (the path of selective source filters) against exact search.
@@ -281,18 +336,29 @@ async function main() {
   let graphHits = 0;
   let scanHits = 0;
   let scanMs = 0;
+  let filteredHits = 0;
   queriesOf("semantic", CHECKED).forEach((q, n) => {
-    graphHits += vectors.search(q.vector!, 10).slots.filter((s) => truth[n]!.has(s)).length;
+    filteredHits += vectors.search(q.vector!, 10, 2, inTenth).slots.filter((s) => truth.tenth[n]!.has(s)).length;
+    graphHits += vectors.search(q.vector!, 10).slots.filter((s) => truth.all[n]!.has(s)).length;
     const s0 = performance.now();
     const scan = vectors.exact(q.vector!, 10);
     scanMs += performance.now() - s0;
-    scanHits += scan.slots.filter((s) => truth[n]!.has(s)).length;
+    scanHits += scan.slots.filter((s) => truth.all[n]!.has(s)).length;
   });
 
   const cells = (l: Latencies[keyof Latencies] | undefined) => (l ? `${l.p50.toFixed(2)} / ${l.p99.toFixed(2)} | ${l.qps.toFixed(0)}` : "- | -");
   console.log(`\n| mode | clients | embedded p50 / p99 ms | embedded queries/s | ${typesense?.version ?? "Typesense"} p50 / p99 ms | Typesense queries/s |`);
   console.log("|---|---|---|---|---|---|");
   for (const mode of MODES) for (const clients of CLIENTS) console.log(`| ${mode} | ${clients} | ${cells(embedded[`${mode} ${clients}`])} | ${cells(typesense?.latencies[`${mode} ${clients}`])} |`);
+  console.log(`\n| mode | filter (share of chunks) | embedded p50 / p99 ms, 1 client | p99 / unfiltered p99 | hits per query (depth 100) |`);
+  console.log("|---|---|---|---|---|");
+  for (const mode of MODES) {
+    const none = filtered[`${mode} none`];
+    for (const f of [undefined, ...FILTERS]) {
+      const l = filtered[`${mode} ${f?.name ?? "none"}`];
+      console.log(`| ${mode} | ${f ? `metadata ${f.name}` : "none"} | ${l.p50.toFixed(2)} / ${l.p99.toFixed(2)} | ${(l.p99 / none.p99).toFixed(2)} | ${l.hits.toFixed(1)} |`);
+    }
+  }
   if (typesense) {
     console.log(`\n| measure | embedded | ${typesense.version} |\n|---|---|---|`);
     console.log(`| index (${CHUNKS} chunks with vectors) | ${indexSeconds.toFixed(1)} s | ${typesense.indexSeconds.toFixed(1)} s (import in batches of 1000) |`);
@@ -305,6 +371,7 @@ async function main() {
   console.log(`| index rate (keyword + HNSW, in memory) | ${Math.round(CHUNKS / indexSeconds)} chunks/s (${indexSeconds.toFixed(1)} s) |`);
   console.log(`| HNSW graph in use | ${vectors.usesGraph} (M 16, efConstruction 100, ef 128) |`);
   console.log(`| recall@10, HNSW vs exact | ${(graphHits / (10 * CHECKED)).toFixed(3)} |`);
+  console.log(`| recall@10, HNSW under the 10% filter vs exact over the filtered chunks | ${(filteredHits / (10 * CHECKED)).toFixed(3)} |`);
   console.log(`| recall@10, int8 scan vs exact (filtered path) | ${(scanHits / (10 * CHECKED)).toFixed(3)}, ${(scanMs / CHECKED).toFixed(1)} ms/query over all ${CHUNKS} |`);
   console.log(`| memory after indexing, before any snapshot (RSS / JS heap / external) | ${showMemory(memIndexed)} (process at start ${base.rss} MB RSS) |`);
 

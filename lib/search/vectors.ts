@@ -304,13 +304,22 @@ export class VectorIndex {
 
   /**
    * The k nearest slots within maxDistance. Uses the graph when there is one and the filter (if any)
-   * leaves more than the flat cutoff; otherwise scans.
+   * leaves more than the flat cutoff; otherwise scans. `within`, given with `accept`, lists the slots it
+   * allows (any order; undefined when more than `limit` do): a metadata filter's scope knows them without
+   * testing every slot.
    */
-  search(query: Float32Array, k: number, maxDistance = 2, accept?: (slot: number) => boolean): VectorMatches {
+  search(
+    query: Float32Array,
+    k: number,
+    maxDistance = 2,
+    accept?: (slot: number) => boolean,
+    within?: (limit: number) => number[] | undefined,
+  ): VectorMatches {
     if (!this.count || k < 1) return { slots: [], distances: [] };
     let result: VectorMatches;
-    const cutoff = this.options.flatCutoff ?? FLAT_SEARCH_CUTOFF;
-    const candidates = !this.graph || accept ? this.allowed(accept, this.graph ? cutoff : Number.POSITIVE_INFINITY) : undefined;
+    const limit = this.graph ? (this.options.flatCutoff ?? FLAT_SEARCH_CUTOFF) : Number.POSITIVE_INFINITY;
+    const listed = accept && within ? within(limit)?.filter((slot) => this.rowOf[slot]! >= 0) : undefined;
+    const candidates = listed ?? (!this.graph || (accept && !within) ? this.allowed(accept, limit) : undefined);
     if (candidates) {
       result = this.scan(query, k, candidates);
     } else {

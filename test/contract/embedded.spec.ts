@@ -36,6 +36,7 @@ function restoredFromSnapshots(options: EmbeddedEngineOptions): SearchIndex {
     replaceChunks: async (accountId, chunks, staleIds) => current.replaceChunks(accountId, chunks, staleIds),
     setVectors: async (accountId, vectors) => current.setVectors(accountId, vectors),
     deleteChunks: async (accountId, ids) => current.deleteChunks(accountId, ids),
+    setDocumentMetadata: async (accountId, documentId, chunkIds, metadata) => current.setDocumentMetadata(accountId, documentId, chunkIds, metadata),
     deleteSource: async (accountId, sourceId) => current.deleteSource(accountId, sourceId),
     search: async (q) => (await ready(), current.search(q)),
     countDocuments: async (accountId, sourceId) => (await ready(), current.countDocuments(accountId, sourceId)),

@@ -6,6 +6,7 @@ import { chunkText } from "../../lib/search/chunking";
 import { highlight } from "../../lib/search/highlight";
 import type { IndexedChunk, IndexQuery, SearchIndex, SearchMode } from "../../lib/search/port";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "./corpus";
+import { searchFilterContract } from "./search-filters.contract";
 import { scaled } from "../harness/wait";
 
 /** The calibrated minimum similarity of the bundled model, as a cosine distance. */
@@ -17,7 +18,7 @@ export const CONTRACT_DIMENSIONS = LOCAL_MODELS[DEFAULT_LOCAL_MODEL].dimensions;
 /** Accounts are distinct per engine run so a shared Typesense collection never mixes test runs. */
 function accounts() {
   const base = 900_000_000 + Math.floor(Math.random() * 90_000_000);
-  return { a: base, b: base + 1, c: base + 2, d: base + 3 };
+  return { a: base, b: base + 1, c: base + 2, d: base + 3, picked: base + 4, property: base + 5, changed: base + 6 };
 }
 
 /** A document cut into several chunks, for citations: each hit's range must point back into this text. */
@@ -41,7 +42,7 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
     const provider = new LocalEmbeddingProvider();
     const vectors = new Map<string, Float32Array>();
     const queryVectors = new Map<string, Float32Array>();
-    const { a, b, c, d: cited } = accounts();
+    const { a, b, c, d: cited, ...filterAccounts } = accounts();
     const citedChunks = chunkText(CITED_TEXT, 250, 40);
     const keyOf = (documentId: string) => documentId.split("-")[1]!;
 
@@ -279,5 +280,7 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
       expect((await index.search(query(b, "refund", "keyword"))).hits).toEqual([]);
       expect(await index.countDocuments(a)).toBe(CORPUS.length);
     });
+
+    searchFilterContract({ index: () => index, accounts: filterAccounts, dimensions: CONTRACT_DIMENSIONS, alpha: ALPHA });
   });
 }

@@ -1,4 +1,5 @@
 import { fuseLists } from "../fusion";
+import { filterScope } from "./filter-scope";
 import { hasVectorsInScope, Partition } from "./partition";
 import { readPartitionSnapshot, writePartitionSnapshot, type SnapshotContext, type SnapshotLoad, type SnapshotStamp, type SnapshotWritten } from "./snapshot";
 import type { IndexQuery, IndexResult, IndexStats, IndexedChunk, SearchIndex } from "../port";
@@ -114,6 +115,14 @@ export class EmbeddedEngine implements SearchIndex {
     for (const id of ids) p.remove(id);
   }
 
+  async setDocumentMetadata(accountId: number, documentId: string, _chunkIds: string[], metadata: Record<string, unknown> | null) {
+    if (!this.partitions.has(accountId)) return;
+    const p = await this.writable(accountId);
+    // Chunks read their document's metadata: one change covers them all.
+    const doc = p.documents.get(documentId);
+    if (doc) p.setMetadata(doc, metadata);
+  }
+
   async deleteSource(accountId: number, sourceId: number) {
     if (!this.partitions.has(accountId)) return;
     const p = await this.writable(accountId);
@@ -126,13 +135,16 @@ export class EmbeddedEngine implements SearchIndex {
     const p = this.partitions.get(q.accountId);
     const wantsVectors = q.mode !== "keyword";
     const sources = q.sourceIds ? new Set(q.sourceIds) : undefined;
-    const vectorsAvailable = wantsVectors && q.vector !== null && p !== undefined && hasVectorsInScope(p, sources);
+    // A filter narrows the scope before ranking: both rankings see only the chunks it matches, so their top k
+    // are the true top k of those (corpus statistics stay the partition's, as with sources).
+    const scope = p && q.filter ? filterScope(p, sources, q.filter) : undefined;
+    const vectorsAvailable = wantsVectors && q.vector !== null && p !== undefined && (scope ? scope.vectors() : hasVectorsInScope(p, sources));
     const modeUsed = wantsVectors && !vectorsAvailable ? "keyword" : q.mode;
     if (!p) return { hits: [], modeUsed };
-    const accept = sources ? (slot: number) => sources.has(p.chunks[slot]!.sourceId) : undefined;
+    const accept = scope ? scope.accept : sources ? (slot: number) => sources.has(p.chunks[slot]!.sourceId) : undefined;
 
     const keyword = () => p.keyword.search(terms(q.text), q.depth, accept);
-    const vector = () => p.vectors.search(q.vector!, q.depth, q.maxDistance, accept);
+    const vector = () => p.vectors.search(q.vector!, q.depth, q.maxDistance, accept, scope?.slots);
 
     if (modeUsed === "keyword") {
       const k = keyword();

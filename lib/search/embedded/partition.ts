@@ -1,4 +1,5 @@
 import { KeywordIndex } from "../bm25";
+import { MetadataIndex } from "./metadata-index";
 import type { ChunkHit, ChunkIdentity, IndexedChunk } from "../port";
 import { ChunkTexts } from "./text-store";
 import { terms } from "../tokenizer";
@@ -6,11 +7,21 @@ import { VectorIndex } from "../vectors";
 
 export interface DocumentEntry {
   id: string;
+  /** Dense number of the document in its partition (filters mark documents in arrays by it); not reused while the process runs. */
+  number: number;
   sourceId: number;
   chunks: Set<number>;
   /** The document's latest title and url, so its chunks share one string each. */
   title: string;
   url: string;
+  /** The document's metadata (what filters compare), held once for all its chunks: the latest upsert's or setDocumentMetadata's. */
+  metadata: Record<string, unknown> | null;
+}
+
+/** A slot's chunk: what a hit shows, its document's number, and when it was indexed (filters compare it). */
+export interface SlotChunk extends ChunkIdentity {
+  doc: number;
+  indexedAt: number;
 }
 
 export type VectorOptions = ConstructorParameters<typeof VectorIndex>[1];
@@ -19,6 +30,8 @@ export type VectorOptions = ConstructorParameters<typeof VectorIndex>[1];
 export interface ChunkTable {
   ids: string[];
   documents: [string, number][];
+  /** Per document (as `documents`). */
+  metadata: (Record<string, unknown> | null)[];
   doc: number[];
   position: number[];
   strings: string[];
@@ -27,6 +40,7 @@ export interface ChunkTable {
   /** Each chunk's character range in its document (-1: not known); absent in snapshots written before ranges. */
   start?: number[];
   end?: number[];
+  indexedAt: number[];
 }
 
 /** One account's chunks: slot tables plus a keyword and a vector index over the same slots. */
@@ -36,8 +50,11 @@ export class Partition {
    * Per slot; its length is the next slot. Slots are not reused while the process runs (a removed chunk's
    * postings stay until compaction); a restart from a snapshot numbers the live ones densely again.
    */
-  readonly chunks: (ChunkIdentity | undefined)[] = [];
+  readonly chunks: (SlotChunk | undefined)[] = [];
   readonly documents = new Map<string, DocumentEntry>();
+  /** Documents by number; a removed one leaves a hole. */
+  readonly byNumber: (DocumentEntry | undefined)[] = [];
+  readonly metadata = new MetadataIndex(() => this.numberedMetadata());
   keyword = new KeywordIndex();
   readonly vectors: VectorIndex;
   readonly texts = new ChunkTexts();
@@ -48,20 +65,37 @@ export class Partition {
     this.vectors = new VectorIndex(dimensions, vectorOptions);
   }
 
-  private document(id: string, sourceId: number, title: string, url: string): DocumentEntry {
+  document(id: string, sourceId: number, title: string, url: string, metadata: Record<string, unknown> | null): DocumentEntry {
     let doc = this.documents.get(id);
-    if (!doc) this.documents.set(id, (doc = { id, sourceId, chunks: new Set(), title, url }));
+    if (!doc) {
+      this.documents.set(id, (doc = { id, number: this.byNumber.length, sourceId, chunks: new Set(), title, url, metadata: null }));
+      this.byNumber.push(doc);
+    }
     if (doc.title !== title) doc.title = title;
     if (doc.url !== url) doc.url = url;
+    this.setMetadata(doc, metadata);
     return doc;
+  }
+
+  setMetadata(doc: DocumentEntry, metadata: Record<string, unknown> | null) {
+    if (doc.metadata === metadata) return;
+    this.metadata.change(doc.number, doc.metadata, metadata);
+    doc.metadata = metadata;
+  }
+
+  private *numberedMetadata(): Iterable<[number, Record<string, unknown> | null]> {
+    for (const doc of this.byNumber) if (doc) yield [doc.number, doc.metadata];
   }
 
   upsert(chunk: IndexedChunk) {
     if (this.slotOf.has(chunk.id)) this.remove(chunk.id);
     const slot = this.chunks.length;
-    const doc = this.document(chunk.documentId, chunk.sourceId, chunk.title, chunk.url);
+    const doc = this.document(chunk.documentId, chunk.sourceId, chunk.title, chunk.url, chunk.metadata ?? null);
     this.slotOf.set(chunk.id, slot);
-    this.chunks[slot] = { id: chunk.id, sourceId: chunk.sourceId, documentId: doc.id, position: chunk.position, title: doc.title, url: doc.url, chunkStart: chunk.chunkStart ?? null, chunkEnd: chunk.chunkEnd ?? null };
+    this.chunks[slot] = {
+      id: chunk.id, sourceId: chunk.sourceId, documentId: doc.id, position: chunk.position, title: doc.title, url: doc.url,
+      chunkStart: chunk.chunkStart ?? null, chunkEnd: chunk.chunkEnd ?? null, doc: doc.number, indexedAt: chunk.indexedAt,
+    };
     doc.chunks.add(slot);
     this.keyword.add(slot, terms(chunk.title), terms(chunk.content));
     this.texts.set(slot, chunk.content);
@@ -74,7 +108,11 @@ export class Partition {
     this.chunks[slot] = undefined;
     const doc = this.documents.get(c.documentId);
     doc?.chunks.delete(slot);
-    if (doc && !doc.chunks.size) this.documents.delete(c.documentId);
+    if (doc && !doc.chunks.size) {
+      this.setMetadata(doc, null);
+      this.documents.delete(c.documentId);
+      this.byNumber[doc.number] = undefined;
+    }
     this.vectors.remove(slot);
     return c;
   }
@@ -122,12 +160,16 @@ export class Partition {
       return id;
     };
     const documents: [string, number][] = [];
+    const metadata: (Record<string, unknown> | null)[] = [];
     const documentIds = new Map<string, number>();
-    const t: ChunkTable = { ids: [], documents, doc: [], position: [], strings, title: [], url: [], start: [], end: [] };
+    const t: ChunkTable = { ids: [], documents, metadata, doc: [], position: [], strings, title: [], url: [], start: [], end: [], indexedAt: [] };
     for (const slot of live) {
       const c = this.chunks[slot]!;
       let d = documentIds.get(c.documentId);
-      if (d === undefined) documentIds.set(c.documentId, (d = documents.push([c.documentId, c.sourceId]) - 1));
+      if (d === undefined) {
+        documentIds.set(c.documentId, (d = documents.push([c.documentId, c.sourceId]) - 1));
+        metadata.push(this.documents.get(c.documentId)!.metadata);
+      }
       t.ids.push(c.id);
       t.doc.push(d);
       t.position.push(c.position);
@@ -135,6 +177,7 @@ export class Partition {
       t.url.push(intern(c.url));
       t.start!.push(c.chunkStart ?? -1);
       t.end!.push(c.chunkEnd ?? -1);
+      t.indexedAt.push(c.indexedAt);
     }
     return t;
   }
@@ -199,5 +242,5 @@ export function hasVectorsInScope(p: Partition, sources: Set<number> | undefined
 }
 
 export function emptyTable(): ChunkTable {
-  return { ids: [], documents: [], doc: [], position: [], strings: [], title: [], url: [] };
+  return { ids: [], documents: [], metadata: [], doc: [], position: [], strings: [], title: [], url: [], indexedAt: [] };
 }

@@ -10,7 +10,7 @@ import { analyzerFingerprint } from "../tokenizer";
 import { VectorIndex } from "../vectors";
 
 /** Version of the snapshot layout; a snapshot of another version is rebuilt from MongoDB. */
-export const SNAPSHOT_FORMAT = 1;
+export const SNAPSHOT_FORMAT = 2;
 const PARTITION_FILE = "partition.bin";
 
 /** What the analyzer and the keyword weighting bake into postings; part of every snapshot's header. */
@@ -151,7 +151,8 @@ export async function readPartitionSnapshot(accountId: number, dir: string, expe
     const n = live.length;
     const slotCount = h.slotCount;
     if (n !== h.chunks || offsets.length !== n || lengths.length !== n || chars.length !== n) throw new RangeError("chunk sections disagree in length");
-    for (const list of [table.ids, table.doc, table.position, table.title, table.url, table.start ?? table.ids, table.end ?? table.ids]) if (list.length !== n) throw new RangeError("chunk table disagrees in length");
+    for (const list of [table.ids, table.doc, table.position, table.title, table.url, table.start ?? table.ids, table.end ?? table.ids, table.indexedAt]) if (list.length !== n) throw new RangeError("chunk table disagrees in length");
+    if (table.metadata.length !== table.documents.length) throw new RangeError("document metadata disagrees in length");
     const text = reader.info("text");
     for (let i = 0; i < n; i++) {
       const slot = live[i]!;
@@ -165,17 +166,17 @@ export async function readPartitionSnapshot(accountId: number, dir: string, expe
     live.forEach((slot, i) => (renumber[slot] = i));
     const p = ctx.newPartition();
     for (let i = 0; i < n; i++) {
-      const [documentId, sourceId] = table.documents[table.doc[i]!]!;
+      const d = table.doc[i]!;
+      const [documentId, sourceId] = table.documents[d]!;
       const title = table.strings[table.title[i]!]!;
       const url = table.strings[table.url[i]!]!;
       const id = table.ids[i]!;
       if (p.slotOf.has(id)) throw new RangeError(`chunk ${id} appears twice`);
-      let doc = p.documents.get(documentId);
-      if (!doc) p.documents.set(documentId, (doc = { id: documentId, sourceId, chunks: new Set(), title, url }));
+      const doc = p.documents.get(documentId) ?? p.document(documentId, sourceId, title, url, table.metadata[d]!);
       doc.chunks.add(i);
       p.slotOf.set(id, i);
       const [start, end] = [table.start?.[i] ?? -1, table.end?.[i] ?? -1];
-      p.chunks[i] = { id, sourceId, documentId, position: table.position[i]!, title, url, chunkStart: start < 0 ? null : start, chunkEnd: end < 0 ? null : end };
+      p.chunks[i] = { id, sourceId, documentId, position: table.position[i]!, title, url, chunkStart: start < 0 ? null : start, chunkEnd: end < 0 ? null : end, doc: doc.number, indexedAt: table.indexedAt[i]! };
     }
     const postingSlots = reader.int32("keyword.slots");
     for (let i = 0; i < postingSlots.length; i++) {

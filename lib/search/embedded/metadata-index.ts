@@ -1,0 +1,106 @@
+import { dateValue } from "../filters";
+
+/** Documents (by number) holding one value: most values are one document's (urls, titles), so one number is kept bare. */
+type Docs = number | Set<number>;
+
+function addDoc<K>(map: Map<K, Docs>, key: K, doc: number) {
+  const docs = map.get(key);
+  if (docs === undefined) map.set(key, doc);
+  else if (typeof docs === "number") {
+    if (docs !== doc) map.set(key, new Set([docs, doc]));
+  } else docs.add(doc);
+}
+
+function removeDoc<K>(map: Map<K, Docs>, key: K, doc: number) {
+  const docs = map.get(key);
+  if (docs === doc) map.delete(key);
+  else if (typeof docs === "object") {
+    docs.delete(doc);
+    if (!docs.size) map.delete(key);
+  }
+}
+
+/** Sets `mask[doc]` to `to` for each document. */
+export function markDocs(mask: Uint8Array, docs: Docs | undefined, to = 1) {
+  if (docs === undefined) return;
+  if (typeof docs === "number") mask[docs] = to;
+  else for (const doc of docs) mask[doc] = to;
+}
+
+/** The key under which a scalar is equal only to itself (lib/search/filters.ts: same JSON type and ===). */
+export const equalityKey = (v: unknown) => `${typeof v}:${String(v)}`;
+
+/** What filters compare of a metadata value: its elements (an array's, else itself), missing and null left out. */
+function elements(value: unknown): unknown[] {
+  if (value === undefined || value === null) return [];
+  return Array.isArray(value) ? value.filter((x) => x !== undefined && x !== null) : [value];
+}
+
+/**
+ * One metadata name's values across a partition's documents: which documents have it at all, which hold each
+ * scalar, each number and each date (strings that read as dates, in ms), so a comparison touches the documents it
+ * selects instead of every document's metadata.
+ */
+export class NameIndex {
+  readonly present = new Set<number>();
+  readonly equal = new Map<string, Docs>();
+  readonly numbers = new Map<number, Docs>();
+  readonly dates = new Map<number, Docs>();
+
+  add(doc: number, value: unknown) {
+    const values = elements(value);
+    if (!values.length) return;
+    this.present.add(doc);
+    for (const v of values) {
+      if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean") continue;
+      addDoc(this.equal, equalityKey(v), doc);
+      if (typeof v === "number") addDoc(this.numbers, v, doc);
+      const ms = dateValue(v);
+      if (ms !== undefined) addDoc(this.dates, ms, doc);
+    }
+  }
+
+  remove(doc: number, value: unknown) {
+    const values = elements(value);
+    if (!values.length) return;
+    this.present.delete(doc);
+    for (const v of values) {
+      if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean") continue;
+      removeDoc(this.equal, equalityKey(v), doc);
+      if (typeof v === "number") removeDoc(this.numbers, v, doc);
+      const ms = dateValue(v);
+      if (ms !== undefined) removeDoc(this.dates, ms, doc);
+    }
+  }
+}
+
+/**
+ * The metadata names filters have asked about, each indexed over the partition's documents from the first filter
+ * on it (names never filtered on, urls and titles mostly, cost nothing) and kept current as metadata changes.
+ */
+export class MetadataIndex {
+  private readonly names = new Map<string, NameIndex>();
+
+  /** `documents` lists every live document by number with its metadata (for a name's first index). */
+  constructor(private readonly documents: () => Iterable<[number, Record<string, unknown> | null]>) {}
+
+  /** A document's metadata changes from `before` to `after` (null: a new document, or one that goes). */
+  change(doc: number, before: Record<string, unknown> | null, after: Record<string, unknown> | null) {
+    for (const [name, index] of this.names) {
+      const [b, a] = [before?.[name], after?.[name]];
+      if (b === a) continue;
+      index.remove(doc, b);
+      index.add(doc, a);
+    }
+  }
+
+  name(name: string): NameIndex {
+    let index = this.names.get(name);
+    if (!index) {
+      index = new NameIndex();
+      for (const [doc, metadata] of this.documents()) index.add(doc, metadata?.[name]);
+      this.names.set(name, index);
+    }
+    return index;
+  }
+}
