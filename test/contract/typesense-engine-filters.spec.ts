@@ -3,9 +3,8 @@ import { Client } from "typesense";
 import { compileFilter, filterProblems, type FilterableChunk, type SearchFilter } from "../../lib/search/filters";
 import { fuseLists } from "../../lib/search/fusion";
 import type { ChunkHit, IndexedChunk, IndexQuery, SearchMode } from "../../lib/search/port";
-import { terms } from "../../lib/search/tokenizer";
 import { HYBRID_VECTOR_HITS, TypesenseEngine } from "../../lib/search/typesense/engine";
-import { candidateShares, CANDIDATE_BUDGET_FACTOR } from "../../lib/search/typesense/keyword";
+import { keywordExact } from "./keyword-budget";
 import { collectionNames, schemas, vectorCollectionName, vectorSchema } from "../../lib/search/typesense/schema";
 
 /**
@@ -110,20 +109,6 @@ describe(`Typesense engine: metadata filters inside the ranking (${url})`, () =>
     await engine.stop();
   });
 
-  /**
-   * Whether the engine promises the exact keyword top k: every query term's matching chunks fit in its share of
-   * the candidate budget (keyword.ts; always so for the unfiltered reference, 120 chunks at depth 250).
-   */
-  function keywordExact(text: string, matching: (c: FilterableChunk) => boolean): boolean {
-    const chunkTerms = new Map(chunks.map((c) => [c.id, new Set([...terms(c.title), ...terms(c.content)])]));
-    const queryTerms = [...new Set(terms(text))];
-    const count = (t: string, only: (c: IndexedChunk) => boolean) => chunks.filter((c) => only(c) && chunkTerms.get(c.id)!.has(t)).length;
-    const df = new Map(queryTerms.map((t) => [t, count(t, () => true)]));
-    const inScope = new Map(queryTerms.map((t) => [t, count(t, matching)]));
-    const shares = candidateShares(df, chunks.length, Math.ceil(CANDIDATE_BUDGET_FACTOR * K), inScope);
-    return [...shares].every(([t, share]) => inScope.get(t)! <= share);
-  }
-
   it("each mode's filtered top k is its unfiltered ranking filtered by the predicate, for random filters", async () => {
     let checked = 0;
     let exactKeyword = 0;
@@ -139,7 +124,7 @@ describe(`Typesense engine: metadata filters inside the ranking (${url})`, () =>
       const allVector = (await engine.search(query(text, vector, "semantic", { depth: 250, maxDistance: 2 }))).hits;
       const keyword = allKeyword.filter((h) => matching(byId.get(h.id)!)).slice(0, K);
       const nearest = allVector.filter((h) => matching(byId.get(h.id)!));
-      const exact = keywordExact(text, matching);
+      const exact = keywordExact(chunks, text, K, matching);
       if (exact) exactKeyword++;
 
       for (const mode of ["keyword", "semantic", "hybrid"] as const) {

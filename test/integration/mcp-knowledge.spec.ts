@@ -114,7 +114,9 @@ describe("MCP knowledge retrieval tools over NATS", () => {
       limit: { type: "integer", minimum: 1, maximum: 100, default: 20 },
       offset: { type: "integer", minimum: 0, default: 0 },
     });
-    expect(JSON.stringify(search.inputSchema.properties!.filters)).toContain('"nin"');
+    // The filter grammar is recursive: the property refers to its definition.
+    expect(JSON.stringify(search.inputSchema.properties!.filters)).toContain("$ref");
+    expect(JSON.stringify(search.inputSchema)).toContain('"nin"');
     expect(search.outputSchema!.properties).toMatchObject({ results: { type: "array" }, total: { type: "integer" }, mode_used: { enum: ["semantic", "keyword", "hybrid"] } });
     const sources = byName.svc_knowledge_sources!;
     expect(sources.inputSchema.required ?? []).toEqual([]);
@@ -155,21 +157,21 @@ describe("MCP knowledge retrieval tools over NATS", () => {
       const glacier = { type: "eq", key: "metadata.title", value: "About the glacier" };
       const notLagoon = { type: "nin", key: "metadata.title", value: ["About the lagoon"] };
       for (const body of [
-        { query: "about", mode: "keyword", filters: glacier },
-        { query: "about", mode: "hybrid", filters: { type: "or", filters: [glacier, { type: "eq", key: "metadata.title", value: "About the volcano" }] } },
-        { query: "about", mode: "keyword", filters: { type: "and", filters: [notLagoon, { type: "eq", key: "source_id", value: sourceId }] } },
+        { query: "volcano glacier lagoon", mode: "keyword", filters: glacier },
+        { query: "volcano glacier lagoon", mode: "hybrid", filters: { type: "or", filters: [glacier, { type: "eq", key: "metadata.title", value: "About the volcano" }] } },
+        { query: "volcano glacier lagoon", mode: "keyword", filters: { type: "and", filters: [notLagoon, { type: "eq", key: "source_id", value: sourceId }] } },
       ]) {
         const expected = await rest("POST", "/knowledge/documents/search", body);
         expect(expected.status).toBe(200);
         expect(structured(await call(client, "svc_knowledge_search", body))).toEqual(expected.body);
       }
-      // "about" is in every page's title: the filter, not the query, decides which ones come back.
-      const only = (await rest("POST", "/knowledge/documents/search", { query: "about", mode: "keyword", filters: glacier })).body;
+      // The query matches every page: the filter, not the query, decides which ones come back.
+      const only = (await rest("POST", "/knowledge/documents/search", { query: "volcano glacier lagoon", mode: "keyword", filters: glacier })).body;
       expect(only.results.map((r: { title: string }) => r.title)).toEqual(["About the glacier"]);
-      const two = (await rest("POST", "/knowledge/documents/search", { query: "about", mode: "keyword", filters: { type: "and", filters: [notLagoon] } })).body;
+      const two = (await rest("POST", "/knowledge/documents/search", { query: "volcano glacier lagoon", mode: "keyword", filters: { type: "and", filters: [notLagoon] } })).body;
       expect(two.results.map((r: { title: string }) => r.title).sort()).toEqual(["About the glacier", "About the volcano"]);
       // A key outside the grammar: the tool's error is REST's 422 detail.
-      const bad = await call(client, "svc_knowledge_search", { query: "about", filters: { type: "eq", key: "title", value: "x" } });
+      const bad = await call(client, "svc_knowledge_search", { query: "volcano", filters: { type: "eq", key: "title", value: "x" } });
       expect(bad.isError).toBe(true);
       expect(textOf(bad)).toMatch(/filters\.key|metadata\.<name>/);
     });
