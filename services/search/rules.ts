@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { chunkText } from "../../lib/search/chunking";
+import { chunkContent, type ChunkingSettings } from "../../lib/search/chunking";
 import { highlight } from "../../lib/search/highlight";
 import { normalizedScore } from "../../lib/search/fusion";
 import type { FieldProblem } from "../../lib/errors";
@@ -35,9 +35,19 @@ export function contentHash(content: string): string {
  */
 const CHUNK_LAYOUT = "ranges";
 
-/** Everything that decides a document's chunks; equal keys mean re-indexing would produce the same chunks. */
-export function indexKey(d: { title: string; url: string; contentHash: string; chunkSize: number; overlap: number }): string {
-  return sha256(JSON.stringify([d.title, d.url, d.contentHash, d.chunkSize, d.overlap, CHUNK_LAYOUT]));
+/**
+ * Everything that decides a document's chunks; equal keys mean re-indexing would produce the same chunks. The
+ * `fixed` strategy is left out of the key, so documents indexed before per-source chunking keep theirs.
+ */
+export function indexKey(d: { title: string; url: string; contentHash: string; chunking: ChunkingSettings }): string {
+  const { size, overlap, strategy } = d.chunking;
+  return sha256(JSON.stringify([d.title, d.url, d.contentHash, size, overlap, CHUNK_LAYOUT, ...(strategy === "fixed" ? [] : [strategy])]));
+}
+
+/** The chunking a source's documents get: its own settings, else the deployment's (SEARCH_CHUNK_SIZE, _OVERLAP), fixed. */
+export function effectiveChunking(own: ChunkingSettings | null | undefined, deployment: { chunkSize: number; chunkOverlap: number }): ChunkingSettings {
+  if (own) return own;
+  return { size: deployment.chunkSize, overlap: Math.min(deployment.chunkOverlap, Math.floor(deployment.chunkSize / 2)), strategy: "fixed" };
 }
 
 /** The text a chunk is embedded as: its document title gives a short chunk its context. */
@@ -61,13 +71,8 @@ export interface PlannedChunk {
 }
 
 /** The chunks of a document; chunk ids change with their text, so an unchanged chunk keeps its vector. */
-export function planChunks(
-  doc: { id: string; title: string; content: string },
-  chunkSize: number,
-  overlap: number,
-  model: string,
-): PlannedChunk[] {
-  return chunkText(doc.content, chunkSize, overlap).map((c) => ({
+export function planChunks(doc: { id: string; title: string; content: string }, chunking: ChunkingSettings, model: string): PlannedChunk[] {
+  return chunkContent(doc.content, chunking).map((c) => ({
     id: sha256(`${doc.id}\u0000${c.position}\u0000${c.text}`).slice(0, 32),
     position: c.position,
     content: c.text,

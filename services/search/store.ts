@@ -1,6 +1,7 @@
 import type { Logger } from "moleculer";
 import { insertNew } from "../../lib/db";
 import { encodeFreeJson } from "../../lib/free-json";
+import type { ChunkingSettings } from "../../lib/search/chunking";
 import type { EmbeddingProvider } from "../../lib/search/embeddings";
 import type { LocalIndex } from "../../lib/search/engines";
 import type { IndexedChunk, SearchIndex } from "../../lib/search/port";
@@ -115,11 +116,11 @@ interface PlannedDocument {
  * Decides what a document needs: nothing (same index key, fully indexed) or its chunks (re)written. A
  * document of another account with the same id is a hash collision and fails the batch.
  */
-async function planDocument(deps: StoreDeps, accountId: number, sourceId: number, input: IncomingDocument, chunkSize: number, overlap: number) {
+async function planDocument(deps: StoreDeps, accountId: number, sourceId: number, input: IncomingDocument, chunking: ChunkingSettings) {
   const id = documentIdFor(accountId, sourceId, input.url);
   const title = (input.title ?? "").trim() || input.url;
   const hash = contentHash(input.content);
-  const key = indexKey({ title, url: input.url, contentHash: hash, chunkSize, overlap });
+  const key = indexKey({ title, url: input.url, contentHash: hash, chunking });
   // By id alone, so a (never seen) id collision across accounts is detected rather than overwritten.
   const existing = await crossAccount("a document id derived from its account; collisions are checked next", deps.models.documents
     .findById(id, { account_id: 1, index_key: 1, index_state: 1, deletion_job_id: 1, chunk_ids: 1, metadata: 1 }))
@@ -132,7 +133,7 @@ async function planDocument(deps: StoreDeps, accountId: number, sourceId: number
     }
     return { id, plan: null };
   }
-  const chunks = planChunks({ id, title, content: input.content }, chunkSize, overlap, deps.provider?.model ?? "none");
+  const chunks = planChunks({ id, title, content: input.content }, chunking, deps.provider?.model ?? "none");
   const fresh = new Set(chunks.map((c) => c.id));
   const stale = (existing?.chunk_ids ?? []).filter((c) => !fresh.has(c));
   return { id, plan: { id, input, title, hash, key, chunks, stale, exists: Boolean(existing) } satisfies PlannedDocument };
@@ -144,7 +145,7 @@ async function planDocument(deps: StoreDeps, accountId: number, sourceId: number
  * A document already stored is marked pending first, so a crash half-way makes the next load redo it rather
  * than skip it; a new one is written once, last, so until then there is nothing to skip.
  */
-async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: number, docs: PlannedDocument[], chunkSize: number, overlap: number, counts: IndexCounts, jobs: EmbedJob[]) {
+async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: number, docs: PlannedDocument[], chunking: ChunkingSettings, counts: IndexCounts, jobs: EmbedJob[]) {
   const { models, index } = deps;
   await tracked(deps, accountId, async () => {
     const now = new Date();
@@ -159,8 +160,8 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
       metadata: encodeFreeJson(d.input.metadata ?? {}),
       // The previous chunks stay listed until they are deleted, so a crash in between leaves no orphans.
       chunk_ids: [...d.chunks.map((c) => c.id), ...d.stale],
-      chunk_size: chunkSize,
-      chunk_overlap: overlap,
+      chunk_size: chunking.size,
+      chunk_overlap: chunking.overlap,
       index_key: d.key,
       index_state: "pending",
       indexed_at: now,
@@ -226,7 +227,7 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
 /** search.indexDocuments: upserts a window of documents of one source and returns what happened. */
 export async function indexDocuments(
   deps: StoreDeps,
-  p: { accountId: number; sourceId: number; documents: IncomingDocument[]; chunkSize: number; overlap: number },
+  p: { accountId: number; sourceId: number; documents: IncomingDocument[]; chunking: ChunkingSettings },
 ): Promise<IndexCounts> {
   const counts: IndexCounts = {
     received: p.documents.length,
@@ -240,11 +241,11 @@ export async function indexDocuments(
   const jobs: EmbedJob[] = [];
   // The same url twice in one window is one document: the last copy wins.
   const byUrl = new Map(p.documents.map((d) => [d.url, d]));
-  const plans = await Promise.all([...byUrl.values()].map((d) => planDocument(deps, p.accountId, p.sourceId, d, p.chunkSize, p.overlap)));
+  const plans = await Promise.all([...byUrl.values()].map((d) => planDocument(deps, p.accountId, p.sourceId, d, p.chunking)));
   counts.document_ids = plans.map((x) => x.id);
   const changed = plans.flatMap((x) => (x.plan ? [x.plan] : []));
   counts.unchanged = plans.length - changed.length;
-  if (changed.length) await writeDocuments(deps, p.accountId, p.sourceId, changed, p.chunkSize, p.overlap, counts, jobs);
+  if (changed.length) await writeDocuments(deps, p.accountId, p.sourceId, changed, p.chunking, counts, jobs);
   deps.stage?.enqueue(jobs);
   return counts;
 }
