@@ -43,6 +43,12 @@ export interface TextChunk {
   docEnd: number;
 }
 
+/** The chunking a source's documents get: its own settings, else the deployment's (SEARCH_CHUNK_SIZE, _OVERLAP), fixed. */
+export function effectiveChunking(own: ChunkingSettings | null | undefined, deployment: { chunkSize: number; chunkOverlap: number }): ChunkingSettings {
+  if (own) return own;
+  return { size: deployment.chunkSize, overlap: Math.min(deployment.chunkOverlap, Math.floor(deployment.chunkSize / 2)), strategy: "fixed" };
+}
+
 /** A source's `chunking` as given on create or update; missing fields come from the current settings. */
 export type ChunkingInput = Partial<ChunkingSettings>;
 

@@ -44,11 +44,6 @@ export function indexKey(d: { title: string; url: string; contentHash: string; c
   return sha256(JSON.stringify([d.title, d.url, d.contentHash, size, overlap, CHUNK_LAYOUT, ...(strategy === "fixed" ? [] : [strategy])]));
 }
 
-/** The chunking a source's documents get: its own settings, else the deployment's (SEARCH_CHUNK_SIZE, _OVERLAP), fixed. */
-export function effectiveChunking(own: ChunkingSettings | null | undefined, deployment: { chunkSize: number; chunkOverlap: number }): ChunkingSettings {
-  if (own) return own;
-  return { size: deployment.chunkSize, overlap: Math.min(deployment.chunkOverlap, Math.floor(deployment.chunkSize / 2)), strategy: "fixed" };
-}
 
 /** The text a chunk is embedded as: its document title gives a short chunk its context. */
 export function embedText(title: string, content: string): string {

@@ -27,7 +27,6 @@ import {
   deletionResponse,
   documentDetail,
   documentStats,
-  effectiveChunking,
   embedText,
   fusedScores,
   MAX_URLS_PER_CALL,
@@ -41,7 +40,7 @@ import {
 import { startSearch, stopSearch, type SearchRuntime } from "./runtime";
 import { documentPage, indexDocuments, removeDocumentsAt, removeSource, type IncomingDocument } from "./store";
 import { switchChunking, warmChunking } from "./rechunk";
-import type { ChunkingSettings } from "../../lib/search/chunking";
+import { effectiveChunking, type ChunkingSettings } from "../../lib/search/chunking";
 import { crossAccount } from "../../lib/tenancy-guard";
 
 /** Documents accepted by one indexDocuments call (one loader window is smaller). */
