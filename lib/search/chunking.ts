@@ -49,6 +49,11 @@ export function effectiveChunking(own: ChunkingSettings | null | undefined, depl
   return { size: deployment.chunkSize, overlap: Math.min(deployment.chunkOverlap, Math.floor(deployment.chunkSize / 2)), strategy: "fixed" };
 }
 
+/** Stored settings as plain fields (a source's sub-document carries more), or null. */
+export function plainChunking(c: ChunkingSettings | null | undefined): ChunkingSettings | null {
+  return c ? { size: c.size, overlap: c.overlap, strategy: c.strategy } : null;
+}
+
 /** A source's `chunking` as given on create or update; missing fields come from the current settings. */
 export type ChunkingInput = Partial<ChunkingSettings>;
 

@@ -1,4 +1,4 @@
-import type { ChunkingSettings } from "../../lib/search/chunking";
+import { plainChunking, type ChunkingSettings } from "../../lib/search/chunking";
 import { continueJob, earlierRechunkRunning, finishJob, jobSource, saveProgress, setRechunkState, type LoadJobRecord } from "../knowledge";
 import type { LoadResult, RunnerDeps } from "./runner";
 
@@ -22,11 +22,6 @@ export function sameChunking(a: ChunkingSettings | null | undefined, b: Chunking
   return a.size === b.size && a.overlap === b.overlap && a.strategy === b.strategy;
 }
 
-/** The settings as the search actions take them (no stored sub-document extras). */
-function plain(c: ChunkingSettings | null | undefined): ChunkingSettings | null {
-  return c ? { size: c.size, overlap: c.overlap, strategy: c.strategy } : null;
-}
-
 /**
  * Runs one window of a re-chunk job (docs/adr/0059-chunking-per-source.md): phase 1 warms the embedding cache
  * with the new chunks' vectors a page of documents at a time (searches still answer from the old chunks), phase 2
@@ -48,7 +43,7 @@ export async function runRechunkWindow(deps: RunnerDeps, job: LoadJobRecord): Pr
     await finishJob(deps.jobs, job, deps.owner, { status: "done", error: "superseded by a later chunking change" });
     return "finished";
   }
-  let progress: RechunkProgress = saved?.phase ? (saved as RechunkProgress) : { chunking: plain(source.chunking), phase: "warm", after: null };
+  let progress: RechunkProgress = saved?.phase ? (saved as RechunkProgress) : { chunking: plainChunking(source.chunking), phase: "warm", after: null };
   if (!saved?.phase) await setRechunkState(deps.sources, job, { status: "running" });
   const deadline = Date.now() + deps.windowMs;
   const { account_id: accountId, _id: sourceId } = source;

@@ -1,5 +1,5 @@
 import type { Model } from "mongoose";
-import type { ChunkingSettings } from "../../lib/search/chunking";
+import { plainChunking, type ChunkingSettings } from "../../lib/search/chunking";
 import {
   cancelPendingLoads,
   continueJob,
@@ -179,7 +179,7 @@ async function readAndIndex(
     }
     // A page that now yields a pruned document's URL (its canonical moved there) is indexed after the removal.
     if (batch.docs.some((d) => pruned.has(d.url))) await pruning;
-    if (batch.docs.length) await deps.index(source.account_id, source._id, batch.docs, source.chunking ?? null);
+    if (batch.docs.length) await deps.index(source.account_id, source._id, batch.docs, plainChunking(source.chunking));
     await batch.settle();
     if (!(await saveProgress(deps.jobs, job, deps.owner, batch.after))) throw new LeaseLost();
     saved = batch.after;

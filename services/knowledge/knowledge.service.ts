@@ -25,7 +25,7 @@ import { NO_CONTENT } from "../../lib/resource";
 import { respondNoContent } from "../../lib/responses";
 import { documentBodyParams, mustTakeUploads, UPLOAD_DATA_TYPE, uploadDocument, uploadUrl, type DocumentBody, type UploadDocument } from "./uploads";
 import { documentIdParam, listDocumentsParams, searchDocumentsParams, searchSourcesParams } from "../search";
-import { chunkingSettings, effectiveChunking, type ChunkingInput, type ChunkingSettings } from "../../lib/search/chunking";
+import { chunkingSettings, effectiveChunking, plainChunking, type ChunkingInput, type ChunkingSettings } from "../../lib/search/chunking";
 
 const idParam = knowledgeSources.idParams;
 type SourceParams = typeof knowledgeSources.types.update;
@@ -159,7 +159,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (auth_token) source.credentials = this.secrets.seal(auth_token);
         if (chunking !== undefined) {
           const deployment = configOf(this).search;
-          const before = source.chunking ? { ...source.chunking } : null;
+          const before = plainChunking(source.chunking);
           source.chunking = chunkingFields(chunking, before, deployment);
           const changed = JSON.stringify(effectiveChunking(before, deployment)) !== JSON.stringify(effectiveChunking(source.chunking, deployment));
           // The stored documents are cut again in the background (a failed re-chunk is retried by giving chunking again).
@@ -334,7 +334,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         accountId: source.account_id,
         sourceId: source._id,
         documents: [{ url, title: doc.title, content: doc.content, metadata: doc.metadata }],
-        chunking: source.chunking ?? null,
+        chunking: plainChunking(source.chunking),
       })) as { document_ids: string[] };
       await this.recordUploadCounts(ctx, source);
       return counts.document_ids[0]!;

@@ -1,0 +1,176 @@
+import { randomBytes } from "node:crypto";
+import { chunkContent, type ChunkingSettings } from "../../lib/search/chunking";
+import { startCluster, type Cluster } from "../harness/cluster";
+import { apiClient, signup, type Api } from "../harness/http";
+import { until, scaled } from "../harness/wait";
+
+/** Markdown handbook pages: sections under headings, sentences of varied length, a shared word to search for. */
+function handbookPage(topic: string, n: number): string {
+  const sentence = (i: number) => `The ${topic} harbour rule ${i} says ${"that ".repeat(i % 5)}crews check the moorings before dusk.`;
+  const section = (title: string, from: number) => `## ${title}\n\n${Array.from({ length: 9 }, (_, i) => sentence(from + i)).join(" ")}\n`;
+  return [`# ${topic} handbook ${n}`, "", section("Arrival", 0), section("Mooring", 10), section("Departure", 20)].join("\n");
+}
+
+interface Hit {
+  document_id: string;
+  content: string;
+  chunk_index: number;
+  chunk_start: number | null;
+  chunk_end: number | null;
+}
+interface Source {
+  id: number;
+  chunking: ChunkingSettings | null;
+  rechunk: { status: string; job_id: string; error: string | null } | null;
+}
+
+/**
+ * Per-source chunking through the REST API (docs/adr/0059-chunking-per-source.md), on both engines: a source
+ * created with chunking, its uploaded documents cut by it, a change re-chunking them in the background while
+ * searches keep answering, and the hits' chunk ranges following the new settings once the source switched.
+ */
+describe.each([
+  ["embedded", {}],
+  [
+    "typesense",
+    {
+      SEARCH_ENGINE: "typesense",
+      TYPESENSE_URL: process.env.TEST_TYPESENSE_URL!,
+      TYPESENSE_API_KEY: process.env.TEST_TYPESENSE_API_KEY ?? "",
+      TYPESENSE_COLLECTION: `chunking_${randomBytes(4).toString("hex")}`,
+    },
+  ],
+] as const)("chunking per source on the %s engine (issue 26 item 3)", (engine, engineEnv) => {
+  let cluster: Cluster;
+  let api: Api;
+  let token: string;
+  const call = (method: string, path: string, body?: unknown) => api(method, `/api/v1${path}`, { token, body });
+  /** Stored content of each document, by id (what chunk ranges point into). */
+  const contents = new Map<string, string>();
+  let source: Source;
+
+  beforeAll(async () => {
+    cluster = await startCluster({
+      database: `knowledge-chunking-${engine}`,
+      // Empty: the bundled local model, so a re-chunk re-embeds for real.
+      env: { EMBEDDING_PROVIDER: "", ...engineEnv },
+      nodes: [["gateway"], ["users", "api-keys", "knowledge", "search"], ["knowledge-loader"]],
+    });
+    api = apiClient(cluster.baseUrl);
+    token = (await signup(api, `chunking-${engine}`)).token;
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+
+  const getSource = async () => (await call("GET", `/knowledge/${source.id}`)).body as Source;
+  const search = async (query = "moorings harbour") => {
+    const res = await call("POST", "/knowledge/documents/search", { query, mode: "keyword", source_ids: [source.id], limit: 100 });
+    expect(res.status).toBe(200);
+    return res.body.results as Hit[];
+  };
+  /** Which of the given settings made this hit's chunk (its index, range and text), if any. */
+  const madeBy = (hit: Hit, candidates: ChunkingSettings[]) =>
+    candidates.filter((s) => {
+      const chunk = chunkContent(contents.get(hit.document_id)!, s)[hit.chunk_index];
+      return chunk && chunk.docStart === hit.chunk_start && chunk.docEnd === hit.chunk_end && chunk.text === hit.content;
+    });
+  const waitForRechunk = (jobId: string) =>
+    until(getSource, (s) => s.rechunk?.job_id === jobId && ["done", "failed"].includes(s.rechunk.status), scaled(120_000), "the re-chunk to end");
+
+  const sentence: ChunkingSettings = { size: 400, overlap: 120, strategy: "sentence" };
+  const heading: ChunkingSettings = { size: 600, overlap: 50, strategy: "heading" };
+  const fixed: ChunkingSettings = { size: 250, overlap: 0, strategy: "fixed" };
+
+  it("refuses chunking out of bounds or of an unknown strategy (422, naming the field)", async () => {
+    for (const [chunking, field] of [
+      [{ size: 99 }, "chunking.size"],
+      [{ size: 8001 }, "chunking.size"],
+      [{ size: 400, overlap: 201 }, "chunking.overlap"],
+      [{ overlap: -1 }, "chunking.overlap"],
+      [{ strategy: "paragraph" }, "chunking.strategy"],
+      [{ size: 400, words: 3 }, "chunking"],
+    ] as const) {
+      const res = await call("POST", "/knowledge", { name: "Bad", data_type: "upload", paths: [], chunking });
+      expect(res.status).toBe(422);
+      expect(JSON.stringify(res.body)).toContain(field);
+    }
+  });
+
+  it("creates a source with chunking and cuts its uploaded documents by it", async () => {
+    const created = await call("POST", "/knowledge", { name: "Harbour handbooks", data_type: "upload", paths: [], chunking: { strategy: "sentence", size: 400, overlap: 120 } });
+    expect(created.status).toBe(201);
+    source = created.body;
+    expect(source.chunking).toEqual(sentence);
+    expect(source.rechunk).toBeNull();
+    for (const [i, topic] of ["North", "South", "East"].entries()) {
+      const added = await call("POST", `/knowledge/${source.id}/documents`, { title: `${topic} handbook`, text: handbookPage(topic, i), metadata: { topic } });
+      expect(added.status).toBe(201);
+      contents.set(added.body.id, added.body.content);
+    }
+    const hits = await search();
+    expect(hits.length).toBe(3);
+    for (const hit of hits) expect(madeBy(hit, [sentence])).toEqual([sentence]);
+    // Without settings of its own, a source shows null (the deployment's default, fixed 1000/100).
+    const plain = await call("POST", "/knowledge", { name: "Plain", data_type: "upload", paths: [] });
+    expect(plain.body.chunking).toBeNull();
+  });
+
+  it("re-chunks and re-embeds after a change while searches answer from the old chunks, then switches at once", async () => {
+    const patched = await call("PATCH", `/knowledge/${source.id}`, { chunking: { strategy: "heading", size: 600, overlap: 50 } });
+    expect(patched.status).toBe(200);
+    expect(patched.body.chunking).toEqual(heading);
+    expect(patched.body.rechunk).toMatchObject({ status: "queued", job_id: expect.stringMatching(/^rechunk_/) });
+    const jobId = patched.body.rechunk.job_id as string;
+
+    // Searching all along: every answer has every document, and (on the embedded engine, whose swap is one change)
+    // each answer's chunks come from one chunking, the old or the new.
+    const answers: { layouts: ChunkingSettings[][]; status: string }[] = [];
+    let done: Source | undefined;
+    while (!done) {
+      const status = (await getSource()).rechunk!.status;
+      const hits = await search();
+      answers.push({ layouts: hits.map((h) => madeBy(h, [sentence, heading])), status });
+      expect(new Set(hits.map((h) => h.document_id)).size).toBe(3);
+      if (status === "done" || status === "failed") done = await waitForRechunk(jobId);
+    }
+    expect(done.rechunk).toMatchObject({ status: "done", error: null });
+    expect(answers[0]!.layouts.flat()).toContain(sentence);
+    for (const a of answers) {
+      for (const layout of a.layouts) expect(layout.length).toBeGreaterThan(0);
+      if (engine === "embedded") expect(new Set(a.layouts.flat()).size).toBe(1);
+    }
+
+    // Afterwards every hit's chunk range is one the new settings make: whole sections, no chunk across a heading.
+    const after = await search();
+    for (const hit of after) {
+      expect(madeBy(hit, [heading])).toEqual([heading]);
+      expect(hit.content.slice(3).includes("\n## ")).toBe(false);
+    }
+    // The new chunks came with their vectors (phase 1 embedded them): nothing waits for the embedding stage.
+    const stats = (await call("GET", "/knowledge/documents/stats")).body;
+    expect(stats).toMatchObject({ pending_chunks: 0 });
+    const hybrid = await call("POST", "/knowledge/documents/search", { query: "when do crews check the moorings", mode: "hybrid", source_ids: [source.id] });
+    expect(hybrid.body.mode_used).toBe("hybrid");
+  });
+
+  it("a second change while a re-chunk is queued or runs ends with the latest settings", async () => {
+    const first = await call("PATCH", `/knowledge/${source.id}`, { chunking: { strategy: "sentence", size: 300 } });
+    expect(first.body.chunking).toEqual({ strategy: "sentence", size: 300, overlap: 50 });
+    // The second change lands while the first re-chunk is queued or running (or just done, on a fast run).
+    await until(getSource, (s) => s.rechunk?.status !== "queued", scaled(60_000), "the first re-chunk to start");
+    const second = await call("PUT", `/knowledge/${source.id}`, { chunking: { strategy: "fixed", size: 250, overlap: 0 } });
+    expect(second.body.chunking).toEqual(fixed);
+    const done = await waitForRechunk(second.body.rechunk.job_id);
+    expect(done.rechunk!.status).toBe("done");
+    for (const hit of await search()) expect(madeBy(hit, [fixed])).toEqual([fixed]);
+  });
+
+  it("chunking null goes back to the deployment's default", async () => {
+    const res = await call("PATCH", `/knowledge/${source.id}`, { chunking: null });
+    expect(res.body.chunking).toBeNull();
+    await waitForRechunk(res.body.rechunk.job_id);
+    const deployment: ChunkingSettings = { size: 1000, overlap: 100, strategy: "fixed" };
+    for (const hit of await search()) expect(madeBy(hit, [deployment])).toEqual([deployment]);
+  });
+});
