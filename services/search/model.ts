@@ -30,8 +30,9 @@ const documents = defineModel(
     keyed: true,
     collection: "search_documents",
     minimize: false,
-    // Listings filter by account (and source) and sort newest first.
-    indexes: [[{ account_id: 1, source_id: 1, indexed_at: -1, _id: 1 }], [{ account_id: 1, indexed_at: -1, _id: 1 }]],
+    // Listings filter by account (and source) and sort newest first; a source's documents are paged in id order
+    // (a refresh's URL list, a re-chunk's warm phase).
+    indexes: [[{ account_id: 1, source_id: 1, indexed_at: -1, _id: 1 }], [{ account_id: 1, indexed_at: -1, _id: 1 }], [{ account_id: 1, source_id: 1, _id: 1 }]],
   },
 );
 export type DocumentRecord = typeof documents.record;
