@@ -117,7 +117,16 @@ export const knowledgeSources = defineResource({
      * Where the re-chunk of the stored documents after a chunking change stands: queued, running (searches answer
      * from the previous chunks), done (switched), failed (error; the previous chunks stay searchable).
      */
-    rechunk: { store: rechunkState },
+    rechunk: {
+      read: {
+        ...rechunkState.rule,
+        nullable: true,
+        description:
+          "The re-chunk of the stored documents the last chunking change queued (null before any): queued, running (searches answer from the previous chunks), " +
+          "done (the source switched to the new chunks at once), failed (error says why; the previous chunks stay searchable; give chunking again to retry)",
+      },
+      store: rechunkState,
+    },
   },
   list: { limits: { max: 200, def: 50 }, sortable: ["updated_at", "created_at", "name"] },
 });
