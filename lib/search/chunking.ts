@@ -200,8 +200,9 @@ function headingOnly(section: string): boolean {
 }
 
 /** The `heading` chunks: a section each (a heading alone joins the section after it), long sections cut as `fixed`. */
-function headingSpans(text: string, size: number, overlap: number): Span[] {
-  const bounds = [0, ...headingStarts(text), text.length];
+function headingSpans(text: string, size: number, overlap: number, marked: number[]): Span[] {
+  const starts = [...new Set([...headingStarts(text), ...marked])].filter((at) => at > 0 && at < text.length).sort((a, b) => a - b);
+  const bounds = [0, ...starts, text.length];
   const sections: Span[] = [];
   for (let i = 0; i + 1 < bounds.length; i++) {
     const [start, end] = [bounds[i]!, bounds[i + 1]!];
@@ -213,20 +214,35 @@ function headingSpans(text: string, size: number, overlap: number): Span[] {
   return sections.flatMap(([start, end]) => (end - start <= size ? [[start, end] as Span] : fixedSpans(text, start, end, size, overlap)));
 }
 
+/** The position in the normalised text of each offset into the content as given (the first character at or after it). */
+function normalisedOffsets(original: Int32Array, offsets: number[]): number[] {
+  return offsets.map((at) => {
+    let [lo, hi] = [0, original.length];
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (original[mid]! < at) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  });
+}
+
 /**
  * Splits content into chunks by a strategy (see CHUNKING_STRATEGIES); each has its range in the normalised text
- * and in the content as given (a citation's offsets). The overlap is capped at half the size.
+ * and in the content as given (a citation's offsets). The overlap is capped at half the size. `sections`: offsets
+ * into the content where a reader saw a heading begin (its text keeps no markup), used by `heading` beside the
+ * headings it finds in the text.
  */
-export function chunkContent(content: string, settings: ChunkingSettings): TextChunk[] {
+export function chunkContent(content: string, settings: ChunkingSettings, sections: number[] = []): TextChunk[] {
   const { size, strategy } = settings;
   if (size < 1) throw new RangeError("chunk size must be positive");
   const overlap = Math.max(0, Math.min(settings.overlap, Math.floor(size / 2)));
   const text = normalizeContent(content);
+  const original = originalIndexes(content, text);
   const spans =
     strategy === "sentence" ? sentencePackedSpans(text, 0, text.length, size, overlap)
-    : strategy === "heading" ? headingSpans(text, size, overlap)
+    : strategy === "heading" ? headingSpans(text, size, overlap, normalisedOffsets(original, sections))
     : fixedSpans(text, 0, text.length, size, overlap);
-  const original = originalIndexes(content, text);
   const chunks: TextChunk[] = [];
   for (const [start, end] of spans) {
     const window = text.slice(start, end);

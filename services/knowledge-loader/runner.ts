@@ -21,6 +21,8 @@ export interface PageDoc {
   title: string;
   content: string;
   metadata?: Record<string, unknown>;
+  /** Offsets into content where a heading begins (the `heading` chunking's section marks). */
+  sections?: number[];
 }
 
 /** Where a load stands; plain JSON, saved on the job after every batch so another loader can resume it. */

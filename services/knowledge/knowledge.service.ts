@@ -333,7 +333,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const counts = (await ctx.call("search.indexDocuments", {
         accountId: source.account_id,
         sourceId: source._id,
-        documents: [{ url, title: doc.title, content: doc.content, metadata: doc.metadata }],
+        documents: [{ url, title: doc.title, content: doc.content, metadata: doc.metadata, sections: doc.sections }],
         chunking: plainChunking(source.chunking),
       })) as { document_ids: string[] };
       await this.recordUploadCounts(ctx, source);

@@ -15,6 +15,8 @@ const documents = defineModel(
     content_hash: { store: stored.string({ required: true }) },
     metadata: { store: stored.json({ default: () => ({}) }) },
     chunk_ids: { read: false, store: stored.strings() },
+    /** Offsets into content where the reader saw a heading begin (the `heading` chunking's section marks). */
+    sections: { read: false, store: stored.ints() },
     chunk_size: { store: stored.int({ required: true }) },
     chunk_overlap: { read: false, store: stored.int({ required: true }) },
     /** Hash of everything that decides the chunks (content, title, url, chunking); equal means nothing to redo. */

@@ -26,14 +26,14 @@ export async function warmChunking(
 ): Promise<{ next: string | null; documents: number; embedded: number }> {
   const { models, provider } = deps;
   const filter = { ...live(p.accountId, p.sourceId), ...(p.after ? { _id: { $gt: p.after } } : {}) };
-  const docs = await models.documents.find(filter, { title: 1, url: 1, content: 1, content_hash: 1, index_key: 1 }).sort({ _id: 1 }).limit(p.limit).lean<DocumentRecord[]>();
+  const docs = await models.documents.find(filter, { title: 1, url: 1, content: 1, content_hash: 1, index_key: 1, sections: 1 }).sort({ _id: 1 }).limit(p.limit).lean<DocumentRecord[]>();
   const next = docs.length < p.limit ? null : docs[docs.length - 1]!._id;
   if (!provider) return { next, documents: docs.length, embedded: 0 };
   const texts = new Map<string, string>();
   for (const d of docs) {
     // Already under these settings (indexed since the change): its chunks and vectors are there.
-    if (d.index_key === indexKey({ title: d.title, url: d.url, contentHash: d.content_hash, chunking: p.chunking })) continue;
-    for (const c of planChunks({ id: d._id, title: d.title, content: d.content }, p.chunking, provider.model)) texts.set(c.embedKey, embedText(d.title, c.content));
+    if (d.index_key === indexKey({ title: d.title, url: d.url, contentHash: d.content_hash, chunking: p.chunking, sections: d.sections })) continue;
+    for (const c of planChunks({ id: d._id, title: d.title, content: d.content, sections: d.sections }, p.chunking, provider.model)) texts.set(c.embedKey, embedText(d.title, c.content));
   }
   const cached = new Set((await models.embeddings.find({ _id: { $in: [...texts.keys()] } }, { _id: 1 }).lean()).map((e) => e._id));
   const missing = [...texts].filter(([key]) => !cached.has(key));
@@ -52,7 +52,7 @@ export async function warmChunking(
  * changed since is queued for embedding as any new chunk is).
  */
 export async function switchChunking(deps: StoreDeps, p: { accountId: number; sourceId: number; chunking: ChunkingSettings }): Promise<IndexCounts> {
-  const docs = await deps.models.documents.find(live(p.accountId, p.sourceId), { url: 1, title: 1, content: 1, metadata: 1 }).lean<DocumentRecord[]>();
-  const documents = docs.map((d) => ({ url: d.url, title: d.title, content: d.content, metadata: decodeFreeJson(d.metadata) as Record<string, unknown> }));
+  const docs = await deps.models.documents.find(live(p.accountId, p.sourceId), { url: 1, title: 1, content: 1, metadata: 1, sections: 1 }).lean<DocumentRecord[]>();
+  const documents = docs.map((d) => ({ url: d.url, title: d.title, content: d.content, metadata: decodeFreeJson(d.metadata) as Record<string, unknown>, sections: d.sections }));
   return indexDocuments(deps, { accountId: p.accountId, sourceId: p.sourceId, documents, chunking: p.chunking });
 }

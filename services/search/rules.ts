@@ -37,11 +37,13 @@ const CHUNK_LAYOUT = "ranges";
 
 /**
  * Everything that decides a document's chunks; equal keys mean re-indexing would produce the same chunks. The
- * `fixed` strategy is left out of the key, so documents indexed before per-source chunking keep theirs.
+ * `fixed` strategy is left out of the key, so documents indexed before per-source chunking keep theirs; a reader's
+ * section marks count for `heading` only.
  */
-export function indexKey(d: { title: string; url: string; contentHash: string; chunking: ChunkingSettings }): string {
+export function indexKey(d: { title: string; url: string; contentHash: string; chunking: ChunkingSettings; sections?: number[] }): string {
   const { size, overlap, strategy } = d.chunking;
-  return sha256(JSON.stringify([d.title, d.url, d.contentHash, size, overlap, CHUNK_LAYOUT, ...(strategy === "fixed" ? [] : [strategy])]));
+  const layout = strategy === "fixed" ? [] : strategy === "heading" && d.sections?.length ? [strategy, d.sections] : [strategy];
+  return sha256(JSON.stringify([d.title, d.url, d.contentHash, size, overlap, CHUNK_LAYOUT, ...layout]));
 }
 
 
@@ -66,8 +68,8 @@ export interface PlannedChunk {
 }
 
 /** The chunks of a document; chunk ids change with their text, so an unchanged chunk keeps its vector. */
-export function planChunks(doc: { id: string; title: string; content: string }, chunking: ChunkingSettings, model: string): PlannedChunk[] {
-  return chunkContent(doc.content, chunking).map((c) => ({
+export function planChunks(doc: { id: string; title: string; content: string; sections?: number[] }, chunking: ChunkingSettings, model: string): PlannedChunk[] {
+  return chunkContent(doc.content, chunking, doc.sections).map((c) => ({
     id: sha256(`${doc.id}\u0000${c.position}\u0000${c.text}`).slice(0, 32),
     position: c.position,
     content: c.text,

@@ -161,6 +161,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
               title: { type: "string", max: 1000, optional: true, nullable: true },
               content: { type: "string", max: MAX_CONTENT_LENGTH },
               metadata: { type: "object", optional: true, nullable: true },
+              sections: { type: "array", optional: true, max: 100_000, items: { type: "number", integer: true, min: 0 } },
             },
           },
         },

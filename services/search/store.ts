@@ -45,6 +45,8 @@ export interface IncomingDocument {
   title?: string;
   content: string;
   metadata?: Record<string, unknown>;
+  /** Offsets into content where a heading begins, as the reader saw them (markup is not kept in content). */
+  sections?: number[];
 }
 
 export interface IndexCounts {
@@ -120,10 +122,10 @@ async function planDocument(deps: StoreDeps, accountId: number, sourceId: number
   const id = documentIdFor(accountId, sourceId, input.url);
   const title = (input.title ?? "").trim() || input.url;
   const hash = contentHash(input.content);
-  const key = indexKey({ title, url: input.url, contentHash: hash, chunking });
+  const key = indexKey({ title, url: input.url, contentHash: hash, chunking, sections: input.sections });
   // By id alone, so a (never seen) id collision across accounts is detected rather than overwritten.
   const existing = await crossAccount("a document id derived from its account; collisions are checked next", deps.models.documents
-    .findById(id, { account_id: 1, index_key: 1, index_state: 1, deletion_job_id: 1, chunk_ids: 1, metadata: 1 }))
+    .findById(id, { account_id: 1, index_key: 1, index_state: 1, deletion_job_id: 1, chunk_ids: 1, metadata: 1, sections: 1 }))
     .lean<DocumentRecord>();
   if (existing && existing.account_id !== accountId) throw new Error(`document id collision for ${id}`);
   if (existing && existing.index_key === key && existing.index_state === "indexed" && !existing.deletion_job_id) {
@@ -131,9 +133,13 @@ async function planDocument(deps: StoreDeps, accountId: number, sourceId: number
     if (input.metadata && JSON.stringify(input.metadata) !== JSON.stringify(existing.metadata ?? {})) {
       await deps.models.documents.updateOne({ _id: id, account_id: accountId }, { $set: { metadata: input.metadata } });
     }
+    // Section marks count for the heading strategy only: kept for a later change of chunking.
+    if (input.sections && JSON.stringify(input.sections) !== JSON.stringify(existing.sections ?? [])) {
+      await deps.models.documents.updateOne({ _id: id, account_id: accountId }, { $set: { sections: input.sections } });
+    }
     return { id, plan: null };
   }
-  const chunks = planChunks({ id, title, content: input.content }, chunking, deps.provider?.model ?? "none");
+  const chunks = planChunks({ id, title, content: input.content, sections: input.sections }, chunking, deps.provider?.model ?? "none");
   const fresh = new Set(chunks.map((c) => c.id));
   const stale = (existing?.chunk_ids ?? []).filter((c) => !fresh.has(c));
   return { id, plan: { id, input, title, hash, key, chunks, stale, exists: Boolean(existing) } satisfies PlannedDocument };
@@ -158,6 +164,7 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
       content_hash: d.hash,
       // Free-form (any keys, nested arrays): stored as JSON text, as the model declares; this write skips mongoose.
       metadata: encodeFreeJson(d.input.metadata ?? {}),
+      sections: d.input.sections ?? [],
       // The previous chunks stay listed until they are deleted, so a crash in between leaves no orphans.
       chunk_ids: [...d.chunks.map((c) => c.id), ...d.stale],
       chunk_size: chunking.size,

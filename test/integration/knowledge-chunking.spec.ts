@@ -154,6 +154,27 @@ describe.each([
     expect(hybrid.body.mode_used).toBe("hybrid");
   });
 
+  /** An HTML file's sections: the reader drops the markup and marks where each heading begins. */
+  const htmlSections = ["Anchoring", "Tides", "Signals"];
+  let htmlDoc: string;
+  /** The HTML document's chunks, as the source-level search returns them (each chunk, not each document). */
+  const htmlChunks = async () => {
+    const res = await call("POST", "/knowledge/search", { query: "lighthouse beacon", mode: "keyword", knowledge_source_ids: [source.id], limit: 50 });
+    return (res.body.results as { content: string; metadata: { document_id: string } }[]).filter((r) => r.metadata.document_id === htmlDoc);
+  };
+
+  it("cuts an uploaded HTML file at its headings, which the reader marks though the text keeps no markup", async () => {
+    const body = htmlSections.map((h, i) => `<h2>${h}</h2><p>The lighthouse beacon turns ${i + 2} times a minute. Keepers log every turn.</p>`).join("");
+    const html = `<html><head><title>Beacon guide</title></head><body><main><h1>Beacon guide</h1><p>Intro to the lighthouse beacon.</p>${body}</main></body></html>`;
+    const added = await call("POST", `/knowledge/${source.id}/documents`, { file: { filename: "beacon.html", content_type: "text/html", data: Buffer.from(html).toString("base64") } });
+    expect(added.status).toBe(201);
+    htmlDoc = added.body.id;
+    contents.set(htmlDoc, added.body.content);
+    expect(added.body.content).not.toContain("<h2>");
+    const chunks = await htmlChunks();
+    expect(chunks.map((c) => c.content.split("\n")[0]).sort()).toEqual(["Beacon guide", ...htmlSections].sort());
+  });
+
   it("a second change while a re-chunk is queued or runs ends with the latest settings", async () => {
     const first = await call("PATCH", `/knowledge/${source.id}`, { chunking: { strategy: "sentence", size: 300 } });
     expect(first.body.chunking).toEqual({ strategy: "sentence", size: 300, overlap: 50 });
@@ -172,5 +193,11 @@ describe.each([
     await waitForRechunk(res.body.rechunk.job_id);
     const deployment: ChunkingSettings = { size: 1000, overlap: 100, strategy: "fixed" };
     for (const hit of await search()) expect(madeBy(hit, [deployment])).toEqual([deployment]);
+  });
+
+  it("a re-chunk back to heading uses the section marks kept with the document", async () => {
+    const res = await call("PATCH", `/knowledge/${source.id}`, { chunking: heading });
+    expect((await waitForRechunk(res.body.rechunk.job_id)).rechunk!.status).toBe("done");
+    expect((await htmlChunks()).map((c) => c.content.split("\n")[0]).sort()).toEqual(["Beacon guide", ...htmlSections].sort());
   });
 });

@@ -84,6 +84,16 @@ describe("chunking strategies", () => {
     ]);
   });
 
+  it("heading also splits where a reader marked a heading (text whose markup is gone), in the content as given", () => {
+    const content = "Guide\n\nIntro text.\n\n\n   Install  \n\nRun the installer.\n\nConfigure\n\nSet it up.";
+    const sections = [content.indexOf("Install"), content.indexOf("Configure")];
+    const chunks = chunkContent(content, { size: 1000, overlap: 0, strategy: "heading" }, sections);
+    expect(chunks.map((c) => c.text)).toEqual(["Guide\n\nIntro text.", "Install\n\nRun the installer.", "Configure\n\nSet it up."]);
+    for (const c of chunks) expect(content.slice(c.docStart, c.docEnd).replace(/\s+/g, " ")).toBe(c.text.replace(/\s+/g, " "));
+    // Other strategies ignore the marks.
+    expect(chunkContent(content, { size: 1000, overlap: 0, strategy: "fixed" }, sections)).toHaveLength(1);
+  });
+
   it("heading on text without headings is fixed chunking", () => {
     const text = sentences(50);
     expect(chunkContent(text, { size: 250, overlap: 40, strategy: "heading" })).toEqual(chunkText(text, 250, 40));

@@ -32,6 +32,10 @@ describe("search rules", () => {
     expect(indexKey(base)).toBe(indexKey({ ...base }));
     expect(indexKey(base)).not.toBe(indexKey({ ...base, chunking: { ...fixed, size: 500 } }));
     expect(indexKey(base)).not.toBe(indexKey({ ...base, chunking: { ...fixed, strategy: "sentence" } }));
+    // A reader's section marks change the chunks of the heading strategy only.
+    const heading = { ...base, chunking: { ...fixed, strategy: "heading" as const } };
+    expect(indexKey({ ...heading, sections: [5] })).not.toBe(indexKey(heading));
+    expect(indexKey({ ...base, sections: [5] })).toBe(indexKey(base));
     // The key of a fixed-chunked document is the one it had before chunking was per source: nothing re-indexes.
     expect(indexKey(base)).toBe(createHash("sha256").update(JSON.stringify(["t", "u", "h", 1000, 100, "ranges"])).digest("hex"));
     const a = planChunks({ id: "d", title: "t", content: "one two" }, fixed, "m");
