@@ -2,7 +2,7 @@ import mongoose from "mongoose";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { unlessMongoJava } from "../harness/disagreements";
 import { apiClient, signup, type Api } from "../harness/http";
-import { scaled, until } from "../harness/wait";
+import { until } from "../harness/wait";
 import { captureQueryShapes, declaredIndexes, describeShape, ID_INDEX, served, type QueryShape } from "../harness/query-shapes";
 
 /**
@@ -92,7 +92,7 @@ describe("query shapes and their indexes", () => {
     const uploads = await call("POST", "/knowledge", { name: "Uploads", data_type: "upload", paths: [], chunking: { strategy: "sentence", size: 200 } });
     await call("POST", `/knowledge/${uploads.id}/documents`, { title: "Note", text: "First sentence here. Second sentence there. ".repeat(20) });
     const changed = await call("PATCH", `/knowledge/${uploads.id}`, { chunking: { strategy: "fixed" } });
-    await until(() => call("GET", `/knowledge/${uploads.id}`), (s) => s.rechunk?.job_id === changed.rechunk.job_id && s.rechunk.status === "done", scaled(60_000), "the re-chunk");
+    await until(() => call("GET", `/knowledge/${uploads.id}`), (s) => s.rechunk?.job_id === changed.rechunk.job_id && s.rechunk.status === "done", 60_000, "the re-chunk");
 
     const hook = await call("POST", "/webhook-subscriptions", { url: "https://hooks.example.com/in", event_types: ["agent.deleted"] });
     await call("GET", "/webhook-subscriptions");

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { chunkContent, type ChunkingSettings } from "../../lib/search/chunking";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
-import { until, scaled } from "../harness/wait";
+import { until } from "../harness/wait";
 
 /** Markdown handbook pages: sections under headings, sentences of varied length, a shared word to search for. */
 function handbookPage(topic: string, n: number): string {
@@ -76,7 +76,7 @@ describe.each([
       return chunk && chunk.docStart === hit.chunk_start && chunk.docEnd === hit.chunk_end && chunk.text === hit.content;
     });
   const waitForRechunk = (jobId: string) =>
-    until(getSource, (s) => s.rechunk?.job_id === jobId && ["done", "failed"].includes(s.rechunk.status), scaled(120_000), "the re-chunk to end");
+    until(getSource, (s) => s.rechunk?.job_id === jobId && ["done", "failed"].includes(s.rechunk.status), 120_000, "the re-chunk to end");
 
   const sentence: ChunkingSettings = { size: 400, overlap: 120, strategy: "sentence" };
   const heading: ChunkingSettings = { size: 600, overlap: 50, strategy: "heading" };
@@ -179,7 +179,7 @@ describe.each([
     const first = await call("PATCH", `/knowledge/${source.id}`, { chunking: { strategy: "sentence", size: 300 } });
     expect(first.body.chunking).toEqual({ strategy: "sentence", size: 300, overlap: 50 });
     // The second change lands while the first re-chunk is queued or running (or just done, on a fast run).
-    await until(getSource, (s) => s.rechunk?.status !== "queued", scaled(60_000), "the first re-chunk to start");
+    await until(getSource, (s) => s.rechunk?.status !== "queued", 60_000, "the first re-chunk to start");
     const second = await call("PUT", `/knowledge/${source.id}`, { chunking: { strategy: "fixed", size: 250, overlap: 0 } });
     expect(second.body.chunking).toEqual(fixed);
     const done = await waitForRechunk(second.body.rechunk.job_id);
