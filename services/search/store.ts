@@ -16,6 +16,8 @@ import { crossAccount } from "../../lib/tenancy-guard";
 const DELETE_CONCURRENCY = 50;
 /** Ids per delete command when removing documents and their chunks. */
 const KEYS_PER_COMMAND = 1000;
+/** Documents planned at once (a read each): a loader window's worth; a re-chunk's switch plans a whole source in slices. */
+const PLAN_CONCURRENCY = 500;
 /** Chunks read per batch when refilling the embedded engine from MongoDB. */
 const REBUILD_BATCH = 1000;
 
@@ -101,6 +103,15 @@ async function keepStoredChunk(models: SearchModels, r: ChunkRecord): Promise<Ch
   return r.vector;
 }
 
+/** The cached vector of each embedding key (in their order), read a command per slice (a whole source's chunks when it is re-chunked). */
+async function cachedVectors(models: SearchModels, keys: string[]): Promise<({ vector: Buffer } | undefined)[]> {
+  const found = new Map<string, Buffer>();
+  await byKeys([...new Set(keys)], async (slice) => {
+    for (const e of await models.embeddings.find({ _id: { $in: slice } }).lean()) found.set(e._id, e.vector);
+  });
+  return keys.map((k) => (found.has(k) ? { vector: found.get(k)! } : undefined));
+}
+
 /** One incoming document that needs (re)indexing, with the chunks it is cut into. */
 interface PlannedDocument {
   id: string;
@@ -184,7 +195,7 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
     }
 
     const planned = docs.flatMap((d) => d.chunks.map((c) => ({ doc: d, chunk: c })));
-    const cached = deps.provider ? await Promise.all(planned.map(({ chunk }) => models.embeddings.findById(chunk.embedKey).lean())) : [];
+    const cached = deps.provider ? await cachedVectors(models, planned.map(({ chunk }) => chunk.embedKey)) : [];
     const records: ChunkRecord[] = planned.map(({ doc, chunk }, i) => ({
       _id: chunk.id,
       account_id: accountId,
@@ -248,7 +259,11 @@ export async function indexDocuments(
   const jobs: EmbedJob[] = [];
   // The same url twice in one window is one document: the last copy wins.
   const byUrl = new Map(p.documents.map((d) => [d.url, d]));
-  const plans = await Promise.all([...byUrl.values()].map((d) => planDocument(deps, p.accountId, p.sourceId, d, p.chunking)));
+  const inputs = [...byUrl.values()];
+  const plans: Awaited<ReturnType<typeof planDocument>>[] = [];
+  for (let i = 0; i < inputs.length; i += PLAN_CONCURRENCY) {
+    plans.push(...(await Promise.all(inputs.slice(i, i + PLAN_CONCURRENCY).map((d) => planDocument(deps, p.accountId, p.sourceId, d, p.chunking)))));
+  }
   counts.document_ids = plans.map((x) => x.id);
   const changed = plans.flatMap((x) => (x.plan ? [x.plan] : []));
   counts.unchanged = plans.length - changed.length;
