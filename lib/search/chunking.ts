@@ -49,6 +49,12 @@ export function effectiveChunking(own: ChunkingSettings | null | undefined, depl
   return { size: deployment.chunkSize, overlap: Math.min(deployment.chunkOverlap, Math.floor(deployment.chunkSize / 2)), strategy: "fixed" };
 }
 
+/** Equal settings, whatever else a stored copy carries. */
+export function sameChunking(a: ChunkingSettings | null | undefined, b: ChunkingSettings | null | undefined): boolean {
+  if (!a || !b) return !a && !b;
+  return a.size === b.size && a.overlap === b.overlap && a.strategy === b.strategy;
+}
+
 /** Stored settings as plain fields (a source's sub-document carries more), or null. */
 export function plainChunking(c: ChunkingSettings | null | undefined): ChunkingSettings | null {
   return c ? { size: c.size, overlap: c.overlap, strategy: c.strategy } : null;

@@ -1,4 +1,4 @@
-import { plainChunking, type ChunkingSettings } from "../../lib/search/chunking";
+import { plainChunking, sameChunking, type ChunkingSettings } from "../../lib/search/chunking";
 import { continueJob, earlierRechunkRunning, finishJob, jobSource, saveProgress, setRechunkState, type LoadJobRecord } from "../knowledge";
 import type { LoadResult, RunnerDeps } from "./runner";
 
@@ -14,12 +14,6 @@ interface RechunkProgress {
   phase: "warm" | "switch";
   /** The last document id warmed. */
   after: string | null;
-}
-
-/** Equal settings, whatever order their fields were stored in. */
-export function sameChunking(a: ChunkingSettings | null | undefined, b: ChunkingSettings | null | undefined): boolean {
-  if (!a || !b) return !a && !b;
-  return a.size === b.size && a.overlap === b.overlap && a.strategy === b.strategy;
 }
 
 /**

@@ -19,7 +19,7 @@ import { DocumentDetail, DocumentSearch, DocumentStats, DocumentSummary, Preload
 import { enqueueJob } from "./jobs";
 import { deletionResponse, derivedLabel, preloadResponse, preloadSkipped } from "./rules";
 import { nextRefreshAt, refreshPolicy, type RefreshInput } from "./refresh";
-import { preloadDecision } from "./states";
+import { preloadDecision, rechunkNeeded } from "./states";
 import { resolveSourceType } from "../knowledge-loader";
 import { NO_CONTENT } from "../../lib/resource";
 import { respondNoContent } from "../../lib/responses";
@@ -161,9 +161,8 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           const deployment = configOf(this).search;
           const before = plainChunking(source.chunking);
           source.chunking = chunkingFields(chunking, before, deployment);
-          const changed = JSON.stringify(effectiveChunking(before, deployment)) !== JSON.stringify(effectiveChunking(source.chunking, deployment));
-          // The stored documents are cut again in the background (a failed re-chunk is retried by giving chunking again).
-          if (changed || source.rechunk?.status === "failed") {
+          // The stored documents are cut again in the background.
+          if (rechunkNeeded(before, source.chunking, source.rechunk?.status, deployment)) {
             const { job } = await enqueueJob(this.models.jobs, { kind: "rechunk", account_id: source.account_id, knowledge_source_id: source._id });
             source.rechunk = { status: "queued", job_id: job._id, queued_at: new Date(), finished_at: null, error: null };
           }
