@@ -14,6 +14,8 @@ interface RechunkProgress {
   phase: "warm" | "switch";
   /** The last document id warmed. */
   after: string | null;
+  /** Documents warmed so far. */
+  done: number;
 }
 
 /**
@@ -37,17 +39,18 @@ export async function runRechunkWindow(deps: RunnerDeps, job: LoadJobRecord): Pr
     await finishJob(deps.jobs, job, deps.owner, { status: "done", error: "superseded by a later chunking change" });
     return "finished";
   }
-  let progress: RechunkProgress = saved?.phase ? (saved as RechunkProgress) : { chunking: plainChunking(source.chunking), phase: "warm", after: null };
-  if (!saved?.phase) await setRechunkState(deps.sources, job, { status: "running" });
+  let progress: RechunkProgress = saved?.phase ? (saved as RechunkProgress) : { chunking: plainChunking(source.chunking), phase: "warm", after: null, done: 0 };
+  if (!saved?.phase) await setRechunkState(deps.sources, job, { status: "running", documents_done: 0, documents_total: source.document_count });
   const deadline = Date.now() + deps.windowMs;
   const { account_id: accountId, _id: sourceId } = source;
   try {
     while (progress.phase === "warm") {
       if (!deps.holdsLease()) return "lost";
       if (Date.now() > deadline) return (await continueJob(deps.jobs, job, deps.owner, progress)) ? "continued" : "lost";
-      const { next } = await deps.warmChunking(accountId, sourceId, progress.chunking, progress.after, WARM_PAGE_DOCUMENTS);
-      progress = { ...progress, after: next, phase: next === null ? "switch" : "warm" };
+      const { next, documents } = await deps.warmChunking(accountId, sourceId, progress.chunking, progress.after, WARM_PAGE_DOCUMENTS);
+      progress = { ...progress, after: next, phase: next === null ? "switch" : "warm", done: progress.done + documents };
       if (!(await saveProgress(deps.jobs, job, deps.owner, progress))) return "lost";
+      await setRechunkState(deps.sources, job, { status: "running", documents_done: progress.done });
     }
     if (!deps.holdsLease()) return "lost";
     await deps.switchChunking(accountId, sourceId, progress.chunking);

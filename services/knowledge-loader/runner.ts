@@ -75,7 +75,7 @@ export interface RunnerDeps {
   /** Sends documents to the search service (chunked by the source's settings, embedded and indexed there). */
   index(accountId: number, sourceId: number, docs: PageDoc[], chunking: ChunkingSettings | null): Promise<void>;
   /** A re-chunk's phase 1: a page of the source's documents, their new chunks' vectors cached; the next page's start. */
-  warmChunking(accountId: number, sourceId: number, chunking: ChunkingSettings | null, after: string | null, limit: number): Promise<{ next: string | null }>;
+  warmChunking(accountId: number, sourceId: number, chunking: ChunkingSettings | null, after: string | null, limit: number): Promise<{ next: string | null; documents: number }>;
   /** A re-chunk's phase 2: the source's documents re-indexed under the settings in one index change. */
   switchChunking(accountId: number, sourceId: number, chunking: ChunkingSettings | null): Promise<void>;
   /** Documents the index holds for the source: the truth for document_count. */

@@ -164,7 +164,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           // The stored documents are cut again in the background.
           if (rechunkNeeded(before, source.chunking, source.rechunk?.status, deployment)) {
             const { job } = await enqueueJob(this.models.jobs, { kind: "rechunk", account_id: source.account_id, knowledge_source_id: source._id });
-            source.rechunk = { status: "queued", job_id: job._id, queued_at: new Date(), finished_at: null, error: null };
+            source.rechunk = { status: "queued", job_id: job._id, queued_at: new Date(), documents_done: 0, documents_total: null, finished_at: null, error: null };
           }
         }
         return this.recordChange(changeOf("knowledge_source.updated", KNOWLEDGE_SOURCES_COLLECTION, source), async () => {

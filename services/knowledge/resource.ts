@@ -52,6 +52,9 @@ const rechunkState = stored.object(
     status: stored.string({ values: RECHUNK_STATUSES }),
     job_id: stored.string(),
     queued_at: stored.date(),
+    /** Documents whose new chunks are prepared (phase 1), of those the source held when the re-chunk began. */
+    documents_done: stored.int({ default: 0 }),
+    documents_total: stored.int({ default: null }),
     finished_at: stored.date({ default: null }),
     error: stored.string({ default: null }),
   },
@@ -122,7 +125,8 @@ export const knowledgeSources = defineResource({
         ...rechunkState.rule,
         nullable: true,
         description:
-          "The re-chunk of the stored documents the last chunking change queued (null before any): queued, running (searches answer from the previous chunks), " +
+          "The re-chunk of the stored documents the last chunking change queued (null before any): queued, running (searches answer from the previous chunks; " +
+          "documents_done of documents_total have their new chunks prepared), " +
           "done (the source switched to the new chunks at once), failed (error says why; the previous chunks stay searchable; give chunking again to retry)",
       },
       store: rechunkState,

@@ -31,7 +31,7 @@ export async function removeSourceRecord(sources: Model<KnowledgeSourceRecord>, 
 export async function setRechunkState(
   sources: Model<KnowledgeSourceRecord>,
   job: LoadJobRecord,
-  state: { status: RechunkStatus; finished_at?: Date | null; error?: string | null },
+  state: { status: RechunkStatus; documents_done?: number; documents_total?: number | null; finished_at?: Date | null; error?: string | null },
 ): Promise<void> {
   const set = Object.fromEntries(Object.entries(state).map(([key, value]) => [`rechunk.${key}`, value]));
   await sources.updateOne({ ...sourceOf(job), "rechunk.job_id": job._id }, { $set: set });

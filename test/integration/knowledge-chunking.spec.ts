@@ -21,7 +21,7 @@ interface Hit {
 interface Source {
   id: number;
   chunking: ChunkingSettings | null;
-  rechunk: { status: string; job_id: string; error: string | null } | null;
+  rechunk: { status: string; job_id: string; error: string | null; documents_done: number; documents_total: number | null } | null;
 }
 
 /**
@@ -134,7 +134,7 @@ describe.each([
       expect(new Set(hits.map((h) => h.document_id)).size).toBe(3);
       if (status === "done" || status === "failed") done = await waitForRechunk(jobId);
     }
-    expect(done.rechunk).toMatchObject({ status: "done", error: null });
+    expect(done.rechunk).toMatchObject({ status: "done", error: null, documents_done: 3, documents_total: 3, finished_at: expect.any(String) });
     expect(answers[0]!.layouts.flat()).toContain(sentence);
     for (const a of answers) {
       for (const layout of a.layouts) expect(layout.length).toBeGreaterThan(0);
