@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import mongoose from "mongoose";
 import { chunkContent, type ChunkingSettings } from "../../lib/search/chunking";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
@@ -44,6 +45,7 @@ describe.each([
   let cluster: Cluster;
   let api: Api;
   let token: string;
+  let accountId: number;
   const call = (method: string, path: string, body?: unknown) => api(method, `/api/v1${path}`, { token, body });
   /** Stored content of each document, by id (what chunk ranges point into). */
   const contents = new Map<string, string>();
@@ -57,7 +59,9 @@ describe.each([
       nodes: [["gateway"], ["users", "api-keys", "knowledge", "search"], ["knowledge-loader"]],
     });
     api = apiClient(cluster.baseUrl);
-    token = (await signup(api, `chunking-${engine}`)).token;
+    const owner = await signup(api, `chunking-${engine}`);
+    token = owner.token;
+    accountId = owner.user.account_id;
   });
   afterAll(async () => {
     await cluster?.stop();
@@ -193,6 +197,30 @@ describe.each([
     await waitForRechunk(res.body.rechunk.job_id);
     const deployment: ChunkingSettings = { size: 1000, overlap: 100, strategy: "fixed" };
     for (const hit of await search()) expect(madeBy(hit, [deployment])).toEqual([deployment]);
+  });
+
+  it("a re-chunk whose loader died mid-way is taken over from its saved page and finishes", async () => {
+    // As a loader that died after warming the first document leaves it: the source on the new settings, its job
+    // running under a lease that has run out, progress saved (written straight to the database, as that loader had).
+    const settings: ChunkingSettings = { size: 350, overlap: 0, strategy: "sentence" };
+    const conn = await mongoose.createConnection(cluster.mongoUrl).asPromise();
+    try {
+      const [first] = [...contents.keys()].sort();
+      const jobId = `rechunk_takeover${engine}`;
+      const key = { _id: source.id, account_id: accountId };
+      await conn.collection("knowledge_sources").updateOne(key, { $set: { chunking: settings, "rechunk.job_id": jobId, "rechunk.status": "running" } });
+      await conn.collection("load_jobs").insertOne({
+        _id: jobId as never, kind: "rechunk", account_id: key.account_id, knowledge_source_id: source.id, status: "running", force: false, trigger: "manual", window: 1,
+        progress: { chunking: settings, phase: "warm", after: first, done: 1 }, lease_owner: "a-loader-that-died", lease_expires_at: new Date(Date.now() - 1000),
+        attempts: 1, error: null, queued_at: new Date(), created_at: new Date(), updated_at: new Date(),
+      });
+      const done = await waitForRechunk(jobId);
+      expect(done.rechunk).toMatchObject({ status: "done", documents_done: contents.size });
+      expect(await conn.collection("load_jobs").findOne({ _id: jobId as never })).toMatchObject({ status: "done", attempts: 2 });
+    } finally {
+      await conn.close();
+    }
+    for (const hit of await search()) expect(madeBy(hit, [settings])).toEqual([settings]);
   });
 
   it("a re-chunk back to heading uses the section marks kept with the document", async () => {
