@@ -207,7 +207,7 @@ describe.each([
     try {
       const [first] = [...contents.keys()].sort();
       const jobId = `rechunk_takeover${engine}`;
-      const key = { _id: source.id, account_id: accountId };
+      const key = { _id: source.id as never, account_id: accountId };
       await conn.collection("knowledge_sources").updateOne(key, { $set: { chunking: settings, "rechunk.job_id": jobId, "rechunk.status": "running" } });
       await conn.collection("load_jobs").insertOne({
         _id: jobId as never, kind: "rechunk", account_id: key.account_id, knowledge_source_id: source.id, status: "running", force: false, trigger: "manual", window: 1,
