@@ -18,6 +18,7 @@ import {
 } from "../knowledge";
 import { runDeleteSource, runLoadWindow, type PageDoc, type PageReader, type RunnerDeps } from "./runner";
 import { createSourceReader, urlListModel } from "./pages";
+import { runRechunkWindow } from "./rechunk";
 import { pageRegistryModel } from "./registry";
 import { MAX_URLS_PER_CALL } from "../search";
 
@@ -97,7 +98,7 @@ const KnowledgeLoaderService: ServiceSchema<Record<string, never>, Methods, Vars
           await Promise.race(slots);
           continue;
         }
-        const job = await claimJob(this.models.jobs, this.broker.nodeID, this.loader.leaseSeconds * 1000, ["load", "delete-source"], this.fullAccounts()).catch((err) => {
+        const job = await claimJob(this.models.jobs, this.broker.nodeID, this.loader.leaseSeconds * 1000, ["load", "delete-source", "rechunk"], this.fullAccounts()).catch((err) => {
           this.logger.warn("Claiming a job failed", err);
           return null;
         });
@@ -131,12 +132,16 @@ const KnowledgeLoaderService: ServiceSchema<Record<string, never>, Methods, Vars
           .then((held) => (holdsLease &&= held))
           .catch((err) => this.logger.warn("Lease renewal failed", err));
       }, leaseMs / 3);
-      const call = <T>(action: string, params: object) => retryingSearchCall(() => this.broker.call<T, object>(action, params));
+      const call = <T>(action: string, params: object, timeout?: number) => retryingSearchCall(() => this.broker.call<T, object>(action, params, timeout ? { timeout } : {}));
+      // A re-chunk's calls embed or re-index many chunks: they may take up to a window.
+      const long = this.loader.windowSeconds * 1000;
       const deps: RunnerDeps = {
         sources: this.models.sources,
         jobs: this.models.jobs,
         reader: this.reader,
-        index: async (accountId, sourceId, documents: PageDoc[]) => void (await call("search.indexDocuments", { accountId, sourceId, documents })),
+        index: async (accountId, sourceId, documents: PageDoc[], chunking) => void (await call("search.indexDocuments", { accountId, sourceId, documents, chunking })),
+        warmChunking: (accountId, sourceId, chunking, after, limit) => call("search.warmChunking", { accountId, sourceId, chunking, after, limit }, long),
+        switchChunking: async (accountId, sourceId, chunking) => void (await call("search.switchChunking", { accountId, sourceId, chunking }, long)),
         count: (accountId, sourceId) => call<number>("search.countDocuments", { accountId, sourceId }),
         deleteSourceDocuments: async (accountId, sourceId) => void (await call("search.deleteSourceDocuments", { accountId, sourceId })),
         documentUrls: async (accountId, sourceId) => {
@@ -170,6 +175,7 @@ const KnowledgeLoaderService: ServiceSchema<Record<string, never>, Methods, Vars
       };
       try {
         if (job.kind === "delete-source") await runDeleteSource(deps, job);
+        else if (job.kind === "rechunk") this.logger.info(`Re-chunk job ${job._id} window ${job.window}: ${await runRechunkWindow(deps, job)}`);
         else {
           const result = await runLoadWindow(deps, job);
           this.logger.info(`Load job ${job._id} window ${job.window}: ${result}`);

@@ -233,7 +233,7 @@ export function createSourceReader(
         counts[change]! += 1;
         const { etag = null, last_modified = null, lastmod = null, links } = d.page ?? {};
         updates.set(keyOf(d), { url: keyOf(d), doc_url: d.url, content_hash: hash, etag, last_modified, lastmod, ...(links ? { links } : {}), missing: 0 });
-        if (change !== "unchanged" || !p.conditional) docs.push({ url: d.url, title: d.title, content: d.content, metadata: pageMetadata(source, d) });
+        if (change !== "unchanged" || !p.conditional) docs.push({ url: d.url, title: d.title, content: d.content, metadata: pageMetadata(source, d), ...(d.sections ? { sections: d.sections } : {}) });
       }
       for (const url of batch.unchanged ?? []) updates.set(url, { url, missing: 0 });
       // A failure keeps the page as it was (one bad answer proves nothing); a 404/410 extends its streak.

@@ -1,4 +1,5 @@
 import type { Model } from "mongoose";
+import { plainChunking, type ChunkingSettings } from "../../lib/search/chunking";
 import {
   cancelPendingLoads,
   continueJob,
@@ -20,6 +21,8 @@ export interface PageDoc {
   title: string;
   content: string;
   metadata?: Record<string, unknown>;
+  /** Offsets into content where a heading begins (the `heading` chunking's section marks). */
+  sections?: number[];
 }
 
 /** Where a load stands; plain JSON, saved on the job after every batch so another loader can resume it. */
@@ -69,8 +72,12 @@ export interface RunnerDeps {
   sources: Model<KnowledgeSourceRecord>;
   jobs: Model<LoadJobRecord>;
   reader: PageReader;
-  /** Sends documents to the search service (chunked, embedded and indexed there). */
-  index(accountId: number, sourceId: number, docs: PageDoc[]): Promise<void>;
+  /** Sends documents to the search service (chunked by the source's settings, embedded and indexed there). */
+  index(accountId: number, sourceId: number, docs: PageDoc[], chunking: ChunkingSettings | null): Promise<void>;
+  /** A re-chunk's phase 1: a page of the source's documents, their new chunks' vectors cached; the next page's start. */
+  warmChunking(accountId: number, sourceId: number, chunking: ChunkingSettings | null, after: string | null, limit: number): Promise<{ next: string | null; documents: number }>;
+  /** A re-chunk's phase 2: the source's documents re-indexed under the settings in one index change. */
+  switchChunking(accountId: number, sourceId: number, chunking: ChunkingSettings | null): Promise<void>;
   /** Documents the index holds for the source: the truth for document_count. */
   count(accountId: number, sourceId: number): Promise<number>;
   deleteSourceDocuments(accountId: number, sourceId: number): Promise<void>;
@@ -174,7 +181,7 @@ async function readAndIndex(
     }
     // A page that now yields a pruned document's URL (its canonical moved there) is indexed after the removal.
     if (batch.docs.some((d) => pruned.has(d.url))) await pruning;
-    if (batch.docs.length) await deps.index(source.account_id, source._id, batch.docs);
+    if (batch.docs.length) await deps.index(source.account_id, source._id, batch.docs, plainChunking(source.chunking));
     await batch.settle();
     if (!(await saveProgress(deps.jobs, job, deps.owner, batch.after))) throw new LeaseLost();
     saved = batch.after;

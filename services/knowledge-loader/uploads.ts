@@ -35,7 +35,7 @@ export function uploadFormat(filename: string, contentType: string): UploadForma
 const PDF_MAGIC = "%PDF-";
 
 /** The title and text of an uploaded file of a known format; throws (with a message for the client) when it cannot be read. */
-export async function extractUpload(file: { filename: string; content_type: string; data: Buffer }, format: UploadFormat): Promise<{ title: string; content: string }> {
+export async function extractUpload(file: { filename: string; content_type: string; data: Buffer }, format: UploadFormat): Promise<{ title: string; content: string; sections?: number[] }> {
   const name = file.filename;
   switch (format) {
     case "pdf": {
@@ -49,7 +49,7 @@ export async function extractUpload(file: { filename: string; content_type: stri
       // The base URL resolves the page's relative links (not kept); a page without a title falls back to it.
       const base = "https://upload.invalid/";
       const html = extractHtml(decodeText(file.data, file.content_type, true), base);
-      return { title: html.title && html.title !== base ? html.title : name, content: html.content };
+      return { title: html.title && html.title !== base ? html.title : name, content: html.content, sections: html.sections };
     }
     case "text":
       return extractPlainText(decodeText(file.data, file.content_type), name);

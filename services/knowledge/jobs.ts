@@ -1,22 +1,27 @@
 import { randomUUID } from "node:crypto";
 import type { Model } from "mongoose";
-import type { JobKind, LoadJobRecord } from "./model";
+import type { JobKind, JobStatus, LoadJobRecord } from "./model";
 import { LeaseQueue, modelStore } from "../../lib/lease-queue";
 import { crossAccount } from "../../lib/tenancy-guard";
 
 /** Job ids double as the interface's event_id / job_id. */
 export function newJobId(kind: JobKind): string {
-  return `${kind === "load" ? "load" : "del"}_${randomUUID().replace(/-/g, "")}`;
+  return `${kind === "load" || kind === "rechunk" ? kind : "del"}_${randomUUID().replace(/-/g, "")}`;
 }
 
-/** Queues a job; a load for a source that already has one pending or running returns that one instead. */
+/**
+ * Queues a job; a load for a source that already has one pending or running returns that one instead, and so does a
+ * re-chunk for one pending (it reads the source's chunking when it runs); a running re-chunk gets a successor, which
+ * waits for it (docs/adr/0059-chunking-per-source.md).
+ */
 export async function enqueueJob(
   jobs: Model<LoadJobRecord>,
   job: Pick<LoadJobRecord, "kind" | "account_id" | "knowledge_source_id"> & Partial<LoadJobRecord>,
 ): Promise<{ job: LoadJobRecord; created: boolean }> {
-  if (job.kind === "load") {
+  if (job.kind === "load" || job.kind === "rechunk") {
+    const statuses: JobStatus[] = job.kind === "load" ? ["pending", "running"] : ["pending"];
     const active = await jobs
-      .findOne({ kind: "load", account_id: job.account_id, knowledge_source_id: job.knowledge_source_id, status: { $in: ["pending", "running"] } })
+      .findOne({ kind: job.kind, account_id: job.account_id, knowledge_source_id: job.knowledge_source_id, status: { $in: statuses } })
       .lean<LoadJobRecord>();
     if (active) return { job: active, created: false };
   }
@@ -116,4 +121,21 @@ export async function cancelPendingLoads(jobs: Model<LoadJobRecord>, job: Pick<L
 /** Pending jobs: the depth an autoscaler reads. */
 export function pendingJobs(jobs: Model<LoadJobRecord>): Promise<number> {
   return crossAccount("queue depth over every account", jobs.countDocuments({ status: "pending" }));
+}
+
+/**
+ * True while an earlier re-chunk job of the same source runs (its lease alive): re-chunks of one source run one at
+ * a time, oldest first, so the last chunking change is the last one applied.
+ */
+export async function earlierRechunkRunning(jobs: Model<LoadJobRecord>, job: LoadJobRecord): Promise<boolean> {
+  const earlier = await jobs.exists({
+    kind: "rechunk",
+    account_id: job.account_id,
+    knowledge_source_id: job.knowledge_source_id,
+    status: "running",
+    lease_expires_at: { $gte: new Date() },
+    _id: { $ne: job._id },
+    created_at: { $lt: job.created_at },
+  });
+  return earlier !== null;
 }

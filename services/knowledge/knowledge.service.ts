@@ -19,12 +19,13 @@ import { DocumentDetail, DocumentSearch, DocumentStats, DocumentSummary, Preload
 import { enqueueJob } from "./jobs";
 import { deletionResponse, derivedLabel, preloadResponse, preloadSkipped } from "./rules";
 import { nextRefreshAt, refreshPolicy, type RefreshInput } from "./refresh";
-import { preloadDecision } from "./states";
+import { preloadDecision, rechunkNeeded } from "./states";
 import { resolveSourceType } from "../knowledge-loader";
 import { NO_CONTENT } from "../../lib/resource";
 import { respondNoContent } from "../../lib/responses";
 import { documentBodyParams, mustTakeUploads, UPLOAD_DATA_TYPE, uploadDocument, uploadUrl, type DocumentBody, type UploadDocument } from "./uploads";
 import { documentIdParam, listDocumentsParams, searchDocumentsParams, searchSourcesParams } from "../search";
+import { chunkingSettings, effectiveChunking, plainChunking, type ChunkingInput, type ChunkingSettings } from "../../lib/search/chunking";
 
 const idParam = knowledgeSources.idParams;
 type SourceParams = typeof knowledgeSources.types.update;
@@ -48,6 +49,14 @@ function checkedPaths(paths: string[], dataType: string | undefined): string[] {
   const problems = paths.flatMap((path, i) => httpUrlProblem(path, `paths[${i}]`) ?? []);
   if (problems.length) throw ERRORS.validation(problems);
   return paths;
+}
+
+/** The stored settings a given `chunking` makes over `current` (null: the deployment's default); 422 when not usable. */
+function chunkingFields(input: ChunkingInput | null, current: ChunkingSettings | null, deployment: { chunkSize: number; chunkOverlap: number }): ChunkingSettings | null {
+  if (input === null) return null;
+  const { settings, problems } = chunkingSettings(input, effectiveChunking(current, deployment));
+  if (problems.length) throw ERRORS.validation(problems);
+  return settings;
 }
 
 interface Methods extends TenancyMethods, EventsMethods {
@@ -118,6 +127,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           paths,
           credentials: ctx.params.auth_token ? this.secrets.seal(ctx.params.auth_token) : null,
           ...(ctx.params.refresh !== undefined ? refreshFields(ctx.params.refresh) : {}),
+          ...(ctx.params.chunking ? { chunking: chunkingFields(ctx.params.chunking, null, configOf(this).search) } : {}),
         };
         const id = await nextId(this.db, KNOWLEDGE_SOURCES_COLLECTION);
         const source = await this.recordChange(changeOf("knowledge_source.created", KNOWLEDGE_SOURCES_COLLECTION, { _id: id, account_id: this.accountOf(ctx) }), async () => {
@@ -136,7 +146,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       response: knowledgeSources.view.one(),
       async handler(ctx: Ctx<SourceParams & { knowledge_source_id: number }>) {
         const source = await this.findOwned(ctx, this.models.sources, ctx.params.knowledge_source_id, "Knowledge source");
-        const { name, description, paths, data_type, auth_token, refresh } = ctx.params;
+        const { name, description, paths, data_type, auth_token, refresh, chunking } = ctx.params;
         if (data_type && (data_type === UPLOAD_DATA_TYPE) !== (source.data_type === UPLOAD_DATA_TYPE)) {
           throw ERRORS.validation([{ type: "forbidden", field: "data_type", message: "A source becomes or stops being an upload source only by creating a new one" }]);
         }
@@ -147,6 +157,16 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         if (description !== undefined) source.description = description?.trim() || (source.paths.length ? derivedLabel(source.paths) : source.name);
         if (data_type) source.data_type = await resolveSourceType(data_type, source.paths, configOf(this).addressPolicy);
         if (auth_token) source.credentials = this.secrets.seal(auth_token);
+        if (chunking !== undefined) {
+          const deployment = configOf(this).search;
+          const before = plainChunking(source.chunking);
+          source.chunking = chunkingFields(chunking, before, deployment);
+          // The stored documents are cut again in the background.
+          if (rechunkNeeded(before, source.chunking, source.rechunk?.status, deployment)) {
+            const { job } = await enqueueJob(this.models.jobs, { kind: "rechunk", account_id: source.account_id, knowledge_source_id: source._id });
+            source.rechunk = { status: "queued", job_id: job._id, queued_at: new Date(), documents_done: 0, documents_total: null, finished_at: null, error: null };
+          }
+        }
         return this.recordChange(changeOf("knowledge_source.updated", KNOWLEDGE_SOURCES_COLLECTION, source), async () => {
           await source.save();
           return source.toJSON();
@@ -312,7 +332,8 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const counts = (await ctx.call("search.indexDocuments", {
         accountId: source.account_id,
         sourceId: source._id,
-        documents: [{ url, title: doc.title, content: doc.content, metadata: doc.metadata }],
+        documents: [{ url, title: doc.title, content: doc.content, metadata: doc.metadata, sections: doc.sections }],
+        chunking: plainChunking(source.chunking),
       })) as { document_ids: string[] };
       await this.recordUploadCounts(ctx, source);
       return counts.document_ids[0]!;

@@ -7,13 +7,16 @@ export type DataType = (typeof DATA_TYPES)[number];
 export const LOADING_STATUSES = ["unloaded", "loading", "loaded", "partial", "failed"] as const;
 export type LoadingStatus = (typeof LOADING_STATUSES)[number];
 
-export const JOB_KINDS = ["load", "delete-source", "delete-document"] as const;
+/** `rechunk`: a source's stored documents cut again after its chunking changed (docs/adr/0059-chunking-per-source.md). */
+export const JOB_KINDS = ["load", "delete-source", "delete-document", "rechunk"] as const;
 export type JobKind = (typeof JOB_KINDS)[number];
 export const JOB_STATUSES = ["pending", "running", "done", "failed"] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 /** Who queued a load: a client (create, preload) or the refresh schedule. */
 export const JOB_TRIGGERS = ["manual", "schedule"] as const;
 export type JobTrigger = (typeof JOB_TRIGGERS)[number];
+export const RECHUNK_STATUSES = ["queued", "running", "done", "failed"] as const;
+export type RechunkStatus = (typeof RECHUNK_STATUSES)[number];
 
 /**
  * Background work as documents: loaders claim pending jobs with a lease they keep renewing; a job whose

@@ -1,8 +1,10 @@
 import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
 import { crudActions, defineResource, type CrudHooks, type Rule } from "../../lib/resource";
 import { stored } from "../../lib/storage";
-import { DATA_TYPES, JOB_TRIGGERS, LOADING_STATUSES, type DataType } from "./model";
+import { DATA_TYPES, JOB_TRIGGERS, LOADING_STATUSES, RECHUNK_STATUSES, type DataType } from "./model";
 import { refreshParam } from "./refresh";
+import { chunkingParam } from "../search";
+import { CHUNKING_STRATEGIES } from "../../lib/search/chunking";
 
 const RESOLVED_DATA_TYPES = DATA_TYPES.filter((t): t is Exclude<DataType, "auto"> => t !== "auto");
 // Empty only for an upload source (the create and update check the rest: services/knowledge/knowledge.service.ts).
@@ -38,6 +40,27 @@ const loadReport = stored.object(
   { default: null },
 );
 
+/** The source's own chunking (docs/adr/0059-chunking-per-source.md), complete; null: the deployment's default. */
+const chunkingSettings = stored.object(
+  { size: stored.int(), overlap: stored.int(), strategy: stored.string({ enum: CHUNKING_STRATEGIES, values: CHUNKING_STRATEGIES }) },
+  { default: null },
+);
+
+/** The last re-chunk of the source's documents a chunking change queued; null before any. */
+const rechunkState = stored.object(
+  {
+    status: stored.string({ values: RECHUNK_STATUSES }),
+    job_id: stored.string(),
+    queued_at: stored.date(),
+    /** Documents whose new chunks are prepared (phase 1), of those the source held when the re-chunk began. */
+    documents_done: stored.int({ default: 0 }),
+    documents_total: stored.int({ default: null }),
+    finished_at: stored.date({ default: null }),
+    error: stored.string({ default: null }),
+  },
+  { default: null },
+);
+
 /**
  * Knowledge sources. Name and description default to a label derived from the paths, the data type is resolved
  * from them ("auto"), and loading fields are the loader's; the credential is written only, and stored sealed.
@@ -58,7 +81,7 @@ export const knowledgeSources = defineResource({
     // As records have held them since before the declaration listed `refresh` beside the other writable fields.
     order: [
       "data_type", "paths", "credentials", "loading_status", "loaded_at", "document_count", "last_indexed_at", "loading_urls_total",
-      "loading_urls_done", "loading_error", "deleting", "refresh", "next_refresh_at", "last_refresh",
+      "loading_urls_done", "loading_error", "deleting", "refresh", "next_refresh_at", "last_refresh", "chunking", "rechunk",
     ],
   },
   path: "/knowledge",
@@ -80,6 +103,7 @@ export const knowledgeSources = defineResource({
     auth_token: { write: { type: "string", min: 1, max: 4096, optional: true }, read: false },
     credentials: { read: false, store: stored.string({ default: null }) },
     refresh: { write: refreshParam, read: refreshPolicy.rule, store: refreshPolicy },
+    chunking: { write: chunkingParam, read: { ...chunkingSettings.rule, nullable: true, description: "The source's chunking; null: the deployment's default (fixed)" }, store: chunkingSettings },
     loading_status: { store: stored.string({ enum: LOADING_STATUSES, default: "unloaded" }) },
     loaded_at: { store: stored.date({ default: null }) },
     document_count: { store: stored.int({ default: 0 }) },
@@ -92,6 +116,21 @@ export const knowledgeSources = defineResource({
     /** When the scheduler queues the next refresh; null without a policy. */
     next_refresh_at: { store: stored.date({ default: null }) },
     last_refresh: { store: loadReport },
+    /**
+     * Where the re-chunk of the stored documents after a chunking change stands: queued, running (searches answer
+     * from the previous chunks), done (switched), failed (error; the previous chunks stay searchable).
+     */
+    rechunk: {
+      read: {
+        ...rechunkState.rule,
+        nullable: true,
+        description:
+          "The re-chunk of the stored documents the last chunking change queued (null before any): queued, running (searches answer from the previous chunks; " +
+          "documents_done of documents_total have their new chunks prepared), " +
+          "done (the source switched to the new chunks at once), failed (error says why; the previous chunks stay searchable; give chunking again to retry)",
+      },
+      store: rechunkState,
+    },
   },
   list: { limits: { max: 200, def: 50 }, sortable: ["updated_at", "created_at", "name"] },
 });

@@ -1,5 +1,5 @@
 import type { Model } from "mongoose";
-import type { KnowledgeSourceRecord, LoadJobRecord } from "./model";
+import type { KnowledgeSourceRecord, LoadJobRecord, RechunkStatus } from "./model";
 import type { SourceChanges } from "./states";
 
 /*
@@ -22,4 +22,17 @@ export async function setLoadingState(sources: Model<KnowledgeSourceRecord>, job
 /** Removes a job's source record: the last step of its deletion. */
 export async function removeSourceRecord(sources: Model<KnowledgeSourceRecord>, job: LoadJobRecord): Promise<void> {
   await sources.deleteOne(sourceOf(job));
+}
+
+/**
+ * Sets where a re-chunk job stands on its source, while the source's `rechunk` still names this job (a later
+ * chunking change has queued a successor, whose state it is then).
+ */
+export async function setRechunkState(
+  sources: Model<KnowledgeSourceRecord>,
+  job: LoadJobRecord,
+  state: { status: RechunkStatus; documents_done?: number; documents_total?: number | null; finished_at?: Date | null; error?: string | null },
+): Promise<void> {
+  const set = Object.fromEntries(Object.entries(state).map(([key, value]) => [`rechunk.${key}`, value]));
+  await sources.updateOne({ ...sourceOf(job), "rechunk.job_id": job._id }, { $set: set });
 }

@@ -1,4 +1,5 @@
-import type { KnowledgeSourceRecord, LoadJobRecord, LoadReport } from "./model";
+import { effectiveChunking, sameChunking, type ChunkingSettings } from "../../lib/search/chunking";
+import type { KnowledgeSourceRecord, LoadJobRecord, LoadReport, RechunkStatus } from "./model";
 
 type SourceState = Pick<KnowledgeSourceRecord, "loading_status">;
 export type SourceChanges = Partial<Omit<KnowledgeSourceRecord, "_id" | "account_id">>;
@@ -59,4 +60,17 @@ export function loadReport(
     removed: end.removed,
     failed: counts.failed ?? 0,
   };
+}
+
+/**
+ * Whether a chunking update re-chunks the source's stored documents: when the settings in effect change (a source
+ * without its own has the deployment's), or when the last re-chunk failed (giving chunking again retries it).
+ */
+export function rechunkNeeded(
+  before: ChunkingSettings | null,
+  after: ChunkingSettings | null,
+  last: RechunkStatus | null | undefined,
+  deployment: { chunkSize: number; chunkOverlap: number },
+): boolean {
+  return !sameChunking(effectiveChunking(before, deployment), effectiveChunking(after, deployment)) || last === "failed";
 }

@@ -56,6 +56,8 @@ export interface UploadLimits {
 export interface UploadDocument {
   title: string;
   content: string;
+  /** Offsets into content where a heading begins (a Markdown or HTML file), for the `heading` chunking. */
+  sections?: number[];
   metadata: Record<string, unknown>;
 }
 
@@ -73,7 +75,7 @@ export async function uploadDocument(body: DocumentBody, limits: UploadLimits): 
   if (metadataChars > MAX_METADATA_CHARS) {
     throw ERRORS.validation([{ type: "objectMaxProps", field: "metadata", message: `metadata must be at most ${MAX_METADATA_CHARS} characters as JSON (it is ${metadataChars})` }]);
   }
-  let extracted: { title: string; content: string };
+  let extracted: { title: string; content: string; sections?: number[] };
   const origin: Record<string, unknown> = { source: "upload" };
   if (file) {
     const data = Buffer.from(file.data, "base64");
@@ -99,7 +101,7 @@ export async function uploadDocument(body: DocumentBody, limits: UploadLimits): 
     throw ERRORS.payloadTooLarge(`The document's text is longer than the limit of ${limits.maxTextChars} characters`, { limit_chars: limits.maxTextChars });
   }
   const title = (body.title?.trim() || extracted.title || "Untitled document").slice(0, MAX_TITLE_CHARS);
-  return { title, content: extracted.content, metadata: { ...body.metadata, ...origin, title, ...(body.url ? { url: body.url } : {}) } };
+  return { title, content: extracted.content, ...(extracted.sections ? { sections: extracted.sections } : {}), metadata: { ...body.metadata, ...origin, title, ...(body.url ? { url: body.url } : {}) } };
 }
 
 /** The key (URL) of a new uploaded document: the URL given, else one of the upload: scheme, unique in the source. */

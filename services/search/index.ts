@@ -5,6 +5,6 @@
  */
 
 /** Params of the document and search actions, declared once: the knowledge service's thin routes reuse them. */
-export { documentIdParam, listDocumentsParams, searchDocumentsParams, searchSourcesParams } from "./params";
+export { chunkingParam, documentIdParam, listDocumentsParams, searchDocumentsParams, searchSourcesParams } from "./params";
 /** Document URLs listed or removed per internal call (the loader pages through them when it prunes). */
 export { MAX_URLS_PER_CALL } from "./rules";

@@ -15,6 +15,8 @@ const documents = defineModel(
     content_hash: { store: stored.string({ required: true }) },
     metadata: { store: stored.json({ default: () => ({}) }) },
     chunk_ids: { read: false, store: stored.strings() },
+    /** Offsets into content where the reader saw a heading begin (the `heading` chunking's section marks). */
+    sections: { read: false, store: stored.ints() },
     chunk_size: { store: stored.int({ required: true }) },
     chunk_overlap: { read: false, store: stored.int({ required: true }) },
     /** Hash of everything that decides the chunks (content, title, url, chunking); equal means nothing to redo. */
@@ -30,8 +32,9 @@ const documents = defineModel(
     keyed: true,
     collection: "search_documents",
     minimize: false,
-    // Listings filter by account (and source) and sort newest first.
-    indexes: [[{ account_id: 1, source_id: 1, indexed_at: -1, _id: 1 }], [{ account_id: 1, indexed_at: -1, _id: 1 }]],
+    // Listings filter by account (and source) and sort newest first; a source's documents are paged in id order
+    // (a refresh's URL list, a re-chunk's warm phase).
+    indexes: [[{ account_id: 1, source_id: 1, indexed_at: -1, _id: 1 }], [{ account_id: 1, indexed_at: -1, _id: 1 }], [{ account_id: 1, source_id: 1, _id: 1 }]],
   },
 );
 export type DocumentRecord = typeof documents.record;

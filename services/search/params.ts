@@ -2,6 +2,7 @@ import { paginationParams } from "../../lib/pagination";
 import { SEARCH_MODES, type SearchMode } from "../../lib/search/port";
 import { MAX_RERANK_TOP_N } from "../../lib/search/config";
 import { FILTER_SCHEMAS, type SearchFilter } from "../../lib/search/filters";
+import { CHUNKING_STRATEGIES, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE } from "../../lib/search/chunking";
 
 /**
  * Params of the document index routes. The knowledge service serves the /knowledge URLs and validates them;
@@ -95,3 +96,30 @@ export const searchSourcesParams = {
   ...rankingParams,
 } as const;
 export type SearchSourcesParams = { query: string; mode: SearchMode; knowledge_source_ids?: number[]; limit: number; min_score: number; filters?: SearchFilter } & RankingParams;
+
+/**
+ * A knowledge source's `chunking` (docs/adr/0059-chunking-per-source.md), as its create and update take it and the
+ * search actions receive it; the overlap's bound of half the size is checked beside (chunkingSettings).
+ */
+export const chunkingParam = {
+  type: "object",
+  strict: true,
+  optional: true,
+  nullable: true,
+  description:
+    "How the source's documents are cut into chunks (null: the deployment's default, fixed 1000/100 unless SEARCH_CHUNK_SIZE and SEARCH_CHUNK_OVERLAP say otherwise). " +
+    "On update, the given fields replace the current ones; a change re-chunks the stored documents in the background (see rechunk)",
+  props: {
+    size: { type: "number", integer: true, min: MIN_CHUNK_SIZE, max: MAX_CHUNK_SIZE, optional: true, description: `Largest chunk, in characters (${MIN_CHUNK_SIZE} to ${MAX_CHUNK_SIZE})` },
+    overlap: { type: "number", integer: true, min: 0, max: MAX_CHUNK_SIZE / 2, optional: true, description: "Characters a chunk repeats of the one before (0 to half of size)" },
+    strategy: {
+      type: "enum",
+      values: [...CHUNKING_STRATEGIES],
+      optional: true,
+      description:
+        "fixed: windows of at most size characters ending at the nearest paragraph, sentence or word break; " +
+        "sentence: whole sentences packed up to size, the overlap repeating whole sentences; " +
+        "heading: one section per chunk (Markdown # headings, HTML <h1>-<h6>), long sections cut as fixed",
+    },
+  },
+} as const;

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { chunkText } from "../../lib/search/chunking";
+import { chunkContent, type ChunkingSettings } from "../../lib/search/chunking";
 import { highlight } from "../../lib/search/highlight";
 import { normalizedScore } from "../../lib/search/fusion";
 import type { FieldProblem } from "../../lib/errors";
@@ -35,10 +35,17 @@ export function contentHash(content: string): string {
  */
 const CHUNK_LAYOUT = "ranges";
 
-/** Everything that decides a document's chunks; equal keys mean re-indexing would produce the same chunks. */
-export function indexKey(d: { title: string; url: string; contentHash: string; chunkSize: number; overlap: number }): string {
-  return sha256(JSON.stringify([d.title, d.url, d.contentHash, d.chunkSize, d.overlap, CHUNK_LAYOUT]));
+/**
+ * Everything that decides a document's chunks; equal keys mean re-indexing would produce the same chunks. The
+ * `fixed` strategy is left out of the key, so documents indexed before per-source chunking keep theirs; a reader's
+ * section marks count for `heading` only.
+ */
+export function indexKey(d: { title: string; url: string; contentHash: string; chunking: ChunkingSettings; sections?: number[] }): string {
+  const { size, overlap, strategy } = d.chunking;
+  const layout = strategy === "fixed" ? [] : strategy === "heading" && d.sections?.length ? [strategy, d.sections] : [strategy];
+  return sha256(JSON.stringify([d.title, d.url, d.contentHash, size, overlap, CHUNK_LAYOUT, ...layout]));
 }
+
 
 /** The text a chunk is embedded as: its document title gives a short chunk its context. */
 export function embedText(title: string, content: string): string {
@@ -61,13 +68,8 @@ export interface PlannedChunk {
 }
 
 /** The chunks of a document; chunk ids change with their text, so an unchanged chunk keeps its vector. */
-export function planChunks(
-  doc: { id: string; title: string; content: string },
-  chunkSize: number,
-  overlap: number,
-  model: string,
-): PlannedChunk[] {
-  return chunkText(doc.content, chunkSize, overlap).map((c) => ({
+export function planChunks(doc: { id: string; title: string; content: string; sections?: number[] }, chunking: ChunkingSettings, model: string): PlannedChunk[] {
+  return chunkContent(doc.content, chunking, doc.sections).map((c) => ({
     id: sha256(`${doc.id}\u0000${c.position}\u0000${c.text}`).slice(0, 32),
     position: c.position,
     content: c.text,

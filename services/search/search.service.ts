@@ -11,6 +11,7 @@ import { httpReranker, type Reranker } from "../../lib/search/rerank";
 import { filterProblems, type SearchFilter } from "../../lib/search/filters";
 import { searchModels, type DocumentRecord, type SearchModels } from "./model";
 import {
+  chunkingParam,
   documentIdParam,
   listDocumentsParams,
   searchDocumentsParams,
@@ -39,6 +40,8 @@ import {
 } from "./rules";
 import { startSearch, stopSearch, type SearchRuntime } from "./runtime";
 import { documentPage, indexDocuments, removeDocumentsAt, removeSource, type IncomingDocument } from "./store";
+import { switchChunking, warmChunking } from "./rechunk";
+import { effectiveChunking, type ChunkingSettings } from "../../lib/search/chunking";
 import { crossAccount } from "../../lib/tenancy-guard";
 
 /** Documents accepted by one indexDocuments call (one loader window is smaller). */
@@ -161,17 +164,47 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
               title: { type: "string", max: 1000, optional: true, nullable: true },
               content: { type: "string", max: MAX_CONTENT_LENGTH },
               metadata: { type: "object", optional: true, nullable: true },
+              sections: { type: "array", optional: true, max: 100_000, items: { type: "number", integer: true, min: 0 } },
             },
           },
         },
-        chunkSize: { type: "number", integer: true, min: 100, max: 20_000, optional: true },
-        overlap: { type: "number", integer: true, min: 0, max: 10_000, optional: true },
+        // The source's own settings (complete, as stored); none means the deployment's.
+        chunking: chunkingParam,
       },
-      async handler(ctx: Ctx<{ accountId: number; sourceId: number; documents: IncomingDocument[]; chunkSize?: number; overlap?: number }>) {
+      async handler(ctx: Ctx<{ accountId: number; sourceId: number; documents: IncomingDocument[]; chunking?: ChunkingSettings | null }>) {
         const { sourceId, documents } = ctx.params;
-        const chunkSize = ctx.params.chunkSize ?? this.config.chunkSize;
-        const overlap = Math.min(ctx.params.overlap ?? this.config.chunkOverlap, Math.floor(chunkSize / 2));
-        return indexDocuments(this.deps, { accountId: this.explicitAccount(ctx.params), sourceId, documents, chunkSize, overlap });
+        const chunking = effectiveChunking(ctx.params.chunking, this.config);
+        return indexDocuments(this.deps, { accountId: this.explicitAccount(ctx.params), sourceId, documents, chunking });
+      },
+    },
+
+    /**
+     * Phase 1 of a re-chunk (the loader's rechunk job): a page of the source's documents, their new chunks' vectors
+     * computed into the embedding cache; the index is not touched. Returns where the next page starts (null: done).
+     */
+    warmChunking: {
+      visibility: "public",
+      params: {
+        ...accountParam,
+        ...sourceParam,
+        chunking: chunkingParam,
+        after: { type: "string", max: 64, optional: true, nullable: true },
+        limit: { type: "number", integer: true, min: 1, max: MAX_DOCUMENTS_PER_CALL },
+      },
+      handler(ctx: Ctx<{ accountId: number; sourceId: number; chunking?: ChunkingSettings | null; after?: string | null; limit: number }>) {
+        const { sourceId, after, limit } = ctx.params;
+        const chunking = effectiveChunking(ctx.params.chunking, this.config);
+        return warmChunking(this.deps, { accountId: this.explicitAccount(ctx.params), sourceId, chunking, after: after ?? null, limit, batchSize: this.config.embedding.batchSize });
+      },
+    },
+
+    /** Phase 2 of a re-chunk: every document of the source not yet under the settings, re-indexed in one index change. */
+    switchChunking: {
+      visibility: "public",
+      params: { ...accountParam, ...sourceParam, chunking: chunkingParam },
+      handler(ctx: Ctx<{ accountId: number; sourceId: number; chunking?: ChunkingSettings | null }>) {
+        const chunking = effectiveChunking(ctx.params.chunking, this.config);
+        return switchChunking(this.deps, { accountId: this.explicitAccount(ctx.params), sourceId: ctx.params.sourceId, chunking });
       },
     },
 

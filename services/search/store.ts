@@ -1,6 +1,7 @@
 import type { Logger } from "moleculer";
 import { insertNew } from "../../lib/db";
 import { encodeFreeJson } from "../../lib/free-json";
+import type { ChunkingSettings } from "../../lib/search/chunking";
 import type { EmbeddingProvider } from "../../lib/search/embeddings";
 import type { LocalIndex } from "../../lib/search/engines";
 import type { IndexedChunk, SearchIndex } from "../../lib/search/port";
@@ -15,6 +16,8 @@ import { crossAccount } from "../../lib/tenancy-guard";
 const DELETE_CONCURRENCY = 50;
 /** Ids per delete command when removing documents and their chunks. */
 const KEYS_PER_COMMAND = 1000;
+/** Documents planned at once (a read each): a loader window's worth; a re-chunk's switch plans a whole source in slices. */
+const PLAN_CONCURRENCY = 500;
 /** Chunks read per batch when refilling the embedded engine from MongoDB. */
 const REBUILD_BATCH = 1000;
 
@@ -44,6 +47,8 @@ export interface IncomingDocument {
   title?: string;
   content: string;
   metadata?: Record<string, unknown>;
+  /** Offsets into content where a heading begins, as the reader saw them (markup is not kept in content). */
+  sections?: number[];
 }
 
 export interface IndexCounts {
@@ -111,6 +116,15 @@ async function keepStoredChunk(models: SearchModels, r: ChunkRecord): Promise<Ch
   return r.vector;
 }
 
+/** The cached vector of each embedding key (in their order), read a command per slice (a whole source's chunks when it is re-chunked). */
+async function cachedVectors(models: SearchModels, keys: string[]): Promise<({ vector: Buffer } | undefined)[]> {
+  const found = new Map<string, Buffer>();
+  await byKeys([...new Set(keys)], async (slice) => {
+    for (const e of await models.embeddings.find({ _id: { $in: slice } }).lean()) found.set(e._id, e.vector);
+  });
+  return keys.map((k) => (found.has(k) ? { vector: found.get(k)! } : undefined));
+}
+
 /** One incoming document that needs (re)indexing, with the chunks it is cut into. */
 interface PlannedDocument {
   id: string;
@@ -128,14 +142,14 @@ interface PlannedDocument {
  * Decides what a document needs: nothing (same index key, fully indexed) or its chunks (re)written. A
  * document of another account with the same id is a hash collision and fails the batch.
  */
-async function planDocument(deps: StoreDeps, accountId: number, sourceId: number, input: IncomingDocument, chunkSize: number, overlap: number) {
+async function planDocument(deps: StoreDeps, accountId: number, sourceId: number, input: IncomingDocument, chunking: ChunkingSettings) {
   const id = documentIdFor(accountId, sourceId, input.url);
   const title = (input.title ?? "").trim() || input.url;
   const hash = contentHash(input.content);
-  const key = indexKey({ title, url: input.url, contentHash: hash, chunkSize, overlap });
+  const key = indexKey({ title, url: input.url, contentHash: hash, chunking, sections: input.sections });
   // By id alone, so a (never seen) id collision across accounts is detected rather than overwritten.
   const existing = await crossAccount("a document id derived from its account; collisions are checked next", deps.models.documents
-    .findById(id, { account_id: 1, index_key: 1, index_state: 1, deletion_job_id: 1, chunk_ids: 1, metadata: 1 }))
+    .findById(id, { account_id: 1, index_key: 1, index_state: 1, deletion_job_id: 1, chunk_ids: 1, metadata: 1, sections: 1 }))
     .lean<DocumentRecord>();
   if (existing && existing.account_id !== accountId) throw new Error(`document id collision for ${id}`);
   if (existing && existing.index_key === key && existing.index_state === "indexed" && !existing.deletion_job_id) {
@@ -147,9 +161,13 @@ async function planDocument(deps: StoreDeps, accountId: number, sourceId: number
         await deps.index.setDocumentMetadata(accountId, id, existing.chunk_ids, metadata);
       });
     }
+    // Section marks count for the heading strategy only: kept for a later change of chunking.
+    if (input.sections && JSON.stringify(input.sections) !== JSON.stringify(existing.sections ?? [])) {
+      await deps.models.documents.updateOne({ _id: id, account_id: accountId }, { $set: { sections: input.sections } });
+    }
     return { id, plan: null };
   }
-  const chunks = planChunks({ id, title, content: input.content }, chunkSize, overlap, deps.provider?.model ?? "none");
+  const chunks = planChunks({ id, title, content: input.content, sections: input.sections }, chunking, deps.provider?.model ?? "none");
   const fresh = new Set(chunks.map((c) => c.id));
   const stale = (existing?.chunk_ids ?? []).filter((c) => !fresh.has(c));
   return { id, plan: { id, input, title, hash, key, chunks, stale, exists: Boolean(existing) } satisfies PlannedDocument };
@@ -161,7 +179,7 @@ async function planDocument(deps: StoreDeps, accountId: number, sourceId: number
  * A document already stored is marked pending first, so a crash half-way makes the next load redo it rather
  * than skip it; a new one is written once, last, so until then there is nothing to skip.
  */
-async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: number, docs: PlannedDocument[], chunkSize: number, overlap: number, counts: IndexCounts, jobs: EmbedJob[]) {
+async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: number, docs: PlannedDocument[], chunking: ChunkingSettings, counts: IndexCounts, jobs: EmbedJob[]) {
   const { models, index } = deps;
   await tracked(deps, accountId, async () => {
     const now = new Date();
@@ -174,10 +192,11 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
       content_hash: d.hash,
       // Free-form (any keys, nested arrays): stored as JSON text, as the model declares; this write skips mongoose.
       metadata: encodeFreeJson(d.input.metadata ?? {}),
+      sections: d.input.sections ?? [],
       // The previous chunks stay listed until they are deleted, so a crash in between leaves no orphans.
       chunk_ids: [...d.chunks.map((c) => c.id), ...d.stale],
-      chunk_size: chunkSize,
-      chunk_overlap: overlap,
+      chunk_size: chunking.size,
+      chunk_overlap: chunking.overlap,
       index_key: d.key,
       index_state: "pending",
       indexed_at: now,
@@ -193,7 +212,7 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
     }
 
     const planned = docs.flatMap((d) => d.chunks.map((c) => ({ doc: d, chunk: c })));
-    const cached = deps.provider ? await Promise.all(planned.map(({ chunk }) => models.embeddings.findById(chunk.embedKey).lean())) : [];
+    const cached = deps.provider ? await cachedVectors(models, planned.map(({ chunk }) => chunk.embedKey)) : [];
     const records: ChunkRecord[] = planned.map(({ doc, chunk }, i) => ({
       _id: chunk.id,
       account_id: accountId,
@@ -245,7 +264,7 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
 /** search.indexDocuments: upserts a window of documents of one source and returns what happened. */
 export async function indexDocuments(
   deps: StoreDeps,
-  p: { accountId: number; sourceId: number; documents: IncomingDocument[]; chunkSize: number; overlap: number },
+  p: { accountId: number; sourceId: number; documents: IncomingDocument[]; chunking: ChunkingSettings },
 ): Promise<IndexCounts> {
   const counts: IndexCounts = {
     received: p.documents.length,
@@ -259,11 +278,15 @@ export async function indexDocuments(
   const jobs: EmbedJob[] = [];
   // The same url twice in one window is one document: the last copy wins.
   const byUrl = new Map(p.documents.map((d) => [d.url, d]));
-  const plans = await Promise.all([...byUrl.values()].map((d) => planDocument(deps, p.accountId, p.sourceId, d, p.chunkSize, p.overlap)));
+  const inputs = [...byUrl.values()];
+  const plans: Awaited<ReturnType<typeof planDocument>>[] = [];
+  for (let i = 0; i < inputs.length; i += PLAN_CONCURRENCY) {
+    plans.push(...(await Promise.all(inputs.slice(i, i + PLAN_CONCURRENCY).map((d) => planDocument(deps, p.accountId, p.sourceId, d, p.chunking)))));
+  }
   counts.document_ids = plans.map((x) => x.id);
   const changed = plans.flatMap((x) => (x.plan ? [x.plan] : []));
   counts.unchanged = plans.length - changed.length;
-  if (changed.length) await writeDocuments(deps, p.accountId, p.sourceId, changed, p.chunkSize, p.overlap, counts, jobs);
+  if (changed.length) await writeDocuments(deps, p.accountId, p.sourceId, changed, p.chunking, counts, jobs);
   deps.stage?.enqueue(jobs);
   return counts;
 }

@@ -2,6 +2,7 @@ import mongoose from "mongoose";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { unlessMongoJava } from "../harness/disagreements";
 import { apiClient, signup, type Api } from "../harness/http";
+import { until } from "../harness/wait";
 import { captureQueryShapes, declaredIndexes, describeShape, ID_INDEX, served, type QueryShape } from "../harness/query-shapes";
 
 /**
@@ -87,6 +88,11 @@ describe("query shapes and their indexes", () => {
     const source = await call("POST", "/knowledge", { name: "Notes", data_type: "website", paths: ["https://docs.example.com/"], auto_load: false });
     for (const path of ["/knowledge", `/knowledge/${source.id}`, `/knowledge/${source.id}/stats`, `/knowledge/${source.id}/documents`, "/knowledge/documents", "/knowledge/documents/stats"]) await call("GET", path);
     await call("POST", "/knowledge/documents/search", { query: "platform" });
+    // A chunking change re-chunks the source's documents in the background (the loader's rechunk job).
+    const uploads = await call("POST", "/knowledge", { name: "Uploads", data_type: "upload", paths: [], chunking: { strategy: "sentence", size: 200 } });
+    await call("POST", `/knowledge/${uploads.id}/documents`, { title: "Note", text: "First sentence here. Second sentence there. ".repeat(20) });
+    const changed = await call("PATCH", `/knowledge/${uploads.id}`, { chunking: { strategy: "fixed" } });
+    await until(() => call("GET", `/knowledge/${uploads.id}`), (s) => s.rechunk?.job_id === changed.rechunk.job_id && s.rechunk.status === "done", 60_000, "the re-chunk");
 
     const hook = await call("POST", "/webhook-subscriptions", { url: "https://hooks.example.com/in", event_types: ["agent.deleted"] });
     await call("GET", "/webhook-subscriptions");

@@ -125,6 +125,27 @@ describe("OpenAPI description over NATS", () => {
     expect(doc.components.schemas.DocumentSearchResults.properties.mode_used).toEqual({ enum: ["semantic", "keyword", "hybrid"] });
   });
 
+  it("describes a source's chunking on create, on both update routes and on the source, and its rechunk state (ADR 0059)", async () => {
+    const doc = (await api("GET", "/openapi.json")).body;
+    const resolve = (schema: { $ref?: string }) => (schema.$ref ? doc.components.schemas[schema.$ref.split("/").pop()!] : schema);
+    const body = (path: string, method: string) => resolve(doc.paths[path][method].requestBody.content["application/json"].schema);
+    const given = {
+      type: ["object", "null"],
+      description: expect.stringContaining("re-chunks"),
+      properties: {
+        size: { type: "integer", minimum: 100, maximum: 8000 },
+        overlap: { type: "integer", minimum: 0, maximum: 4000, description: expect.stringContaining("half of size") },
+        strategy: { enum: ["fixed", "sentence", "heading"], description: expect.stringContaining("<h1>") },
+      },
+    };
+    expect(body("/api/v1/knowledge", "post").properties.chunking).toMatchObject(given);
+    for (const method of ["put", "patch"]) expect(body("/api/v1/knowledge/{knowledge_source_id}", method).properties.chunking).toMatchObject(given);
+    const source = doc.components.schemas.KnowledgeSource;
+    expect(source.properties.chunking).toMatchObject({ type: ["object", "null"], properties: { size: { type: "integer" }, overlap: { type: "integer" }, strategy: { enum: ["fixed", "sentence", "heading"] } } });
+    expect(source.properties.rechunk).toMatchObject({ type: ["object", "null"], description: expect.stringContaining("at once"), properties: { status: { enum: ["queued", "running", "done", "failed"] }, job_id: { type: "string" } } });
+    expect(source.required).toEqual(expect.arrayContaining(["chunking", "rechunk"]));
+  });
+
   it("types the payload of every webhook event type", async () => {
     const { webhooks, components } = (await api("GET", "/openapi.json")).body;
     expect(Object.keys(webhooks).sort()).toEqual([...WEBHOOK_EVENT_TYPES].sort());

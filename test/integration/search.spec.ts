@@ -114,14 +114,14 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
       expect(res.body.results[0]).toMatchObject({ url: CORPUS[1]!.url });
     });
 
-    it("chunks long documents at 1000 characters by default, honouring chunkSize and overlap", async () => {
+    it("chunks long documents at 1000 characters by default, honouring the source's chunking", async () => {
       const content = Array.from({ length: 60 }, (_, i) => `Sentence number ${i} talks about quasar ${i}.`).join(" ");
       const res = await broker.call<{ chunks: number }, object>("search.indexDocuments", {
         accountId: other.accountId, sourceId: 23, documents: [{ url: "https://other.example/long", content }],
       });
       expect(res.chunks).toBe(Math.ceil(content.length / 900));
       const small = await broker.call<{ chunks: number }, object>("search.indexDocuments", {
-        accountId: other.accountId, sourceId: 23, chunkSize: 500, overlap: 0, documents: [{ url: "https://other.example/long", content }],
+        accountId: other.accountId, sourceId: 23, chunking: { size: 500, overlap: 0, strategy: "fixed" }, documents: [{ url: "https://other.example/long", content }],
       });
       expect(small.chunks).toBeGreaterThanOrEqual(Math.ceil(content.length / 500));
     });

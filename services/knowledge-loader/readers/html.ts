@@ -19,10 +19,15 @@ const LINE_TAGS = new Set(["br", "div", "li", "tr", "dt", "dd", "section", "arti
 /** Elements that stand as their own paragraph. */
 const PARAGRAPH_TAGS = new Set(["p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "table", "ul", "ol", "dl", "figure", "hr"]);
 
+/** Heading elements: where a section of the text begins. */
+const HEADING_TAGS = new Set(["h1", "h2", "h3", "h4", "h5", "h6"]);
+
 /** What a page gives the loader: text to index, and what the crawler needs to go on. */
 export interface HtmlExtract {
   title: string;
   content: string;
+  /** Offsets into content where a heading's text begins (the `heading` chunking's section marks). */
+  sections: number[];
   /** Absolute http(s) links, fragment-free, in document order, deduplicated. */
   links: string[];
   canonical?: string;
@@ -58,11 +63,15 @@ function isDropped(el: Element, root: ParentNode, bodyIsRoot: boolean): boolean 
 }
 
 /**
- * Visible text of `root` with a line break where a line element ends and a blank line around paragraphs.
- * Adjacent breaks merge into the larger one. An iterative walk, so deep pages do not overflow the stack.
+ * Visible text of `root` with a line break where a line element ends and a blank line around paragraphs, and
+ * where each heading's text begins in it. Adjacent breaks merge into the larger one. An iterative walk, so deep
+ * pages do not overflow the stack.
  */
-function textOf(root: ParentNode, bodyIsRoot: boolean): string {
+function textOf(root: ParentNode, bodyIsRoot: boolean): { text: string; sections: number[] } {
   const parts: string[] = [];
+  /** Indexes in `parts` where a heading's text begins; a heading is pending until its first visible text. */
+  const headingParts: number[] = [];
+  let headingPending = false;
   let pendingBreak = "";
   let endsWithSpace = true; // nothing emitted yet: leading spaces are dropped
   const emitText = (text: string) => {
@@ -77,6 +86,10 @@ function textOf(root: ParentNode, bodyIsRoot: boolean): string {
     }
     if (endsWithSpace) text = text.trimStart();
     if (text === "") return;
+    if (headingPending && text.trim()) {
+      headingParts.push(parts.length);
+      headingPending = false;
+    }
     parts.push(text);
     endsWithSpace = text.endsWith(" ");
   };
@@ -98,6 +111,8 @@ function textOf(root: ParentNode, bodyIsRoot: boolean): string {
     if (isTag(item as ChildNode)) {
       const el = item as Element;
       if (isDropped(el, root, bodyIsRoot)) continue;
+      // Its children come off the stack next: the first text emitted is the heading's.
+      if (HEADING_TAGS.has(el.name)) headingPending = true;
       const boundary = PARAGRAPH_TAGS.has(el.name) ? "\n\n" : LINE_TAGS.has(el.name) ? "\n" : undefined;
       if (boundary) {
         emitBreak(boundary);
@@ -109,7 +124,17 @@ function textOf(root: ParentNode, bodyIsRoot: boolean): string {
     const children = (item as ParentNode).children;
     for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]!);
   }
-  return parts.join("").trimEnd();
+  const sections: number[] = [];
+  let at = 0;
+  let next = 0;
+  for (let i = 0; i < parts.length; i++) {
+    if (i === headingParts[next]) {
+      if (at > 0) sections.push(at);
+      next++;
+    }
+    at += parts[i]!.length;
+  }
+  return { text: parts.join("").trimEnd(), sections };
 }
 
 /** The elements the extraction looks at, found in one pass (the first of each, in document order). */
@@ -193,9 +218,11 @@ export function extractHtml(html: string, url: string): HtmlExtract {
   }
 
   const marked = found.main ?? (found.articles.length === 1 ? found.articles[0] : undefined);
+  const { text, sections } = marked ? textOf(marked, false) : textOf(found.body ?? document, true);
   return {
     title: pageTitle(found, url),
-    content: marked ? textOf(marked, false) : textOf(found.body ?? document, true),
+    content: text,
+    sections,
     links: [...links],
     canonical: absoluteHttp(found.canonical?.attribs.href, base),
     noindex: /\b(noindex|none)\b/.test(robots),

@@ -1,6 +1,8 @@
 import { firstLineTitle, normaliseText } from "./text";
 
 const MAX_TITLE_CHARS = 300;
+/** Marks a heading line while the text is normalised (a private-use character, removed from the input first). */
+const HEADING_MARK = "\uE000";
 
 function stripInline(line: string): string {
   return line
@@ -21,8 +23,8 @@ function stripInline(line: string): string {
  * lose their URLs, front matter, reference definitions and fence markers go; code inside fences is kept.
  * Its title is the first heading, else the first line.
  */
-export function extractMarkdown(markdown: string, url: string): { title: string; content: string } {
-  const lines = normaliseText(markdown).replace(/^---\n[\s\S]*?\n---(\n|$)/, "").split("\n");
+export function extractMarkdown(markdown: string, url: string): { title: string; content: string; sections: number[] } {
+  const lines = normaliseText(markdown.replaceAll(HEADING_MARK, "")).replace(/^---\n[\s\S]*?\n---(\n|$)/, "").split("\n");
   const out: string[] = [];
   let title: string | undefined;
   let inFence = false;
@@ -39,6 +41,7 @@ export function extractMarkdown(markdown: string, url: string): { title: string;
     if (/^\s{0,3}\[[^\]]+\]:\s*\S+/.test(line)) continue; // reference definition
     if (/^\s{0,3}(=+|-+)\s*$/.test(line) && out.length > 0 && out[out.length - 1].trim() !== "") {
       title ??= out[out.length - 1].trim(); // setext underline: the line above is a heading
+      out[out.length - 1] = HEADING_MARK + out[out.length - 1];
       continue;
     }
     if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) continue; // thematic break
@@ -46,11 +49,19 @@ export function extractMarkdown(markdown: string, url: string): { title: string;
     if (heading) {
       const text = stripInline(heading[1]);
       title ??= text;
-      out.push(text);
+      out.push(HEADING_MARK + text);
       continue;
     }
     out.push(stripInline(line.replace(/^(\s*)>\s?/, "$1")));
   }
-  const content = normaliseText(out.join("\n"));
-  return { title: title ? title.slice(0, MAX_TITLE_CHARS) : firstLineTitle(content, url), content };
+  // Where each heading begins once the marks are out: the section marks of the `heading` chunking.
+  const pieces = normaliseText(out.join("\n")).split(HEADING_MARK);
+  const sections: number[] = [];
+  let at = pieces[0]!.length;
+  for (const piece of pieces.slice(1)) {
+    if (at > 0) sections.push(at);
+    at += piece.length;
+  }
+  const content = pieces.join("");
+  return { title: title ? title.slice(0, MAX_TITLE_CHARS) : firstLineTitle(content, url), content, sections };
 }

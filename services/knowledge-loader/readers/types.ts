@@ -25,6 +25,8 @@ export interface ReaderDocument {
   url: string;
   title: string;
   content: string;
+  /** Offsets into content where a heading begins (HTML and Markdown readers), for the `heading` chunking. */
+  sections?: number[];
   /** The listed or queued URL the document was fetched as, the validators it answered with, and (crawls) its links. */
   page?: PageValidators & { url: string; links?: string[] };
 }

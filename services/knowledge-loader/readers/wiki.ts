@@ -90,7 +90,7 @@ export async function readWikiBatch(state: WikiState, token: string, fetch: Fetc
   const documents = page.results.map((item) => {
     const url = item._links?.webui ? new URL(linkBase + item._links.webui).href : `${state.baseUrl}/pages/viewpage.action?pageId=${item.id}`;
     const extract = extractHtml(item.body?.storage?.value ?? "", url);
-    return { url, title: item.title || extract.title, content: extract.content };
+    return { url, title: item.title || extract.title, content: extract.content, sections: extract.sections };
   });
   state.next = nextStart(page, start);
   return { documents: documents.filter((d) => d.content !== ""), done: state.next === null };

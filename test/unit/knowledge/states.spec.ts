@@ -1,4 +1,4 @@
-import { loadOutcome, loadStarted, preloadDecision } from "../../../services/knowledge/states";
+import { loadOutcome, loadStarted, preloadDecision, rechunkNeeded } from "../../../services/knowledge/states";
 import { derivedLabel, typeFromExtension } from "../../../services/knowledge/rules";
 import { secretBox } from "../../../lib/secrets";
 
@@ -48,5 +48,23 @@ describe("knowledge source rules", () => {
     expect(box.open(sealed)).toBe("wiki-token-123");
     const tampered = sealed.slice(0, -2) + (sealed.endsWith("A") ? "BB" : "AA");
     expect(() => box.open(tampered)).toThrow();
+  });
+});
+
+describe("re-chunking after a chunking update", () => {
+  const deployment = { chunkSize: 1000, chunkOverlap: 100 };
+  const own = { size: 500, overlap: 50, strategy: "sentence" as const };
+
+  it("re-chunks when the settings in effect change, the deployment's standing in for none", () => {
+    expect(rechunkNeeded(null, own, null, deployment)).toBe(true);
+    expect(rechunkNeeded(own, { ...own, strategy: "heading" }, "done", deployment)).toBe(true);
+    expect(rechunkNeeded(own, null, "done", deployment)).toBe(true);
+    // Settings equal to the deployment's default change nothing that is cut.
+    expect(rechunkNeeded(null, { size: 1000, overlap: 100, strategy: "fixed" }, null, deployment)).toBe(false);
+    expect(rechunkNeeded(own, { ...own }, "done", deployment)).toBe(false);
+  });
+
+  it("giving the same settings again retries a failed re-chunk", () => {
+    expect(rechunkNeeded(own, { ...own }, "failed", deployment)).toBe(true);
   });
 });

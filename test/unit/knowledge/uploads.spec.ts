@@ -31,6 +31,7 @@ describe("uploaded documents", () => {
       title: "Guide",
       content: expect.stringContaining("See the docs now."),
       metadata: { team: "a", source: "upload", filename: "guide.md", content_type: "text/markdown", format: "markdown", size_bytes: expect.any(Number), title: "Guide" },
+      sections: [],
     });
     const html = await uploadDocument({ file: file("page.html", "text/html", "<p>No title here</p>"), metadata: {} }, LIMITS);
     expect(html.title).toBe("page.html");

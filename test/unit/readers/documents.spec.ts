@@ -17,6 +17,15 @@ describe("extractMarkdown", () => {
     expect(content).not.toMatch(/^#/m);
   });
 
+  it("marks where each heading begins (ATX and setext), for the heading chunking", () => {
+    const { sections } = extractMarkdown(handbook, "https://e.com/handbook.md");
+    const lines = sections.map((at) => content.slice(at).split("\n")[0]);
+    expect(lines).toEqual(expect.arrayContaining(["Escalation levels", "Setext heading"]));
+    for (const at of sections) expect(content[at - 1]).toBe("\n");
+    const small = extractMarkdown("Intro line.\n\n## First\n\nBody one.\n\nSecond\n------\n\nBody two.", "u");
+    expect(small.sections.map((at) => small.content.slice(at, at + 6))).toEqual(["First\n", "Second"]);
+  });
+
   it("keeps link and image words but not their URLs, and drops front matter and reference definitions", () => {
     expect(content).toContain("where to find\nthe escalation policy.");
     expect(content).toContain("Rotation diagram");
@@ -35,7 +44,7 @@ describe("extractMarkdown", () => {
 
   it("uses the first line as title when there is no heading", () => {
     expect(extractMarkdown("Just text\nmore", "u").title).toBe("Just text");
-    expect(extractMarkdown("", "https://e.com/empty.md")).toEqual({ title: "https://e.com/empty.md", content: "" });
+    expect(extractMarkdown("", "https://e.com/empty.md")).toEqual({ title: "https://e.com/empty.md", content: "", sections: [] });
   });
 });
 

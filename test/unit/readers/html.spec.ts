@@ -11,6 +11,14 @@ describe("extractHtml", () => {
     expect(result.content).not.toMatch(/NOISE|window\.analytics|font-family/);
   });
 
+  it("marks where each h1-h6 begins in the text, for the heading chunking", () => {
+    const html = "<main><h1>Guide</h1><p>Intro.</p><h2>Install <em>it</em></h2><p>Run it.</p><section><h3></h3><p>After an empty heading.</p></section></main>";
+    const { content, sections } = extractHtml(html, "https://e.com/");
+    expect(content).toBe("Guide\n\nIntro.\n\nInstall it\n\nRun it.\n\nAfter an empty heading.");
+    // The first heading opens the text (offset 0 is no boundary); an empty heading marks the text that follows.
+    expect(sections.map((at) => content.slice(at).split("\n")[0])).toEqual(["Install it", "After an empty heading."]);
+  });
+
   it("falls back to the body without chrome when nothing marks the content", () => {
     const html = `<html><head><title> Plain  page </title><style>p{}</style></head><body>
       <header>SITE HEADER</header><nav><a href="/x">Menu</a></nav>

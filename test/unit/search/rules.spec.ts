@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { HYBRID_ALPHA_BY_MODEL, searchConfig } from "../../../lib/search/config";
 import { DEFAULT_HYBRID_ALPHA } from "../../../lib/search/fusion";
 import type { ChunkHit } from "../../../lib/search/port";
@@ -26,11 +27,19 @@ describe("search rules", () => {
   });
 
   it("the index key changes with content, title or chunking, and chunk ids with their text", () => {
-    const base = { title: "t", url: "u", contentHash: "h", chunkSize: 1000, overlap: 100 };
+    const fixed = { size: 1000, overlap: 100, strategy: "fixed" } as const;
+    const base = { title: "t", url: "u", contentHash: "h", chunking: fixed };
     expect(indexKey(base)).toBe(indexKey({ ...base }));
-    expect(indexKey(base)).not.toBe(indexKey({ ...base, chunkSize: 500 }));
-    const a = planChunks({ id: "d", title: "t", content: "one two" }, 1000, 100, "m");
-    const b = planChunks({ id: "d", title: "t", content: "one three" }, 1000, 100, "m");
+    expect(indexKey(base)).not.toBe(indexKey({ ...base, chunking: { ...fixed, size: 500 } }));
+    expect(indexKey(base)).not.toBe(indexKey({ ...base, chunking: { ...fixed, strategy: "sentence" } }));
+    // A reader's section marks change the chunks of the heading strategy only.
+    const heading = { ...base, chunking: { ...fixed, strategy: "heading" as const } };
+    expect(indexKey({ ...heading, sections: [5] })).not.toBe(indexKey(heading));
+    expect(indexKey({ ...base, sections: [5] })).toBe(indexKey(base));
+    // The key of a fixed-chunked document is the one it had before chunking was per source: nothing re-indexes.
+    expect(indexKey(base)).toBe(createHash("sha256").update(JSON.stringify(["t", "u", "h", 1000, 100, "ranges"])).digest("hex"));
+    const a = planChunks({ id: "d", title: "t", content: "one two" }, fixed, "m");
+    const b = planChunks({ id: "d", title: "t", content: "one three" }, fixed, "m");
     expect(a[0]!.id).not.toBe(b[0]!.id);
     expect(a[0]!.embedKey).toMatch(/^m:[0-9a-f]{64}$/);
   });

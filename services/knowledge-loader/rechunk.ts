@@ -1,0 +1,65 @@
+import { plainChunking, sameChunking, type ChunkingSettings } from "../../lib/search/chunking";
+import { continueJob, earlierRechunkRunning, finishJob, jobSource, saveProgress, setRechunkState, type LoadJobRecord } from "../knowledge";
+import type { LoadResult, RunnerDeps } from "./runner";
+
+/** Documents per warmChunking call: their new chunks are embedded within one call, well inside its timeout. */
+export const WARM_PAGE_DOCUMENTS = 20;
+/** How long a re-chunk waits for an earlier one of its source before it goes back to the queue. */
+const WAIT_FOR_EARLIER_MS = 1_000;
+
+/** Where a re-chunk stands (saved on the job after every page, so another loader resumes it). */
+interface RechunkProgress {
+  /** The source's chunking the job works towards (null: the deployment's default). */
+  chunking: ChunkingSettings | null;
+  phase: "warm" | "switch";
+  /** The last document id warmed. */
+  after: string | null;
+  /** Documents warmed so far. */
+  done: number;
+}
+
+/**
+ * Runs one window of a re-chunk job (docs/adr/0059-chunking-per-source.md): phase 1 warms the embedding cache
+ * with the new chunks' vectors a page of documents at a time (searches still answer from the old chunks), phase 2
+ * swaps the source's chunks in one index change. A job whose source's chunking changed again since it began ends
+ * at once: the change queued a successor, which starts from the latest settings once this one has stopped.
+ */
+export async function runRechunkWindow(deps: RunnerDeps, job: LoadJobRecord): Promise<LoadResult> {
+  const source = await jobSource(deps.sources, job);
+  if (!source || source.deleting) {
+    await finishJob(deps.jobs, job, deps.owner, { status: "done", error: "source deleted" });
+    return "finished";
+  }
+  if (await earlierRechunkRunning(deps.jobs, job)) {
+    await new Promise((r) => setTimeout(r, WAIT_FOR_EARLIER_MS));
+    return (await continueJob(deps.jobs, job, deps.owner, job.progress ?? {})) ? "continued" : "lost";
+  }
+  const saved = job.progress as Partial<RechunkProgress> | null;
+  if (saved?.phase && !sameChunking(saved.chunking, source.chunking)) {
+    await finishJob(deps.jobs, job, deps.owner, { status: "done", error: "superseded by a later chunking change" });
+    return "finished";
+  }
+  let progress: RechunkProgress = saved?.phase ? (saved as RechunkProgress) : { chunking: plainChunking(source.chunking), phase: "warm", after: null, done: 0 };
+  if (!saved?.phase) await setRechunkState(deps.sources, job, { status: "running", documents_done: 0, documents_total: source.document_count });
+  const deadline = Date.now() + deps.windowMs;
+  const { account_id: accountId, _id: sourceId } = source;
+  try {
+    while (progress.phase === "warm") {
+      if (!deps.holdsLease()) return "lost";
+      if (Date.now() > deadline) return (await continueJob(deps.jobs, job, deps.owner, progress)) ? "continued" : "lost";
+      const { next, documents } = await deps.warmChunking(accountId, sourceId, progress.chunking, progress.after, WARM_PAGE_DOCUMENTS);
+      progress = { ...progress, after: next, phase: next === null ? "switch" : "warm", done: progress.done + documents };
+      if (!(await saveProgress(deps.jobs, job, deps.owner, progress))) return "lost";
+      await setRechunkState(deps.sources, job, { status: "running", documents_done: progress.done });
+    }
+    if (!deps.holdsLease()) return "lost";
+    await deps.switchChunking(accountId, sourceId, progress.chunking);
+  } catch (err) {
+    const error = `Re-chunking stopped: ${(err as Error).message}; searches answer from the previous chunks`;
+    await deps.recordSourceChange(job, "knowledge_source.updated", () => setRechunkState(deps.sources, job, { status: "failed", finished_at: new Date(), error }));
+    await finishJob(deps.jobs, job, deps.owner, { status: "failed", error });
+    return "finished";
+  }
+  await deps.recordSourceChange(job, "knowledge_source.updated", () => setRechunkState(deps.sources, job, { status: "done", finished_at: new Date(), error: null }));
+  return (await finishJob(deps.jobs, job, deps.owner, { status: "done" })) ? "finished" : "lost";
+}
