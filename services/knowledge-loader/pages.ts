@@ -5,7 +5,7 @@ import type { SecretBox } from "../../lib/secrets";
 import type { KnowledgeSourceRecord } from "../knowledge";
 import { FetchError, type SafeFetchOptions } from "../../lib/safe-fetch";
 import type { AddressPolicy } from "../../lib/address-policy";
-import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext, type SourceReader, type UrlListState } from "./readers";
+import { ceilingMessage, createFetcher, READERS, type Fetcher, type ReaderContext, type ReaderDocument, type SourceReader, type UrlListState } from "./readers";
 import { classifyPage, forgetPages, forgetSource, MISSING_LOADS_TO_PRUNE, pageHash, recordPages, settleLoad, sourcePages, type PageRecord, type PageUpdate } from "./registry";
 import type { LoadCounts, LoadProgress, PageDoc, PageReader } from "./runner";
 
@@ -93,11 +93,12 @@ function readerOf(source: KnowledgeSourceRecord): SourceReader {
 
 /**
  * What a loaded page's document carries as metadata, as uploaded documents do (docs/adr/0055-uploaded-documents.md):
- * where it came from, its URL and title, and when the site says it last changed (Last-Modified, else the sitemap's
- * lastmod). Not part of the index key: a page indexed before keeps its metadata until its content changes.
+ * what an HTML page says of itself (language, description, keywords, author), where it came from, its URL and
+ * title, and when the site says it last changed (Last-Modified, else the sitemap's lastmod). Not part of the index
+ * key: a metadata-only change is written on its own (and into the index) when the page is read again.
  */
-function pageMetadata(source: KnowledgeSourceRecord, d: { url: string; title: string; page?: { last_modified?: string | null; lastmod?: string | null } }) {
-  return { source: source.data_type, url: d.url, title: d.title, last_modified: d.page?.last_modified ?? d.page?.lastmod ?? null };
+function pageMetadata(source: KnowledgeSourceRecord, d: Pick<ReaderDocument, "url" | "title" | "attributes" | "page">) {
+  return { ...d.attributes, source: source.data_type, url: d.url, title: d.title, last_modified: d.page?.last_modified ?? d.page?.lastmod ?? null };
 }
 
 function readerContext(source: KnowledgeSourceRecord, settings: ReaderSettings, extra: Partial<ReaderContext> = {}): ReaderContext {

@@ -27,7 +27,7 @@ function startSite(): Promise<{ base: string; stop(): Promise<void> }> {
       return send("application/xml", `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${locs}</urlset>`);
     }
     const topic = path.replace(/^\/site\//, "");
-    if (PAGES[topic]) return send("text/html", `<html><head><title>About the ${topic}</title></head><body><main><h1>About the ${topic}</h1><p>${PAGES[topic]}</p></main></body></html>`);
+    if (PAGES[topic]) return send("text/html", `<html lang="en"><head><title>About the ${topic}</title><meta name="description" content="Notes on the ${topic}"></head><body><main><h1>About the ${topic}</h1><p>${PAGES[topic]}</p></main></body></html>`);
     res.writeHead(404).end("not found");
   });
   return new Promise((resolve) =>
@@ -170,6 +170,8 @@ describe("MCP knowledge retrieval tools over NATS", () => {
       expect(only.results.map((r: { title: string }) => r.title)).toEqual(["About the glacier"]);
       const two = (await rest("POST", "/knowledge/documents/search", { query: "volcano glacier lagoon", mode: "keyword", filters: { type: "and", filters: [notLagoon] } })).body;
       expect(two.results.map((r: { title: string }) => r.title).sort()).toEqual(["About the glacier", "About the volcano"]);
+      const described = (await rest("POST", "/knowledge/documents/search", { query: "volcano glacier lagoon", mode: "keyword", filters: { type: "and", filters: [{ type: "eq", key: "metadata.language", value: "en" }, { type: "eq", key: "metadata.description", value: "Notes on the lagoon" }] } })).body;
+      expect(described.results.map((r: { title: string }) => r.title)).toEqual(["About the lagoon"]);
       // A key outside the grammar: the tool's error is REST's 422 detail.
       const bad = await call(client, "svc_knowledge_search", { query: "volcano", filters: { type: "eq", key: "title", value: "x" } });
       expect(bad.isError).toBe(true);
@@ -204,6 +206,8 @@ describe("MCP knowledge retrieval tools over NATS", () => {
       const hit = (await rest("POST", "/knowledge/documents/search", { query: "lagoon reef", mode: "keyword" })).body.results[0];
       const document = structured(await call(client, "svc_knowledge_document", { document_id: hit.document_id }));
       expect(document).toMatchObject({ id: hit.document_id, source_id: sourceId, title: "About the lagoon", content: expect.stringContaining("lagoon water is calm") });
+      // A loaded page's metadata: where it came from, and what the page says of itself.
+      expect(document.metadata).toMatchObject({ source: "sitemap", title: "About the lagoon", url: expect.stringMatching(/\/site\/lagoon$/), language: "en", description: "Notes on the lagoon" });
     });
   });
 

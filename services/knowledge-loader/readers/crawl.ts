@@ -165,7 +165,7 @@ function processPage(state: CrawlState, item: QueueItem, res: FetchResponse): Cr
   state.pagesRead++;
   const header = (name: string) => (res.headers[name] as string | undefined) ?? null;
   const validators = { etag: header("etag"), last_modified: header("last-modified"), lastmod: null };
-  return { url: key, title: page.title, content: page.content, sections: page.sections, depth: item.depth, page: { url: item.url, ...validators, links } };
+  return { url: key, title: page.title, content: page.content, sections: page.sections, attributes: page.attributes, depth: item.depth, page: { url: item.url, ...validators, links } };
 }
 
 /**

@@ -34,7 +34,13 @@ export interface HtmlExtract {
   /** <meta name="robots"> wishes: noindex pages are not indexed, nofollow pages' links not followed. */
   noindex: boolean;
   nofollow: boolean;
+  /** What the page says of itself (language, description, keywords, author), for the document's metadata. */
+  attributes: PageAttributes;
 }
+
+/** A page's own description of itself, as the document's metadata carries it (each present one, at most 500 characters). */
+export type PageAttributes = Partial<Record<"language" | "description" | "keywords" | "author", string>>;
+const MAX_ATTRIBUTE_CHARS = 500;
 
 function collapse(text: string): string {
   return text.replace(/\s+/g, " ").trim();
@@ -141,6 +147,8 @@ function textOf(root: ParentNode, bodyIsRoot: boolean): { text: string; sections
 interface Landmarks {
   title?: Element;
   ogTitle?: Element;
+  /** <html lang>, <meta http-equiv="content-language">, <meta name="description|keywords|author">, og:description, og:locale. */
+  meta: Record<string, string>;
   h1?: Element;
   base?: Element;
   robots?: Element;
@@ -152,7 +160,11 @@ interface Landmarks {
 }
 
 function landmarks(document: Document): Landmarks {
-  const found: Landmarks = { articles: [], anchors: [] };
+  const found: Landmarks = { articles: [], anchors: [], meta: {} };
+  const note = (name: string, value: string | undefined) => {
+    const text = collapse(value ?? "");
+    if (text && !(name in found.meta)) found.meta[name] = text.slice(0, MAX_ATTRIBUTE_CHARS);
+  };
   const stack: ChildNode[] = [...document.children].reverse();
   while (stack.length) {
     const el = stack.pop()!;
@@ -166,10 +178,16 @@ function landmarks(document: Document): Landmarks {
       case "article": found.articles.push(el); break;
       case "a": found.anchors.push(el); break;
       case "base": if (a.href !== undefined) found.base ??= el; break;
-      case "meta":
+      case "html": note("lang", a.lang); break;
+      case "meta": {
+        const name = (a.name ?? "").toLowerCase();
         if (a.property === "og:title") found.ogTitle ??= el;
-        if ((a.name ?? "").toLowerCase() === "robots") found.robots ??= el;
+        if (name === "robots") found.robots ??= el;
+        if (name === "description" || name === "keywords" || name === "author") note(name, a.content);
+        if ((a["http-equiv"] ?? "").toLowerCase() === "content-language") note("content-language", a.content);
+        if (a.property === "og:description" || a.property === "og:locale") note(a.property, a.content);
         break;
+      }
       case "link":
         if ((a.rel ?? "").toLowerCase().split(/\s+/).includes("canonical")) found.canonical ??= el;
         break;
@@ -219,6 +237,15 @@ export function extractHtml(html: string, url: string): HtmlExtract {
 
   const marked = found.main ?? (found.articles.length === 1 ? found.articles[0] : undefined);
   const { text, sections } = marked ? textOf(marked, false) : textOf(found.body ?? document, true);
+  const { meta } = found;
+  const attributes: PageAttributes = Object.fromEntries(
+    Object.entries({
+      language: meta.lang ?? meta["content-language"] ?? meta["og:locale"],
+      description: meta.description ?? meta["og:description"],
+      keywords: meta.keywords,
+      author: meta.author,
+    }).filter(([, v]) => v !== undefined),
+  );
   return {
     title: pageTitle(found, url),
     content: text,
@@ -227,5 +254,6 @@ export function extractHtml(html: string, url: string): HtmlExtract {
     canonical: absoluteHttp(found.canonical?.attribs.href, base),
     noindex: /\b(noindex|none)\b/.test(robots),
     nofollow: /\b(nofollow|none)\b/.test(robots),
+    attributes,
   };
 }

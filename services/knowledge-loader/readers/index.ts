@@ -105,7 +105,7 @@ async function documentFrom(res: FetchResponse, as?: UrlListState["as"]): Promis
   switch (kind) {
     case "html": {
       const page = extractHtml(decodeText(res.body, contentType, true), res.url);
-      return page.noindex ? undefined : { url: canonicalUrl(res.url) ?? res.url, title: page.title, content: page.content, sections: page.sections };
+      return page.noindex ? undefined : { url: canonicalUrl(res.url) ?? res.url, title: page.title, content: page.content, sections: page.sections, attributes: page.attributes };
     }
     case "pdf":
       if (res.body.subarray(0, 1024).indexOf("%PDF-") < 0) throw new FetchError("bad-content-type", `${res.url} is not a PDF`, res.url);

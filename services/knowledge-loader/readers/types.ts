@@ -1,4 +1,5 @@
 import type { FetchResponse, SafeFetchOptions } from "../../../lib/safe-fetch";
+import type { PageAttributes } from "./html";
 
 /** safeFetch with the loader's limiter, signal and limits already bound; readers only choose what they accept. */
 export type Fetcher = (url: string, opts?: Pick<SafeFetchOptions, "accept" | "headers" | "maxBytes" | "timeoutMs">) => Promise<FetchResponse>;
@@ -27,6 +28,8 @@ export interface ReaderDocument {
   content: string;
   /** Offsets into content where a heading begins (HTML and Markdown readers), for the `heading` chunking. */
   sections?: number[];
+  /** What an HTML page says of itself (language, description, keywords, author): part of the document's metadata. */
+  attributes?: PageAttributes;
   /** The listed or queued URL the document was fetched as, the validators it answered with, and (crawls) its links. */
   page?: PageValidators & { url: string; links?: string[] };
 }

@@ -77,3 +77,22 @@ describe("extractHtml", () => {
     expect(extractHtml(html, "https://e.com/").content).toBe("deep");
   });
 });
+
+describe("what a page says of itself", () => {
+  it("reads language, description, keywords and author from <html lang> and <meta>, Open Graph as the fallback", () => {
+    const page = `<html lang="de-CH"><head><title>Zoll</title>
+      <meta name="Description" content="  Wie der   Zoll arbeitet ">
+      <meta name="keywords" content="zoll, grenze"><meta name="author" content="Amt">
+      <meta property="og:description" content="ignored: the plain description comes first">
+      <meta property="og:locale" content="fr_CH"></head><body><p>Text</p></body></html>`;
+    expect(extractHtml(page, "https://example.ch/zoll").attributes).toEqual({ language: "de-CH", description: "Wie der Zoll arbeitet", keywords: "zoll, grenze", author: "Amt" });
+  });
+
+  it("falls back to content-language and og:locale, og:description; says nothing it did not find; bounds each value", () => {
+    const og = `<html><head><meta property="og:locale" content="en_GB"><meta property="og:description" content="${"d".repeat(900)}"></head><body>x</body></html>`;
+    expect(extractHtml(og, "https://example.com/").attributes).toEqual({ language: "en_GB", description: "d".repeat(500) });
+    const header = `<html><head><meta http-equiv="Content-Language" content="nl"></head><body>x</body></html>`;
+    expect(extractHtml(header, "https://example.com/").attributes).toEqual({ language: "nl" });
+    expect(extractHtml("<p>bare</p>", "https://example.com/").attributes).toEqual({});
+  });
+});
