@@ -2,7 +2,7 @@ import { HYBRID_ALPHA_BY_MODEL, MIN_SIMILARITY_BY_MODEL } from "../../lib/search
 import { fuseLists } from "../../lib/search/fusion";
 import { LocalEmbeddingProvider } from "../../lib/search/embeddings";
 import { DEFAULT_LOCAL_MODEL, LOCAL_MODELS } from "../../lib/search/models";
-import { chunkText } from "../../lib/search/chunking";
+import { chunkContent, chunkText } from "../../lib/search/chunking";
 import { highlight } from "../../lib/search/highlight";
 import type { IndexedChunk, IndexQuery, SearchIndex, SearchMode } from "../../lib/search/port";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "./corpus";
@@ -250,6 +250,32 @@ export function searchIndexContract(name: string, makeIndex: () => Promise<Searc
       expect([...seen].filter((s) => !versions.includes(s))).toEqual([]);
       expect((await index.search(query(c, "marmoset ledger", "keyword"))).hits.map((h) => h.id).sort().join(" ")).toBe(versions[1]);
       await index.deleteSource(c, 98);
+    });
+
+    it("a source re-chunked in one replacement (docs/adr/0059) is seen in its old chunking or its new one, never a mix", async () => {
+      const texts = [0, 1, 2].map((n) => [1, 2, 3, 4, 5].map((s) => `Quarry ${n} ledger, section ${s}: the stonemasons log each block. They mark its weight.`).join("\n\n"));
+      const layout = (settings: Parameters<typeof chunkContent>[1], tag: string) =>
+        texts.flatMap((text, n) =>
+          chunkContent(text, settings).map((piece) => ({
+            ...chunk(c, 97, CORPUS[2]!, false), id: `${c}-quarry${n}-${tag}-${piece.position}`, documentId: `${c}-quarry${n}`,
+            position: piece.position, content: piece.text, chunkStart: piece.docStart, chunkEnd: piece.docEnd,
+          })),
+        );
+      const before = layout({ size: 120, overlap: 0, strategy: "fixed" }, "fixed");
+      const after = layout({ size: 200, overlap: 40, strategy: "sentence" }, "sentence");
+      expect(before.length).not.toBe(after.length);
+      await index.upsertChunks(before);
+      const ids = (hits: { id: string }[]) => hits.map((h) => h.id).sort().join(" ");
+      const versions = [ids(before), ids(after)];
+      const seen = new Set<string>();
+      let done = false;
+      const replaced = index.replaceChunks(c, after, before.map((x) => x.id)).finally(() => (done = true));
+      do seen.add(ids((await index.search(query(c, "quarry ledger", "keyword", { sourceIds: [97], depth: 100 }))).hits));
+      while (!done);
+      await replaced;
+      expect([...seen].filter((v) => !versions.includes(v))).toEqual([]);
+      expect(ids((await index.search(query(c, "quarry ledger", "keyword", { sourceIds: [97], depth: 100 }))).hits)).toBe(versions[1]);
+      await index.deleteSource(c, 97);
     });
 
     it.each(["keyword", "semantic", "hybrid"] as const)("%s hits carry a citation: the chunk's range in its document, and a highlight", async (mode) => {
