@@ -33,6 +33,8 @@ const DURATION_SECONDS = positiveIntEnv(process.env, "BENCH_DURATION", 5);
 const BURST_SECONDS = positiveIntEnv(process.env, "BENCH_BURST_SECONDS", 5);
 const STARTUP_TIMEOUT_MS = 60_000;
 const DRAIN_TIMEOUT_MS = 120_000;
+/** Which deployments to measure (BENCH_DEPLOYMENTS=nats repeats one quickly); both by default. */
+const DEPLOYMENTS = (process.env.BENCH_DEPLOYMENTS ?? "embedded,nats").split(",").filter((name): name is "embedded" | "nats" => name === "embedded" || name === "nats");
 /** Targets of issue 29. */
 const TARGET = { createsToReads: 0.2, p50OneClientMs: 3, drainMs: 5_000 } as const;
 const CLOCK_TICK_MS = 1000 / 100; // USER_HZ, 100 on Linux
@@ -99,8 +101,9 @@ async function startDeployment(name: "embedded" | "nats", natsUrl: string, mongo
           startNode("nats webhooks 1", SERVER_SCRIPT, { ...env, PORT: "0", SERVICES: "webhooks" }),
         ]
       : [startNode("embedded", SERVER_SCRIPT, { ...env, PORT: String(port), SERVICES: "" })];
-  const extra = webhooksReplicas - (name === "nats" ? 1 : 0) - 1;
-  for (let i = 0; i < extra; i++) procs.push(startNode(`${name} webhooks ${procs.length + 1}`, SERVER_SCRIPT, { ...env, PORT: "0", SERVICES: "webhooks" }));
+  // Either deployment runs one webhooks replica already (the embedded process, or "nats webhooks 1").
+  const extra = webhooksReplicas - 1;
+  for (let i = 0; i < extra; i++) procs.push(startNode(`${name} webhooks ${i + 2}`, SERVER_SCRIPT, { ...env, PORT: "0", SERVICES: "webhooks" }));
   const base = `http://127.0.0.1:${port}`;
   await waitForOk(`${base}/health`, procs, STARTUP_TIMEOUT_MS);
   const api = apiClient(base);
@@ -283,7 +286,7 @@ async function main({ own, startWatchdog }: Lifecycle) {
   own({ stop: receiver.close });
   const disarm = startWatchdog(2 * (3 * STARTUP_TIMEOUT_MS + 4 * DRAIN_TIMEOUT_MS + 60_000));
   const results: DeploymentResult[] = [];
-  for (const name of ["embedded", "nats"] as const) results.push(await measureDeployment(name, nats.url, mongo.url, mongo.pid, receiver));
+  for (const name of DEPLOYMENTS) results.push(await measureDeployment(name, nats.url, mongo.url, mongo.pid, receiver));
   disarm();
   console.log(
     `\nmachine: nproc ${host.nproc}, ${host.cpu}, node ${host.node}; load average ${host.loadAverage1mBefore} before the run; autocannon shares these cores. ` +
