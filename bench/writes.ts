@@ -51,12 +51,17 @@ function cpuMs(pid: number): number {
 }
 const cpuOf = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
 
-/** A receiver that answers 204 and notes when each delivery arrived. */
+/** A receiver that answers 204 and notes when each delivery arrived, and which webhook-ids came more than once. */
 async function startReceiver() {
   let arrivals: number[] = [];
+  let seen = new Set<string>();
+  let repeated = 0;
   const server = http.createServer((req, res) => {
     req.resume().on("end", () => {
       arrivals.push(Date.now());
+      const id = String(req.headers["webhook-id"]);
+      if (seen.has(id)) repeated++;
+      seen.add(id);
       res.writeHead(204).end();
     });
   });
@@ -69,7 +74,11 @@ async function startReceiver() {
     get last() {
       return arrivals[arrivals.length - 1] ?? 0;
     },
-    reset: () => void (arrivals = []),
+    /** Deliveries since the last reset whose webhook-id had come before (at least once allows them). */
+    get repeated() {
+      return repeated;
+    },
+    reset: () => void ((arrivals = []), (seen = new Set()), (repeated = 0)),
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
@@ -145,6 +154,8 @@ interface EventRow {
   creates: number;
   createsPerSecond: number;
   delivered: number;
+  /** Of those, deliveries of a webhook-id that had arrived already. */
+  repeated: number;
   /** Deliveries from the burst's first create to its last delivery, per second. */
   eventsPerSecond: number;
   /** From the burst's last create to its last delivery. */
@@ -177,6 +188,7 @@ async function burst(d: Deployment, receiver: Receiver, pids: () => number[], cp
     creates: m.totalRequests,
     createsPerSecond: m.requestsPerSecond,
     delivered,
+    repeated: receiver.repeated,
     eventsPerSecond: (delivered * 1000) / (receiver.last - started),
     drainMs: Math.max(0, receiver.last - created),
     cpuMsPerEvent: Math.max(0, cpu - m.totalRequests * cpuPerCreate) / delivered,
@@ -225,7 +237,7 @@ async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mon
       }
       const row = await burst(d, receiver, pids, cpuPerCreate, replicas);
       console.error(
-        `${name} events, ${replicas} webhooks replica(s): ${row.creates} creates (${Math.round(row.createsPerSecond)}/s), ${row.delivered} delivered, ` +
+        `${name} events, ${replicas} webhooks replica(s): ${row.creates} creates (${Math.round(row.createsPerSecond)}/s), ${row.delivered} delivered (${row.repeated} repeated), ` +
           `${Math.round(row.eventsPerSecond)} events/s, drained ${row.drainMs} ms after the last create, ${row.cpuMsPerEvent.toFixed(2)} CPU ms/event`,
       );
       events.push(row);
@@ -250,7 +262,7 @@ function table(results: DeploymentResult[]): string {
     for (const e of r.events) {
       lines.push(
         `| ${r.name} | events e2e, ${e.replicas} webhooks replica${e.replicas > 1 ? "s" : ""} | ${BURST_CLIENTS} | ${Math.round(e.eventsPerSecond)} | — | — | ${e.cpuMsPerEvent.toFixed(2)} | ` +
-          `${e.delivered} delivered, drained ${e.drainMs} ms after the last create (${Math.round(e.createsPerSecond)} creates/s) |`,
+          `${e.delivered} delivered (${e.repeated} repeated), drained ${e.drainMs} ms after the last create (${Math.round(e.createsPerSecond)} creates/s) |`,
       );
     }
   }
