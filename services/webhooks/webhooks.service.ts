@@ -59,6 +59,10 @@ interface Vars {
   inFlight: Set<Promise<void>>;
   /** Claimed deliveries waiting for a slot; the consumer writes at most config.concurrency of them (claimRoom). */
   waiting: { delivery: WebhookDeliveryRecord; subscription?: WebhookSubscriptionRecord }[];
+  /** Deliveries may be pending that nobody holds (the consumer had no room for them): a freed slot claims one. */
+  pendingLeft: boolean;
+  /** Ends the dispatcher's wait for its next poll, while it waits. */
+  wakeDispatcher?: () => void;
 }
 
 type Self = Vars & Methods & { broker: ServiceBroker };
@@ -70,7 +74,8 @@ type Self = Vars & Methods & { broker: ServiceBroker };
 async function enqueue(self: Self, events: ChangeEvent[]): Promise<void> {
   const room = self.running ? claimRoom(self.config.concurrency, self.inFlight.size, self.waiting.length) : 0;
   const claim = room > 0 ? { owner: self.broker.nodeID, leaseMs: self.config.leaseMs, max: room } : undefined;
-  const { claimed } = await enqueueDeliveries(self.models.subscriptions, self.models.deliveries, events, claim);
+  const { inserted, claimed } = await enqueueDeliveries(self.models.subscriptions, self.models.deliveries, events, claim);
+  if (inserted > claimed.length) self.pendingLeft = true;
   for (const { delivery, subscription } of claimed) self.track(delivery, subscription);
 }
 
@@ -188,6 +193,8 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           });
         this.inFlight.add(attempt);
       }
+      // Pending deliveries would otherwise wait for the next poll while this slot idles.
+      if (this.pendingLeft && !this.waiting.length && this.inFlight.size < this.config.concurrency) this.wakeDispatcher?.();
     },
 
     /** Claims due deliveries while a slot is free and none waits; otherwise waits for a slot or the next poll. */
@@ -195,14 +202,17 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const inFlight = this.inFlight;
       let prunedAt = 0;
       while (this.running) {
-        const delivery =
-          inFlight.size < this.config.concurrency && !this.waiting.length
-            ? await claimDelivery(this.models.deliveries, this.broker.nodeID, this.config.leaseMs).catch((err) => {
-                this.logger.warn("Claiming a delivery failed", err);
-                return null;
-              })
-            : null;
+        const free = inFlight.size < this.config.concurrency && !this.waiting.length;
+        // Cleared before the claim, so that deliveries the consumer leaves pending meanwhile set it again.
+        if (free) this.pendingLeft = false;
+        const delivery = free
+          ? await claimDelivery(this.models.deliveries, this.broker.nodeID, this.config.leaseMs).catch((err) => {
+              this.logger.warn("Claiming a delivery failed", err);
+              return null;
+            })
+          : null;
         if (delivery) {
+          this.pendingLeft = true; // there may be more
           this.track(delivery);
           continue;
         }
@@ -215,7 +225,8 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         // A slot freeing up matters only when none was free; otherwise nothing was due, and the next poll looks
         // again (waking at every finished attempt made one claim, a scan of the pending deliveries, per delivery).
         const full = inFlight.size >= this.config.concurrency;
-        await Promise.race([new Promise((r) => (timer = setTimeout(r, this.config.pollMs))), ...(full ? inFlight : [])]);
+        await Promise.race([new Promise((r) => ((timer = setTimeout(r, this.config.pollMs)), (this.wakeDispatcher = () => r(undefined)))), ...(full ? inFlight : [])]);
+        this.wakeDispatcher = undefined;
         clearTimeout(timer);
       }
       while (inFlight.size) await Promise.race(inFlight);
@@ -277,6 +288,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   started() {
     this.inFlight = new Set();
     this.waiting = [];
+    this.pendingLeft = false;
     this.config = configOf(this).webhooks;
     this.addressPolicy = configOf(this).addressPolicy;
     this.running = true;
@@ -285,6 +297,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
   async stopped() {
     this.running = false;
+    this.wakeDispatcher?.();
     await this.loop;
     // Waiting deliveries start as attempts end, so every claimed one is attempted before the service stops.
     while (this.inFlight.size) await Promise.race(this.inFlight);
