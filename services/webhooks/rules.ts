@@ -88,3 +88,18 @@ export function attemptResult(answer: Answer, attemptsMade: number, schedule: nu
 export function signingSecrets(current: string, previous: { secret: string; expiresAt: Date } | null, now: Date): string[] {
   return previous && previous.expiresAt > now ? [current, previous.secret] : [current];
 }
+
+/**
+ * How many more deliveries a replica may take claimed, with `running` attempts and `waiting` claimed deliveries
+ * queued for a slot: two per slot of `concurrency`, one attempted and one waiting for it. A waiting delivery then
+ * starts within about one attempt's time, inside its lease; deliveries written claimed need no claim of their
+ * own, which is the store's dearest command per delivery (docs/adr/0050-write-path-speed.md).
+ */
+export function claimRoom(concurrency: number, running: number, waiting: number): number {
+  return Math.max(0, 2 * concurrency - running - waiting);
+}
+
+/** Whether a claimed delivery may still start an attempt at `now`: its lease must outlast a whole attempt. */
+export function leaseOutlastsAttempt(leaseExpiresAt: Date | null, timeoutMs: number, now: Date): boolean {
+  return leaseExpiresAt !== null && leaseExpiresAt.getTime() - now.getTime() > timeoutMs;
+}

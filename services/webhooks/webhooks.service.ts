@@ -13,7 +13,7 @@ import { configOf, type Config } from "../../lib/config";
 import type { AddressPolicy } from "../../lib/address-policy";
 import { claimDelivery, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./deliveries";
 import { Delivery, DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, subscriptions, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./model";
-import { attemptResult, signingSecrets, urlProblem, type Answer } from "./rules";
+import { attemptResult, claimRoom, leaseOutlastsAttempt, signingSecrets, urlProblem, type Answer } from "./rules";
 import { postDelivery } from "./send";
 import { newSecret, sign } from "./signature";
 
@@ -39,8 +39,10 @@ interface Methods extends TenancyMethods, EventsMethods {
   findSubscription(ctx: Ctx<unknown>, id: number): Promise<SubscriptionDoc>;
   dispatch(): Promise<void>;
   attempt(delivery: WebhookDeliveryRecord, subscription?: WebhookSubscriptionRecord | null): Promise<void>;
-  /** Runs a claimed delivery's attempt among those in flight. */
+  /** Runs a claimed delivery's attempt among those in flight, or queues it until a slot frees. */
   track(delivery: WebhookDeliveryRecord, subscription?: WebhookSubscriptionRecord): void;
+  /** Starts waiting deliveries while slots are free. */
+  startWaiting(): void;
   send(subscription: WebhookSubscriptionRecord, delivery: WebhookDeliveryRecord): Promise<Answer>;
 }
 interface Vars {
@@ -55,6 +57,12 @@ interface Vars {
   loop?: Promise<void>;
   /** Attempts under way, claimed by the dispatcher or written claimed by the consumer; at most config.concurrency. */
   inFlight: Set<Promise<void>>;
+  /** Claimed deliveries waiting for a slot; the consumer writes at most config.concurrency of them (claimRoom). */
+  waiting: { delivery: WebhookDeliveryRecord; subscription?: WebhookSubscriptionRecord }[];
+  /** Deliveries may be pending that nobody holds (the consumer had no room for them): a freed slot claims one. */
+  pendingLeft: boolean;
+  /** Ends the dispatcher's wait for its next poll, while it waits. */
+  wakeDispatcher?: () => void;
 }
 
 type Self = Vars & Methods & { broker: ServiceBroker };
@@ -64,9 +72,10 @@ type Self = Vars & Methods & { broker: ServiceBroker };
  * claimed and attempted at once (no claim of their own, no wait for a dispatcher's poll).
  */
 async function enqueue(self: Self, events: ChangeEvent[]): Promise<void> {
-  const room = self.running ? self.config.concurrency - self.inFlight.size : 0;
+  const room = self.running ? claimRoom(self.config.concurrency, self.inFlight.size, self.waiting.length) : 0;
   const claim = room > 0 ? { owner: self.broker.nodeID, leaseMs: self.config.leaseMs, max: room } : undefined;
-  const { claimed } = await enqueueDeliveries(self.models.subscriptions, self.models.deliveries, events, claim);
+  const { inserted, claimed } = await enqueueDeliveries(self.models.subscriptions, self.models.deliveries, events, claim);
+  if (inserted > claimed.length) self.pendingLeft = true;
   for (const { delivery, subscription } of claimed) self.track(delivery, subscription);
 }
 
@@ -165,26 +174,45 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       return this.findOwned(ctx, this.models.subscriptions, id, "Webhook subscription");
     },
 
-    /** Claims due deliveries while there is room for more in flight; otherwise waits for a slot or the next poll. */
     track(delivery, subscription) {
-      const attempt: Promise<void> = this.attempt(delivery, subscription)
-        .catch((err) => this.logger.error(`Delivery ${delivery._id} attempt failed`, err))
-        .finally(() => this.inFlight.delete(attempt));
-      this.inFlight.add(attempt);
+      this.waiting.push({ delivery, subscription });
+      this.startWaiting();
     },
 
+    startWaiting() {
+      while (this.inFlight.size < this.config.concurrency && this.waiting.length) {
+        const { delivery, subscription } = this.waiting.shift()!;
+        // Held too long for its lease (slow receivers): left to the dispatcher that claims it when the lease ends,
+        // rather than attempted while another may take it over.
+        if (!leaseOutlastsAttempt(delivery.lease_expires_at, this.config.timeoutMs, new Date())) continue;
+        const attempt: Promise<void> = this.attempt(delivery, subscription)
+          .catch((err) => this.logger.error(`Delivery ${delivery._id} attempt failed`, err))
+          .finally(() => {
+            this.inFlight.delete(attempt);
+            this.startWaiting();
+          });
+        this.inFlight.add(attempt);
+      }
+      // Pending deliveries would otherwise wait for the next poll while this slot idles.
+      if (this.pendingLeft && !this.waiting.length && this.inFlight.size < this.config.concurrency) this.wakeDispatcher?.();
+    },
+
+    /** Claims due deliveries while a slot is free and none waits; otherwise waits for a slot or the next poll. */
     async dispatch() {
       const inFlight = this.inFlight;
       let prunedAt = 0;
       while (this.running) {
-        const delivery =
-          inFlight.size < this.config.concurrency
-            ? await claimDelivery(this.models.deliveries, this.broker.nodeID, this.config.leaseMs).catch((err) => {
-                this.logger.warn("Claiming a delivery failed", err);
-                return null;
-              })
-            : null;
+        const free = inFlight.size < this.config.concurrency && !this.waiting.length;
+        // Cleared before the claim, so that deliveries the consumer leaves pending meanwhile set it again.
+        if (free) this.pendingLeft = false;
+        const delivery = free
+          ? await claimDelivery(this.models.deliveries, this.broker.nodeID, this.config.leaseMs).catch((err) => {
+              this.logger.warn("Claiming a delivery failed", err);
+              return null;
+            })
+          : null;
         if (delivery) {
+          this.pendingLeft = true; // there may be more
           this.track(delivery);
           continue;
         }
@@ -197,10 +225,11 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         // A slot freeing up matters only when none was free; otherwise nothing was due, and the next poll looks
         // again (waking at every finished attempt made one claim, a scan of the pending deliveries, per delivery).
         const full = inFlight.size >= this.config.concurrency;
-        await Promise.race([new Promise((r) => (timer = setTimeout(r, this.config.pollMs))), ...(full ? inFlight : [])]);
+        await Promise.race([new Promise((r) => ((timer = setTimeout(r, this.config.pollMs)), (this.wakeDispatcher = () => r(undefined)))), ...(full ? inFlight : [])]);
+        this.wakeDispatcher = undefined;
         clearTimeout(timer);
       }
-      await Promise.all(inFlight);
+      while (inFlight.size) await Promise.race(inFlight);
     },
 
     /** One attempt of a claimed delivery; a 410 Gone answer also disables the subscription. */
@@ -258,6 +287,8 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
   started() {
     this.inFlight = new Set();
+    this.waiting = [];
+    this.pendingLeft = false;
     this.config = configOf(this).webhooks;
     this.addressPolicy = configOf(this).addressPolicy;
     this.running = true;
@@ -266,8 +297,10 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
   async stopped() {
     this.running = false;
+    this.wakeDispatcher?.();
     await this.loop;
-    await Promise.all(this.inFlight);
+    // Waiting deliveries start as attempts end, so every claimed one is attempted before the service stops.
+    while (this.inFlight.size) await Promise.race(this.inFlight);
   },
 };
 

@@ -1,7 +1,9 @@
 import {
   attemptOutcome,
   attemptResult,
+  claimRoom,
   deliveryBody,
+  leaseOutlastsAttempt,
   messageIdFor,
   receives,
   retryDelayMs,
@@ -87,5 +89,21 @@ describe("webhook rules", () => {
     expect(signingSecrets("whsec_new", previous, now)).toEqual(["whsec_new", "whsec_old"]);
     expect(signingSecrets("whsec_new", previous, new Date(now.getTime() + 1000))).toEqual(["whsec_new"]);
     expect(signingSecrets("whsec_new", null, now)).toEqual(["whsec_new"]);
+  });
+
+  it("lets a replica hold two claimed deliveries per attempt slot: one attempted, one waiting", () => {
+    expect(claimRoom(10, 0, 0)).toBe(20);
+    expect(claimRoom(10, 10, 0)).toBe(10);
+    expect(claimRoom(10, 10, 7)).toBe(3);
+    expect(claimRoom(10, 10, 10)).toBe(0);
+    expect(claimRoom(10, 10, 12)).toBe(0);
+  });
+
+  it("starts a held delivery only while its lease outlasts a whole attempt", () => {
+    const timeoutMs = 15_000;
+    expect(leaseOutlastsAttempt(new Date(now.getTime() + 60_000), timeoutMs, now)).toBe(true);
+    expect(leaseOutlastsAttempt(new Date(now.getTime() + timeoutMs), timeoutMs, now)).toBe(false);
+    expect(leaseOutlastsAttempt(new Date(now.getTime() - 1), timeoutMs, now)).toBe(false);
+    expect(leaseOutlastsAttempt(null, timeoutMs, now)).toBe(false);
   });
 });
