@@ -3,6 +3,7 @@ import { fuseLists } from "../../lib/search/fusion";
 import { MAX_DEPTH, type ChunkHit, type IndexedChunk, type IndexQuery, type SearchIndex, type SearchMode } from "../../lib/search/port";
 import { HYBRID_VECTOR_HITS } from "../../lib/search/typesense/engine";
 import { keywordExact } from "./keyword-budget";
+import { seeded } from "../harness/fixture-site";
 
 /**
  * Metadata filters through the SearchIndex port (docs/adr/0058-metadata-filters.md), part of the engine contract:
@@ -26,21 +27,9 @@ const WORDS = ["amber", "basalt", "cobalt", "dune", "ember", "fjord", "glacier",
 /** Cosine distance cutoff of the property runs: some vectors of the corpus lie beyond it. */
 const MAX_DISTANCE = 0.9;
 
-/** Seeded integers below n (mulberry32), and picks. */
-function random(seed: number) {
-  let s = seed >>> 0;
-  const rnd = (n: number) => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), s | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
-  };
-  return { rnd, pick: <T>(xs: readonly T[]) => xs[rnd(xs.length)]! };
-}
-
 /** Points scattered around `topics` random centroids: near ones share a topic, others are about orthogonal. */
 function vectorSpace(dimensions: number, seed: number, topics = 4) {
-  const { rnd } = random(seed);
+  const { rnd } = seeded(seed);
   const uniform = () => rnd(2_000_001) / 1_000_000 - 1;
   const centroids = Array.from({ length: topics }, () => Float32Array.from({ length: dimensions }, uniform));
   return (topic: number) => Float32Array.from(centroids[topic % topics]!, (x) => x + 1.2 * uniform());
@@ -83,7 +72,7 @@ export function searchFilterContract(ctx: FilterContractContext) {
 
     // The property corpus: 40 documents of 1 to 3 chunks over 4 sources, random metadata (mixed types, arrays,
     // nulls, HTTP and ISO dates), random indexing days; chunk i has 6 + i words, so no two keyword scores tie.
-    const { rnd, pick } = random(7);
+    const { rnd, pick } = seeded(7);
     const LANGS = ["en", "de", "fr", "a b,c"] as const;
     const TAGS = ["x", "y", "z"] as const;
     const corpus: (IndexedChunk & FilterableChunk)[] = [];

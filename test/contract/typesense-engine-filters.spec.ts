@@ -6,6 +6,7 @@ import type { ChunkHit, IndexedChunk, IndexQuery, SearchMode } from "../../lib/s
 import { HYBRID_VECTOR_HITS, TypesenseEngine } from "../../lib/search/typesense/engine";
 import { keywordExact } from "./keyword-budget";
 import { collectionNames, schemas, vectorCollectionName, vectorSchema } from "../../lib/search/typesense/schema";
+import { seeded } from "../harness/fixture-site";
 
 /**
  * Metadata filters inside the Typesense engine (docs/adr/0058-metadata-filters.md), on the test run's
@@ -18,15 +19,7 @@ const apiKey = process.env.TEST_TYPESENSE_API_KEY ?? "";
 const DIMENSIONS = 8;
 const engineOn = (collection: string) => new TypesenseEngine({ url, apiKey, collection, dimensions: DIMENSIONS });
 
-// mulberry32 (an LCG's `seed % n` cycles in its low bits and never draws some combinations).
-let seed = 11;
-const rnd = (n: number) => {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return Math.floor((((t ^ (t >>> 14)) >>> 0) / 2 ** 32) * n);
-};
-const pick = <T>(xs: readonly T[]) => xs[rnd(xs.length)]!;
+const { rnd, pick } = seeded(11);
 const unit = () => {
   const v = Float32Array.from({ length: DIMENSIONS }, () => rnd(2001) / 1000 - 1);
   const norm = Math.hypot(...v) || 1;

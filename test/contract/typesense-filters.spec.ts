@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Client } from "typesense";
 import { compileFilter, filterProblems, type FilterableChunk, type SearchFilter } from "../../lib/search/filters";
 import { filterBy, METADATA_FIELDS, metadataFields } from "../../lib/search/typesense/filters";
+import { seeded } from "../harness/fixture-site";
 
 /**
  * The Typesense translation of metadata filters (docs/adr/0058-metadata-filters.md) selects exactly the chunks the
@@ -12,15 +13,7 @@ const url = process.env.TEST_TYPESENSE_URL!;
 const client = new Client({ nodes: [{ url }] as never, apiKey: process.env.TEST_TYPESENSE_API_KEY ?? "", logLevel: "warn", connectionTimeoutSeconds: 10 });
 const collection = `filters_${randomBytes(4).toString("hex")}`;
 
-// mulberry32: an LCG's low bits cycle, and `seed % n` of one never drew some leaves (numeric ne, which 0.24.1 refuses).
-let seed = 7;
-const rnd = (n: number) => {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-  return Math.floor((((t ^ (t >>> 14)) >>> 0) / 2 ** 32) * n);
-};
-const pick = <T>(xs: readonly T[]) => xs[rnd(xs.length)]!;
+const { rnd, pick } = seeded(7);
 const DAY = 86_400_000;
 const BASE = Date.parse("2026-01-01T00:00:00Z");
 const LANGS = ["en", "de", "fr", "a b,c"] as const;

@@ -53,6 +53,13 @@ export function prng(seed: number): () => number {
   };
 }
 
+/** Seeded integers below n and picks from a list (prng's numbers: an LCG's `seed % n` cycles in its low bits and never draws some combinations). */
+export function seeded(seed: number) {
+  const next = prng(seed);
+  const rnd = (n: number) => Math.floor(next() * n);
+  return { rnd, pick: <T>(xs: readonly T[]) => xs[rnd(xs.length)]! };
+}
+
 /** Vocabulary of generated fixture text (shared with the knowledge bench's site). */
 export const WORDS = (
   "account agent answer api archive audit backup balance billing browser budget cache calendar campaign capacity " +

@@ -1,7 +1,7 @@
-import { randomBytes } from "node:crypto";
 import mongoose from "mongoose";
 import { chunkContent, type ChunkingSettings } from "../../lib/search/chunking";
 import { startCluster, type Cluster } from "../harness/cluster";
+import { searchEngines } from "../harness/engines";
 import { apiClient, signup, type Api } from "../harness/http";
 import { until } from "../harness/wait";
 
@@ -30,18 +30,7 @@ interface Source {
  * created with chunking, its uploaded documents cut by it, a change re-chunking them in the background while
  * searches keep answering, and the hits' chunk ranges following the new settings once the source switched.
  */
-describe.each([
-  ["embedded", {}],
-  [
-    "typesense",
-    {
-      SEARCH_ENGINE: "typesense",
-      TYPESENSE_URL: process.env.TEST_TYPESENSE_URL!,
-      TYPESENSE_API_KEY: process.env.TEST_TYPESENSE_API_KEY ?? "",
-      TYPESENSE_COLLECTION: `chunking_${randomBytes(4).toString("hex")}`,
-    },
-  ],
-] as const)("chunking per source on the %s engine (issue 26 item 3)", (engine, engineEnv) => {
+describe.each(searchEngines("chunking"))("chunking per source on the $engine engine (issue 26 item 3)", ({ engine, env: engineEnv }) => {
   let cluster: Cluster;
   let api: Api;
   let token: string;

@@ -1,25 +1,13 @@
-import { randomBytes } from "node:crypto";
 import { TypesenseEngine } from "../../lib/search/typesense/engine";
 import { backfillMetadata, METADATA_BACKFILL_MARKER } from "../../services/search/metadata-backfill";
 import type { SearchRuntime } from "../../services/search/runtime";
 import type { DocumentRecord, SearchModels } from "../../services/search/model";
 import { crossAccount } from "../../lib/tenancy-guard";
 import { startCluster, type Cluster } from "../harness/cluster";
+import { searchEngines } from "../harness/engines";
 import { apiClient, signup, type Api } from "../harness/http";
 
-/** The same tests on each engine: the embedded one and the test run's Typesense. */
-const ENGINES = [
-  { engine: "embedded", env: {} },
-  {
-    engine: "typesense",
-    env: {
-      SEARCH_ENGINE: "typesense",
-      TYPESENSE_URL: process.env.TEST_TYPESENSE_URL!,
-      TYPESENSE_API_KEY: process.env.TEST_TYPESENSE_API_KEY ?? "",
-      TYPESENSE_COLLECTION: `filters_spec_${randomBytes(4).toString("hex")}`,
-    },
-  },
-] as const;
+const ENGINES = searchEngines("filters_spec");
 
 /**
  * Metadata filters on both search routes (issue 26 item 2, docs/adr/0058-metadata-filters.md), through REST: the

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -13,6 +12,7 @@ import SearchService from "../../services/search/search.service";
 import { searchModels } from "../../services/search/model";
 import type { RestoreReport, SnapshotKeeper } from "../../services/search/snapshots";
 import { startCluster, type Cluster } from "../harness/cluster";
+import { searchEngines } from "../harness/engines";
 import { apiClient, signup, type Api } from "../harness/http";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "../contract/corpus";
 import { scaled } from "../harness/wait";
@@ -39,18 +39,7 @@ afterAll(() => {
 const corpusDocuments = CORPUS.map((d) => ({ url: d.url, title: d.title, content: d.content, metadata: { key: d.key } }));
 
 /** The same REST and internal-action tests on each engine: the embedded one and the test run's Typesense. */
-const ENGINES = [
-  { engine: "embedded", env: {} },
-  {
-    engine: "typesense",
-    env: {
-      SEARCH_ENGINE: "typesense",
-      TYPESENSE_URL: process.env.TEST_TYPESENSE_URL!,
-      TYPESENSE_API_KEY: process.env.TEST_TYPESENSE_API_KEY ?? "",
-      TYPESENSE_COLLECTION: `search_spec_${randomBytes(4).toString("hex")}`,
-    },
-  },
-] as const;
+const ENGINES = searchEngines("search_spec");
 
 describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users and api-keys on two nodes, search on a third", ({ engine, env }) => {
   let cluster: Cluster;
