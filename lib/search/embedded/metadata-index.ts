@@ -48,29 +48,24 @@ export class NameIndex {
   readonly dates = new Map<number, Docs>();
 
   add(doc: number, value: unknown) {
-    const values = elements(value);
-    if (!values.length) return;
-    this.present.add(doc);
-    for (const v of values) {
-      if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean") continue;
-      addDoc(this.equal, equalityKey(v), doc);
-      if (typeof v === "number") addDoc(this.numbers, v, doc);
-      const ms = dateValue(v);
-      if (ms !== undefined) addDoc(this.dates, ms, doc);
-    }
+    if (this.file(value, (map, key) => addDoc(map, key, doc))) this.present.add(doc);
   }
 
   remove(doc: number, value: unknown) {
+    if (this.file(value, (map, key) => removeDoc(map, key, doc))) this.present.delete(doc);
+  }
+
+  /** Calls `at` with each map and key a value is filed under (by equality, as a number, as a date); false for no value. */
+  private file(value: unknown, at: <K>(map: Map<K, Docs>, key: K) => void): boolean {
     const values = elements(value);
-    if (!values.length) return;
-    this.present.delete(doc);
     for (const v of values) {
       if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean") continue;
-      removeDoc(this.equal, equalityKey(v), doc);
-      if (typeof v === "number") removeDoc(this.numbers, v, doc);
+      at(this.equal, equalityKey(v));
+      if (typeof v === "number") at(this.numbers, v);
       const ms = dateValue(v);
-      if (ms !== undefined) removeDoc(this.dates, ms, doc);
+      if (ms !== undefined) at(this.dates, ms);
     }
+    return values.length > 0;
   }
 }
 
