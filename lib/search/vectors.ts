@@ -1,4 +1,5 @@
 import { HierarchicalNSW } from "hnswlib-node";
+import { DOT_BATCH, kernelFor } from "./int8-dot";
 import type { SnapshotWriter } from "./snapshot-file";
 
 /** Below this many vectors in a partition an exact scan is as fast as a graph search, and exact. */
@@ -228,24 +229,18 @@ export class VectorIndex {
       }
       return out;
     }
-    const d4 = d - (d % 4);
-    for (let n = 0; n < slots.length; n++) {
-      const row = this.rowOf[slots[n]!]!;
-      const page = this.quantized[row >> PAGE_BITS]!;
-      const base = (row & PAGE_MASK) * d;
-      let a0 = 0;
-      let a1 = 0;
-      let a2 = 0;
-      let a3 = 0;
-      let i = 0;
-      for (; i < d4; i += 4) {
-        a0 += q[i]! * page[base + i]!;
-        a1 += q[i + 1]! * page[base + i + 1]!;
-        a2 += q[i + 2]! * page[base + i + 2]!;
-        a3 += q[i + 3]! * page[base + i + 3]!;
+    const kernel = kernelFor(d);
+    const qscale = kernel.query(q);
+    const { vectors, stride } = kernel;
+    for (let first = 0; first < slots.length; first += DOT_BATCH) {
+      const n = Math.min(DOT_BATCH, slots.length - first);
+      for (let i = 0; i < n; i++) {
+        const row = this.rowOf[slots[first + i]!]!;
+        const base = (row & PAGE_MASK) * d;
+        vectors.set(this.quantized[row >> PAGE_BITS]!.subarray(base, base + d), i * stride);
       }
-      for (; i < d; i++) a0 += q[i]! * page[base + i]!;
-      out[n] = 1 - (a0 + a1 + a2 + a3) * this.scales[row]!;
+      const dots = kernel.run(n);
+      for (let i = 0; i < n; i++) out[first + i] = 1 - dots[i]! * qscale * this.scales[this.rowOf[slots[first + i]!]!]!;
     }
     return out;
   }
