@@ -99,9 +99,12 @@ export function filterScope(p: Partition, sources: Set<number> | undefined, filt
       for (let slot = 0; slot < mask.length; slot++) if (mask[slot] && accept(slot) && out.push(slot) > limit) return undefined;
       return out;
     }
+    // A marked document's chunks pass the mask; only the sources remain to test.
     for (let n = 0; n < mask.length; n++) {
-      const doc = mask[n] ? p.byNumber[n] : undefined;
-      if (doc) for (const slot of doc.chunks) if (accept(slot) && out.push(slot) > limit) return undefined;
+      if (mask[n] !== 1) continue;
+      const doc = p.byNumber[n];
+      if (!doc) continue;
+      for (const slot of doc.chunks) if ((!sources || sources.has(chunks[slot]!.sourceId)) && out.push(slot) > limit) return undefined;
     }
     return out;
   };
