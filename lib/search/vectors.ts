@@ -71,7 +71,7 @@ export interface VectorLayout {
  * holds the only full-precision copy; the index keeps an int8 copy (a quarter of the size, one scale per
  * vector) for the scans a selective source or metadata filter needs, which hnswlib cannot serve well (its
  * filtered search walks most of the graph when few labels pass) nor cheaply (getPoint costs tens of
- * microseconds). They run in WebAssembly SIMD (int8-dot.ts): a Float32 copy would be no faster in
+ * microseconds). They run in WebAssembly SIMD (int8-dot.ts): a Float32 copy would be barely faster in
  * JavaScript (0.43 against 0.52 ms for 1,000 vectors) and cost 205 MB at 100k 512-d vectors, the int8 one
  * 51 MB. Int8 distances are within about 0.0015 of the exact ones.
  */
