@@ -72,10 +72,8 @@ function evaluate(p: Partition, filter: SearchFilter, perSlot: boolean): Uint8Ar
   const docs = documentMask(p, filter);
   if (!perSlot) return docs;
   const slots = new Uint8Array(p.chunks.length);
-  for (let slot = 0; slot < p.chunks.length; slot++) {
-    const c = p.chunks[slot];
-    if (c && docs[c.doc]) slots[slot] = 1;
-  }
+  const docOf = p.docOf;
+  for (let slot = 0; slot < p.chunks.length; slot++) if (docOf[slot]! >= 0 && docs[docOf[slot]!]) slots[slot] = 1;
   return slots;
 }
 
@@ -90,18 +88,23 @@ export function filterScope(p: Partition, sources: Set<number> | undefined, filt
   const perSlot = reads(filter, "indexed_at");
   const mask = evaluate(p, filter, perSlot);
   const chunks = p.chunks;
+  // The query runs synchronously: the partition's slot table cannot grow under it.
+  const docOf = p.docOf;
   const accept = perSlot
     ? (slot: number) => mask[slot] === 1 && (!sources || sources.has(chunks[slot]!.sourceId))
-    : (slot: number) => mask[chunks[slot]!.doc] === 1 && (!sources || sources.has(chunks[slot]!.sourceId));
+    : (slot: number) => mask[docOf[slot]!] === 1 && (!sources || sources.has(chunks[slot]!.sourceId));
   const slots = (limit: number): number[] | undefined => {
     const out: number[] = [];
     if (perSlot) {
       for (let slot = 0; slot < mask.length; slot++) if (mask[slot] && accept(slot) && out.push(slot) > limit) return undefined;
       return out;
     }
+    // A marked document's chunks pass the mask; only the sources remain to test.
     for (let n = 0; n < mask.length; n++) {
-      const doc = mask[n] ? p.byNumber[n] : undefined;
-      if (doc) for (const slot of doc.chunks) if (accept(slot) && out.push(slot) > limit) return undefined;
+      if (mask[n] !== 1) continue;
+      const doc = p.byNumber[n];
+      if (!doc) continue;
+      for (const slot of doc.chunks) if ((!sources || sources.has(chunks[slot]!.sourceId)) && out.push(slot) > limit) return undefined;
     }
     return out;
   };

@@ -51,6 +51,11 @@ export class Partition {
    * postings stay until compaction); a restart from a snapshot numbers the live ones densely again.
    */
   readonly chunks: (SlotChunk | undefined)[] = [];
+  /**
+   * Each slot's document number (-1: none), typed: a filter tests it for every posting a keyword query walks,
+   * where reading the chunk object would be a cache miss each (keyword p99 under a 1% filter 2.4x unfiltered).
+   */
+  docOf = new Int32Array(1024).fill(-1);
   readonly documents = new Map<string, DocumentEntry>();
   /** Documents by number; a removed one leaves a hole. */
   readonly byNumber: (DocumentEntry | undefined)[] = [];
@@ -92,20 +97,32 @@ export class Partition {
     const slot = this.chunks.length;
     const doc = this.document(chunk.documentId, chunk.sourceId, chunk.title, chunk.url, chunk.metadata ?? null);
     this.slotOf.set(chunk.id, slot);
-    this.chunks[slot] = {
+    this.place(slot, {
       id: chunk.id, sourceId: chunk.sourceId, documentId: doc.id, position: chunk.position, title: doc.title, url: doc.url,
       chunkStart: chunk.chunkStart ?? null, chunkEnd: chunk.chunkEnd ?? null, doc: doc.number, indexedAt: chunk.indexedAt,
-    };
+    });
     doc.chunks.add(slot);
     this.keyword.add(slot, terms(chunk.title), terms(chunk.content));
     this.texts.set(slot, chunk.content);
     if (chunk.vector) this.vectors.set(slot, chunk.vector);
   }
 
+  /** Puts a chunk in its slot. */
+  place(slot: number, c: SlotChunk) {
+    this.chunks[slot] = c;
+    if (slot >= this.docOf.length) {
+      const grown = new Int32Array(Math.max(2 * this.docOf.length, slot + 1)).fill(-1);
+      grown.set(this.docOf);
+      this.docOf = grown;
+    }
+    this.docOf[slot] = c.doc;
+  }
+
   private forget(slot: number): ChunkIdentity {
     const c = this.chunks[slot]!;
     this.slotOf.delete(c.id);
     this.chunks[slot] = undefined;
+    this.docOf[slot] = -1;
     const doc = this.documents.get(c.documentId);
     doc?.chunks.delete(slot);
     if (doc && !doc.chunks.size) {

@@ -176,7 +176,7 @@ export async function readPartitionSnapshot(accountId: number, dir: string, expe
       doc.chunks.add(i);
       p.slotOf.set(id, i);
       const [start, end] = [table.start?.[i] ?? -1, table.end?.[i] ?? -1];
-      p.chunks[i] = { id, sourceId, documentId, position: table.position[i]!, title, url, chunkStart: start < 0 ? null : start, chunkEnd: end < 0 ? null : end, doc: doc.number, indexedAt: table.indexedAt[i]! };
+      p.place(i, { id, sourceId, documentId, position: table.position[i]!, title, url, chunkStart: start < 0 ? null : start, chunkEnd: end < 0 ? null : end, doc: doc.number, indexedAt: table.indexedAt[i]! });
     }
     const postingSlots = reader.int32("keyword.slots");
     for (let i = 0; i < postingSlots.length; i++) {

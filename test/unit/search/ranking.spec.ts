@@ -110,6 +110,33 @@ describe("VectorIndex", () => {
     }
   });
 
+  it("scans int8 copies once the graph exists: distances within int8 rounding of Float32, in order, over more than one batch", () => {
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+    // 13 dimensions is not a multiple of the kernel's 8; 1,500 vectors are more than one batch of 1,024.
+    for (const dimensions of [13, 512]) {
+      const v = new VectorIndex(dimensions, { flatCutoff: 10 });
+      const vectors = Array.from({ length: 1500 }, () => normalize(Float32Array.from({ length: dimensions }, rand)));
+      vectors.forEach((x, slot) => v.set(slot, x));
+      expect(v.usesGraph).toBe(true);
+      const query = Float32Array.from({ length: dimensions }, rand);
+      const unitQuery = normalize(query);
+      const exact = vectors.map((x) => 1 - x.reduce((s, xi, i) => s + xi * unitQuery[i]!, 0));
+      // Each int8 component is off by at most half its step (max |x| / 127); the int16 query adds far less.
+      const queryL1 = unitQuery.reduce((s, qi) => s + Math.abs(qi), 0);
+      const bound = (slot: number) => (queryL1 * Math.max(...vectors[slot]!.map(Math.abs))) / 254 + 1e-4;
+      const all = v.exact(query, 1500);
+      expect(all.slots).toHaveLength(1500);
+      all.slots.forEach((slot, i) => expect(Math.abs(all.distances[i]! - exact[slot]!)).toBeLessThan(bound(slot)));
+      for (let i = 1; i < 1500; i++) expect(all.distances[i]!).toBeGreaterThanOrEqual(all.distances[i - 1]!);
+      // A filter listing few slots is scanned, not searched in the graph.
+      const odd = Array.from({ length: 8 }, (_, i) => 2 * i + 1);
+      const listed = v.search(query, 3, 2, (s) => s % 2 === 1 && s < 16, () => odd);
+      const best = [...odd].sort((a, b) => exact[a]! - exact[b]!).slice(0, 3);
+      expect(listed.slots).toEqual(best);
+    }
+  });
+
   it("stores vectors compactly as Float32 bytes and reads BSON Binary back", () => {
     const vec = normalize([3, 4]);
     const buf = vectorToBuffer(vec);
