@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { TypesenseEngine } from "../../lib/search/typesense/engine";
 
 /**
  * The search engines an integration spec runs on: the embedded one, and the test run's typesense-server with a
@@ -17,4 +18,11 @@ export function searchEngines(prefix: string) {
       },
     },
   ] as const;
+}
+
+/** After a spec: the Typesense collections its engine entry made (the alias, the chunks and the vectors); nothing for the embedded engine. */
+export async function dropSearchCollections(env: { TYPESENSE_URL?: string; TYPESENSE_API_KEY?: string; TYPESENSE_COLLECTION?: string }) {
+  if (!env.TYPESENSE_URL || !env.TYPESENSE_COLLECTION) return;
+  // The alias names the vectors collection that serves, whatever its dimensions.
+  await new TypesenseEngine({ url: env.TYPESENSE_URL, apiKey: env.TYPESENSE_API_KEY ?? "", collection: env.TYPESENSE_COLLECTION, dimensions: 384 }).dropCollection();
 }

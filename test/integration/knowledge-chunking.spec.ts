@@ -1,7 +1,7 @@
 import mongoose from "mongoose";
 import { chunkContent, type ChunkingSettings } from "../../lib/search/chunking";
 import { startCluster, type Cluster } from "../harness/cluster";
-import { searchEngines } from "../harness/engines";
+import { dropSearchCollections, searchEngines } from "../harness/engines";
 import { apiClient, signup, type Api } from "../harness/http";
 import { until } from "../harness/wait";
 
@@ -54,6 +54,7 @@ describe.each(searchEngines("chunking"))("chunking per source on the $engine eng
   });
   afterAll(async () => {
     await cluster?.stop();
+    await dropSearchCollections(engineEnv);
   });
 
   const getSource = async () => (await call("GET", `/knowledge/${source.id}`)).body as Source;

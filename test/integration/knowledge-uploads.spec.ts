@@ -1,4 +1,5 @@
 import { startCluster, type Cluster } from "../harness/cluster";
+import { dropSearchCollections, searchEngines } from "../harness/engines";
 import { FIXTURE_PDF, minimalPdf } from "../harness/fixture-site";
 import { apiClient, signup, type Api } from "../harness/http";
 import { until } from "../harness/wait";
@@ -12,7 +13,7 @@ const MARKDOWN = "# Lighthouse keeping\n\nThe **lighthouse** keeper trims the wi
 const TEXT = "Orchard notes\nThe pear orchard blossoms in early April.\n";
 const HTML = "<html><head><title>Beekeeping basics</title></head><body><main><h1>Beekeeping basics</h1><p>A healthy hive needs a strong queen.</p></main></body></html>";
 
-describe("documents added to an upload knowledge source (issue 26, item 1)", () => {
+describe.each(searchEngines("uploads"))("documents added to an upload knowledge source on the $engine engine (issue 26, item 1)", ({ engine, env }) => {
   let cluster: Cluster;
   let api: Api;
   let token: string;
@@ -30,8 +31,9 @@ describe("documents added to an upload knowledge source (issue 26, item 1)", () 
 
   beforeAll(async () => {
     cluster = await startCluster({
-      database: "knowledge-uploads",
+      database: `knowledge-uploads-${engine}`,
       env: {
+        ...env,
         EMBEDDING_PROVIDER: "none",
         UPLOAD_MAX_TEXT_CHARS: String(MAX_TEXT_CHARS),
         UPLOAD_MAX_DOCUMENTS_PER_SOURCE: String(MAX_DOCUMENTS),
@@ -45,6 +47,7 @@ describe("documents added to an upload knowledge source (issue 26, item 1)", () 
   });
   afterAll(async () => {
     await cluster?.stop();
+    await dropSearchCollections(env);
   });
 
   const call = (method: string, path: string, body?: unknown, t = token) => api(method, `/api/v1${path}`, { token: t, body });

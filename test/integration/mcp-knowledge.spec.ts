@@ -5,6 +5,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { startCluster, type Cluster } from "../harness/cluster";
+import { dropSearchCollections, searchEngines } from "../harness/engines";
 import { apiClient, signup, type Api } from "../harness/http";
 import { until } from "../harness/wait";
 
@@ -41,7 +42,7 @@ function startSite(): Promise<{ base: string; stop(): Promise<void> }> {
  * The knowledge retrieval tools (issue 26, docs/adr/0054-mcp-retrieval-tools.md) through the official SDK
  * client: each answers what its REST route answers, for the caller's account only.
  */
-describe("MCP knowledge retrieval tools over NATS", () => {
+describe.each(searchEngines("mcp_knowledge"))("MCP knowledge retrieval tools over NATS on the $engine engine", ({ engine, env }) => {
   let cluster: Cluster;
   let site: Awaited<ReturnType<typeof startSite>>;
   let api: Api;
@@ -54,8 +55,8 @@ describe("MCP knowledge retrieval tools over NATS", () => {
   beforeAll(async () => {
     site = await startSite();
     cluster = await startCluster({
-      database: "mcp-knowledge",
-      env: { EMBEDDING_PROVIDER: "none", MCP_PORT: "0", MCP_HOST: "127.0.0.1" },
+      database: `mcp-knowledge-${engine}`,
+      env: { ...env, EMBEDDING_PROVIDER: "none", MCP_PORT: "0", MCP_HOST: "127.0.0.1" },
       nodes: [["gateway"], ["mcp"], ["users", "api-keys", "knowledge", "search"], ["knowledge-loader"]],
     });
     const mcp = cluster.brokers[1]!.getLocalService("mcp") as unknown as { server: Server };
@@ -75,6 +76,7 @@ describe("MCP knowledge retrieval tools over NATS", () => {
     await Promise.all(clients.map((c) => c.close()));
     await cluster?.stop();
     await site?.stop();
+    await dropSearchCollections(env);
   });
 
   const rest = (method: string, path: string, body?: unknown, token = owner.token) => api(method, `/api/v1${path}`, { token, body });

@@ -1,10 +1,9 @@
-import { TypesenseEngine } from "../../lib/search/typesense/engine";
 import { backfillMetadata, METADATA_BACKFILL_MARKER } from "../../services/search/metadata-backfill";
 import type { SearchRuntime } from "../../services/search/runtime";
 import type { DocumentRecord, SearchModels } from "../../services/search/model";
 import { crossAccount } from "../../lib/tenancy-guard";
 import { startCluster, type Cluster } from "../harness/cluster";
-import { searchEngines } from "../harness/engines";
+import { dropSearchCollections, searchEngines } from "../harness/engines";
 import { apiClient, signup, type Api } from "../harness/http";
 
 const ENGINES = searchEngines("filters_spec");
@@ -56,9 +55,7 @@ describe.each(ENGINES)("search filters through REST on the $engine engine", ({ e
   });
   afterAll(async () => {
     await cluster?.stop();
-    if ("TYPESENSE_URL" in env) {
-      await new TypesenseEngine({ url: env.TYPESENSE_URL, apiKey: env.TYPESENSE_API_KEY, collection: env.TYPESENSE_COLLECTION, dimensions: 384 }).dropCollection();
-    }
+    await dropSearchCollections(env);
   });
 
   it("keeps the best matching documents, however low they rank unfiltered", async () => {

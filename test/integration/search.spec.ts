@@ -4,7 +4,6 @@ import path from "node:path";
 import mongoose from "mongoose";
 import type { ServiceBroker } from "moleculer";
 import { DEFAULT_LOCAL_MODEL } from "../../lib/search/models";
-import { TypesenseEngine } from "../../lib/search/typesense/engine";
 import { loadConfig } from "../../lib/config";
 import type { Env } from "../../lib/env";
 import { configured } from "../../services";
@@ -12,7 +11,7 @@ import SearchService from "../../services/search/search.service";
 import { searchModels } from "../../services/search/model";
 import type { RestoreReport, SnapshotKeeper } from "../../services/search/snapshots";
 import { startCluster, type Cluster } from "../harness/cluster";
-import { searchEngines } from "../harness/engines";
+import { dropSearchCollections, searchEngines } from "../harness/engines";
 import { apiClient, signup, type Api } from "../harness/http";
 import { CORPUS, KEYWORD_QUERIES, PARAPHRASE_QUERIES } from "../contract/corpus";
 import { scaled } from "../harness/wait";
@@ -73,9 +72,7 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
   }, scaled(180_000));
   afterAll(async () => {
     await cluster?.stop();
-    if ("TYPESENSE_URL" in env) {
-      await new TypesenseEngine({ url: env.TYPESENSE_URL, apiKey: env.TYPESENSE_API_KEY, collection: env.TYPESENSE_COLLECTION, dimensions: 512 }).dropCollection();
-    }
+    await dropSearchCollections(env);
   });
 
   describe("indexing (internal actions)", () => {
