@@ -157,6 +157,14 @@ export function filterProblems(filter: unknown, field = "filters"): FieldProblem
   return problems;
 }
 
+/**
+ * A metadata name's value: own keys only, so a name such as `constructor` or `toString` is missing from a document
+ * that lacks it rather than found on Object.prototype.
+ */
+export function metadataValue(metadata: Record<string, unknown> | null | undefined, name: string): unknown {
+  return metadata && Object.hasOwn(metadata, name) ? metadata[name] : undefined;
+}
+
 /** The chunk's value(s) for a key: built-in keys give one, metadata keys one or several (arrays), missing gives none. */
 function valuesOf(chunk: FilterableChunk, key: string): unknown[] {
   switch (key as BuiltinKey) {
@@ -167,7 +175,7 @@ function valuesOf(chunk: FilterableChunk, key: string): unknown[] {
     case "indexed_at":
       return [chunk.indexedAt];
   }
-  const v = chunk.metadata?.[key.slice(METADATA_PREFIX.length)];
+  const v = metadataValue(chunk.metadata, key.slice(METADATA_PREFIX.length));
   if (v === undefined || v === null) return [];
   return Array.isArray(v) ? (v as unknown[]).filter((x) => x !== undefined && x !== null) : [v];
 }

@@ -74,6 +74,9 @@ describe.each(ENGINES)("search filters through REST on the $engine engine", ({ e
     expect(await sorted({ type: "gt", key: "metadata.published", value: "2025-01-01" })).toEqual(["Handbuch", "Pump manual"]);
     // ne matches only documents that have the key: the notes have no lang.
     expect(await sorted({ type: "ne", key: "metadata.lang", value: "en" })).toEqual(["Handbuch"]);
+    // Names of Object.prototype's members are names like any other: no document here has them.
+    expect(await sorted({ type: "ne", key: "metadata.constructor", value: "x" })).toEqual([]);
+    expect(await sorted({ type: "nin", key: "metadata.toString", value: ["x"] })).toEqual([]);
     expect(await sorted({ type: "or", filters: [{ type: "eq", key: "metadata.lang", value: "de" }, { type: "and", filters: [{ type: "eq", key: "metadata.kind", value: "note" }, { type: "eq", key: "metadata.priority", value: 0 }, { type: "lt", key: "metadata.priority", value: 1 }] }] }))
       .toEqual(["Handbuch", ...Array.from({ length: 10 }, (_, i) => `Note ${i * 3}`)].sort());
     expect(await sorted({ type: "eq", key: "source_id", value: manuals })).toEqual(["Handbuch", "Pump manual", "Valve manual"]);

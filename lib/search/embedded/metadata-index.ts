@@ -1,4 +1,4 @@
-import { dateValue } from "../filters";
+import { dateValue, metadataValue } from "../filters";
 
 /** Documents (by number) holding one value: most values are one document's (urls, titles), so one number is kept bare. */
 type Docs = number | Set<number>;
@@ -82,7 +82,7 @@ export class MetadataIndex {
   /** A document's metadata changes from `before` to `after` (null: a new document, or one that goes). */
   change(doc: number, before: Record<string, unknown> | null, after: Record<string, unknown> | null) {
     for (const [name, index] of this.names) {
-      const [b, a] = [before?.[name], after?.[name]];
+      const [b, a] = [metadataValue(before, name), metadataValue(after, name)];
       if (b === a) continue;
       index.remove(doc, b);
       index.add(doc, a);
@@ -93,7 +93,7 @@ export class MetadataIndex {
     let index = this.names.get(name);
     if (!index) {
       index = new NameIndex();
-      for (const [doc, metadata] of this.documents()) index.add(doc, metadata?.[name]);
+      for (const [doc, metadata] of this.documents()) index.add(doc, metadataValue(metadata, name));
       this.names.set(name, index);
     }
     return index;
