@@ -164,23 +164,13 @@ export function documentResult(hit: ChunkHit, best: number, score = hit.score, q
   };
 }
 
-/** A page of the document search: each document once at its best chunk, best first, scored against the best. */
-export function documentSearchPage(hits: ChunkHit[], offset: number, limit: number, query = "") {
-  return scoredDocumentPage(fusedScores(collapseByDocument(bestFirst(hits))), offset, limit, query);
-}
-
 /** A page of documents already in their final order (each once), scored against the first. */
 export function scoredDocumentPage(ranked: Scored[], offset: number, limit: number, query = "") {
   const best = ranked[0]?.score ?? 0;
   return { results: ranked.slice(offset, offset + limit).map((r) => documentResult(r.hit, best, r.score, query)), total: ranked.length };
 }
 
-/** Results of the source-level search: chunk text, title and url, and the 0..1 score min_score compares with. */
-export function sourceSearchResults(hits: ChunkHit[], minScore: number, limit: number, query = "") {
-  return scoredSourceResults(fusedScores(bestFirst(hits)), minScore, limit, query);
-}
-
-/** The source-level results of chunks already in their final order. */
+/** Results of the source-level search, of chunks already in their final order: chunk text, title and url, and the 0..1 score min_score compares with. */
 export function scoredSourceResults(ranked: Scored[], minScore: number, limit: number, query = "") {
   const best = ranked[0]?.score ?? 0;
   const results = [];

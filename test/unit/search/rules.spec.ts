@@ -3,21 +3,27 @@ import { HYBRID_ALPHA_BY_MODEL, searchConfig } from "../../../lib/search/config"
 import { DEFAULT_HYBRID_ALPHA } from "../../../lib/search/fusion";
 import type { ChunkHit } from "../../../lib/search/port";
 import {
+  bestFirst,
   candidateDepth,
   collapseByDocument,
   documentIdFor,
-  documentSearchPage,
   documentResult,
   documentSummary,
+  fusedScores,
   indexKey,
   parseSourceIds,
   planChunks,
-  sourceSearchResults,
+  scoredDocumentPage,
+  scoredSourceResults,
 } from "../../../services/search/rules";
 
 const hit = (documentId: string, score: number, position = 0): ChunkHit => ({
   id: `${documentId}-${position}`, sourceId: 1, documentId, position, title: "T", url: "u", content: "c", score,
 });
+
+/** The search service's two answers without a rerank stage: a page of documents, and the source-level chunk results. */
+const documentSearchPage = (hits: ChunkHit[], offset: number, limit: number) => scoredDocumentPage(fusedScores(collapseByDocument(bestFirst(hits))), offset, limit);
+const sourceSearchResults = (hits: ChunkHit[], minScore: number, limit: number) => scoredSourceResults(fusedScores(bestFirst(hits)), minScore, limit);
 
 describe("search rules", () => {
   it("document ids are stable per (account, source, url) and differ across accounts", () => {
