@@ -34,7 +34,8 @@ fi
 
 # schemathesis keeps its state (.schemathesis/) in the working directory: keep it under .cache/ too.
 cd "$ROOT/.cache"
-exec "$VENV/bin/schemathesis" run "$BASE_URL/openapi.json" \
+# A fresh Idempotency-Key per request (scripts/fuzz/schemathesis_hooks.py says why).
+SCHEMATHESIS_HOOKS="$ROOT/scripts/fuzz/schemathesis_hooks.py" exec "$VENV/bin/schemathesis" run "$BASE_URL/openapi.json" \
   --url "$BASE_URL" \
   --header "Authorization: Bearer $TOKEN" \
   --checks all \

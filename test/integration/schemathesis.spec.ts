@@ -14,6 +14,14 @@ const FUZZ_SECONDS = Number(process.env.SCHEMATHESIS_SECONDS ?? 150);
  * (its dispatcher would POST to fuzzed URLs) nor a knowledge loader runs, so no fuzzed URL is ever reached;
  * the webhook routes are fuzzed by test/integration/fuzz.spec.ts, whose targets are all on loopback.
  */
+/** schemathesis' FAILURES section (what failed and how to reproduce it), or the output's end without one. */
+function failuresOf(output: string): string {
+  const start = output.indexOf("= FAILURES =");
+  if (start < 0) return output.slice(-4000);
+  const end = output.slice(start + 12).search(/={3,} (WARNINGS|SUMMARY) ={3,}/);
+  return output.slice(start, end < 0 ? undefined : start + 12 + end).slice(0, 4000);
+}
+
 describe("schemathesis against the served OpenAPI document", () => {
   let cluster: Cluster;
   let token: string;
@@ -39,7 +47,8 @@ describe("schemathesis against the served OpenAPI document", () => {
       const summaryAt = output.indexOf("SUMMARY");
       const summary = summaryAt >= 0 ? output.slice(output.lastIndexOf("\n", summaryAt)) : output;
       console.log(`[schemathesis]\n${code === 0 ? summary : output}`);
-      expect(code).toBe(0);
+      // The assertion itself carries the failures, so a log cut to its end still shows what failed.
+      expect({ code, failures: code === 0 ? "" : failuresOf(output) }).toEqual({ code: 0, failures: "" });
     },
     (FUZZ_SECONDS + 240) * 1000,
   );
