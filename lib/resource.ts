@@ -2,7 +2,7 @@ import type { Connection, HydratedDocument, Model } from "mongoose";
 import { leanToJSON } from "./db";
 import { changeOf } from "./events";
 import type { EventsMethods } from "./events.mixin";
-import { nextId } from "./ids";
+import { nextRecordId } from "./ids";
 import { ruleToSchema, valueSchema, type JsonSchema } from "./json-schema";
 import type { Ctx } from "./meta";
 import { namedSort, paginationParams, sortParams, toPage, type PageLimits } from "./pagination";
@@ -386,7 +386,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
         const picked = resource.pick(ctx.params, "create");
         const applied = hooks.apply && hooks.draft ? await applyToDraft.call(this, ctx, picked) : picked;
         const fields = hooks.creating ? await hooks.creating.call(this, ctx, applied) : applied;
-        const _id = await nextId(this.db, resource.collection);
+        const _id = await nextRecordId(this.db, resource.collection);
         const body = await recorded.call(this, "created", { _id, account_id: this.accountOf(ctx) }, async () => {
           const doc = resource.identifier
             ? await this.createIdentified(ctx, model(this), { ...fields, _id }, { name: String(picked.name), identifier: picked.identifier as string | undefined, label })

@@ -1,6 +1,6 @@
 import type { Connection, HydratedDocument, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { firstFreeIdentifier, identifierFamily, isIdRef, nextId, slugify } from "./ids";
+import { firstFreeIdentifier, identifierFamily, isIdRef, nextRecordId, slugify } from "./ids";
 import { ERRORS as E, isDuplicateKeyError } from "./errors";
 import type { Ctx } from "./meta";
 import { crossAccount } from "./tenancy-guard";
@@ -99,7 +99,7 @@ export const TenancyMixin: Partial<ServiceSchema> = {
     async createOwned(this: TenancyMethods & { db: Connection }, ctx: Ctx<unknown>, model: Model<OwnedRecord>, fields: object) {
       const account_id = this.accountOf(ctx);
       // A caller that records a change event for the new record allocates its id first (lib/events.mixin.ts).
-      const _id = (fields as { _id?: number })._id ?? (await nextId(this.db, model.collection.collectionName));
+      const _id = (fields as { _id?: number })._id ?? (await nextRecordId(this.db, model.collection.collectionName));
       return model.create({ ...fields, _id, account_id });
     },
 

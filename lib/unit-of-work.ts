@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import mongoose, { type Connection, type Model } from "mongoose";
 import { abortEvents, changeOf, prepareEvents, type ChangeDraft } from "./events";
-import { nextId, slugify } from "./ids";
+import { nextRecordId, slugify } from "./ids";
 
 type AnyRecord = { _id: number; account_id: number };
 
@@ -83,7 +83,7 @@ export class UnitOfWork {
    */
   async put<T extends AnyRecord>(model: Model<T>, accountId: number, existing: T | null, fields: Partial<T> & { name: string }, entity: string): Promise<T> {
     if (existing) return this.update(model, existing, changedFields(existing, fields), `${entity}.updated`);
-    const _id = await nextId(model.db, model.collection.collectionName);
+    const _id = await nextRecordId(model.db, model.collection.collectionName);
     return this.insert(model, { _id, account_id: accountId, identifier: slugify(fields.name), ...fields } as unknown as T, `${entity}.created`);
   }
 

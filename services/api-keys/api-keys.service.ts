@@ -9,7 +9,7 @@ import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
 import { generateApiKey, hashApiKey, keyRevocationRefusal, type ApiKeyPermission } from "../../lib/auth/api-keys";
 import { changeOf } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
-import { nextId } from "../../lib/ids";
+import { nextRecordId } from "../../lib/ids";
 import { apiKeyModel, apiKeys, type ApiKeyRecord } from "./model";
 import { keyCreator, keyRejection, permissionGrantRefusal, privilegedKeyRefusal, shouldTouch } from "./rules";
 import { crossAccount } from "../../lib/tenancy-guard";
@@ -64,7 +64,7 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMet
         }
         const { key, hash, prefix } = generateApiKey();
         const creatingKey = ctx.meta.apiKeyId ? await this.models.keys.findOne({ _id: ctx.meta.apiKeyId, account_id: this.accountOf(ctx) }).lean<ApiKeyRecord>() : null;
-        const id = await nextId(this.db, apiKeys.collection);
+        const id = await nextRecordId(this.db, apiKeys.collection);
         const record = await this.recordChange(changeOf("api_key.created", apiKeys.collection, { _id: id, account_id: this.accountOf(ctx) }), async () => {
           const fields = {
             _id: id,

@@ -1,7 +1,7 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
 import { ERRORS } from "../../lib/errors";
-import { nextId } from "../../lib/ids";
+import { nextId, nextRecordId } from "../../lib/ids";
 import type { Ctx } from "../../lib/meta";
 import { MongoMixin } from "../../lib/mongo.mixin";
 import { toPage } from "../../lib/pagination";
@@ -350,7 +350,7 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       if (!agent) throw ERRORS.validation([{ field: "agent_id", message: `No agent ${params.agent_id} in this account`, type: "reference" }]);
       const provenance = params.provenance ? await this.checkedProvenance(accountId, params.session_id ?? null, params.provenance) : null;
       const fields = { ...entities.pick(params, "create"), provenance, agent_name: agent.name, ...(createdAt ? { created_at: createdAt } : {}) };
-      const id = await nextId(this.db, "entities");
+      const id = await nextRecordId(this.db, "entities");
       return this.recordChange(changeOf("entity.created", "entities", { _id: id, account_id: accountId }), async () => {
         return this.detail(await this.createOwned(ctx, this.models.entities, { ...fields, _id: id }));
       });

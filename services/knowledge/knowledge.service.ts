@@ -12,7 +12,7 @@ import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
 import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
 import { changeOf } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
-import { nextId } from "../../lib/ids";
+import { nextRecordId } from "../../lib/ids";
 import { knowledgeSourceModel, loadJobModel, type KnowledgeSourceRecord, type LoadJobRecord } from "./model";
 import { knowledgeSources, sourceListFilters } from "./resource";
 import { DocumentDetail, DocumentSearch, DocumentStats, DocumentSummary, Preload, Queued, SourceDocuments, SourceSearch, SourceStats } from "./views";
@@ -129,7 +129,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           ...(ctx.params.refresh !== undefined ? refreshFields(ctx.params.refresh) : {}),
           ...(ctx.params.chunking ? { chunking: chunkingFields(ctx.params.chunking, null, configOf(this).search) } : {}),
         };
-        const id = await nextId(this.db, KNOWLEDGE_SOURCES_COLLECTION);
+        const id = await nextRecordId(this.db, KNOWLEDGE_SOURCES_COLLECTION);
         const source = await this.recordChange(changeOf("knowledge_source.created", KNOWLEDGE_SOURCES_COLLECTION, { _id: id, account_id: this.accountOf(ctx) }), async () => {
           return this.createIdentified(ctx, this.models.sources, { ...fields, _id: id }, { name, label: "Knowledge source" });
         });

@@ -11,7 +11,7 @@ import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
 import { changeOf, type ChangeEvent } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
 import { USER_REGISTERED } from "../../lib/event-types";
-import { nextId } from "../../lib/ids";
+import { nextRecordId } from "../../lib/ids";
 import { reaches, type Neighbours } from "./graph";
 import { taskModel, type TaskRecord, type TaskStatus } from "./model";
 import { dependencyParams, pickDefined, TASK_PAGE, TaskDetail, taskFilters, tasks, taskTemplateProps, TEMPLATE_KEYS, type TaskFields } from "./params";
@@ -216,7 +216,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     async createTask(ctx, fields) {
       await this.checkReferences(ctx, null, fields);
       const status = statusFields(null, fields.status ?? "pending", new Date());
-      const id = await nextId(this.db, "tasks");
+      const id = await nextRecordId(this.db, "tasks");
       return this.recordChange(changeOf("task.created", "tasks", { _id: id, account_id: this.accountOf(ctx) }), async () => {
         return (await this.createOwned(ctx, this.models.tasks, { ...fields, ...status, _id: id })).toJSON() as unknown as TaskView;
       });

@@ -1,6 +1,6 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
-import { nextId } from "../../lib/ids";
+import { nextRecordId } from "../../lib/ids";
 import type { Ctx } from "../../lib/meta";
 import { MongoMixin } from "../../lib/mongo.mixin";
 import { crudActions, eventRecords } from "../../lib/resource";
@@ -32,7 +32,7 @@ const ToolsService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMetho
         const existing = await this.models.tools.findOne(scope);
         if (existing) return existing.toJSON();
         try {
-          const id = await nextId(this.db, "tools");
+          const id = await nextRecordId(this.db, "tools");
           return await this.recordChange(changeOf("tool.created", "tools", { _id: id, account_id: scope.account_id }), async () => {
             const naming = { name: ctx.params.name, identifier: ctx.params.identifier, label: "Tool" };
             return (await this.createIdentified(ctx, this.models.tools, { ...tools.pick(ctx.params, "create"), _id: id }, naming)).toJSON();

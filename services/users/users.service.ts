@@ -3,7 +3,7 @@ import type { ServiceSchema } from "moleculer";
 import { leanToJSON } from "../../lib/db";
 import { configOf } from "../../lib/config";
 import { ERRORS, isDuplicateKeyError } from "../../lib/errors";
-import { nextId } from "../../lib/ids";
+import { nextRecordId } from "../../lib/ids";
 import type { Ctx } from "../../lib/meta";
 import { MongoMixin } from "../../lib/mongo.mixin";
 import { paginationParams, toPage } from "../../lib/pagination";
@@ -116,8 +116,8 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         // (counted before the insert, given back when it was no probe); a signup only has to be within it.
         const probes = attemptKeys(configOf(this).throttle, null, ctx.meta.clientIp);
         await this.throttle.check(probes);
-        const accountId = ctx.meta.accountId ?? (await nextId(this.db, "accounts"));
-        const id = await nextId(this.db, "users");
+        const accountId = ctx.meta.accountId ?? (await nextRecordId(this.db, "accounts"));
+        const id = await nextRecordId(this.db, "users");
         const email = normalizeEmail(ctx.params.email);
         const locale = ctx.meta.locale ?? null;
         const verifyToken = await signToken(configOf(this).jwt, { userId: id, accountId }, "verify-email", VERIFY_EMAIL_TTL_SECONDS);

@@ -7,6 +7,7 @@
 import mongoose from "mongoose";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
+import { occupyNextIds, PLACEHOLDER_ACCOUNT } from "../harness/ids";
 
 describe("team push through the owners' batch actions, across nodes", () => {
   let cluster: Cluster;
@@ -59,10 +60,8 @@ describe("team push through the owners' batch actions, across nodes", () => {
     const stored = await conn.collection("agents").findOne({ _id: kept.body.id });
     const eventsBefore = await committed(`agents/${kept.body.id}`);
 
-    const counter = await conn.collection<{ _id: string; seq: number }>("counters").findOne({ _id: "teams" });
     // Occupy the next team ids (in another account) so every attempt's team insert fails, after the owners wrote.
-    const blockers = Array.from({ length: 8 }, (_, i) => ({ _id: (counter?.seq ?? 0) + 1 + i, account_id: -1, identifier: `wire-blocker-${i}`, name: "b", sort_name: "b" }));
-    await conn.collection("teams").insertMany(blockers as never[]);
+    await occupyNextIds(conn, "teams", (i) => ({ identifier: `wire-blocker-${i}`, name: "b", sort_name: "b" }));
     try {
       const res = await call("POST", "/teams/push", {
         name: "Doomed Wire Team",
@@ -71,7 +70,7 @@ describe("team push through the owners' batch actions, across nodes", () => {
       });
       expect(res.status).toBe(409);
     } finally {
-      await conn.collection("teams").deleteMany({ account_id: -1 });
+      await conn.collection("teams").deleteMany({ account_id: PLACEHOLDER_ACCOUNT });
     }
     expect(await conn.collection("traits").countDocuments({ name: "Doomed Wire Trait" })).toBe(0);
     const restored = await conn.collection("agents").findOne({ _id: kept.body.id });

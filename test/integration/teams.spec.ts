@@ -1,6 +1,7 @@
 import mongoose from "mongoose";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
+import { occupyNextIds, PLACEHOLDER_ACCOUNT } from "../harness/ids";
 
 /** Deterministic PRNG so a failing random document can be reproduced from its seed. */
 function prng(seed: number) {
@@ -270,10 +271,8 @@ describe("teams, access levels and configuration push/pull over NATS", () => {
 
     it("a failure halfway leaves no half-created team: earlier writes are undone", async () => {
       const conn = await mongoose.createConnection(cluster.mongoUrl).asPromise();
-      const counter = await conn.collection<{ _id: string; seq: number }>("counters").findOne({ _id: "teams" });
       // Occupy the next team ids (in another account) so every attempt's final team insert fails.
-      const blockers = Array.from({ length: 8 }, (_, i) => ({ _id: (counter?.seq ?? 0) + 1 + i, account_id: -1, identifier: `blocker-${i}`, name: "b", sort_name: "b" }));
-      await conn.collection("teams").insertMany(blockers as never[]);
+      await occupyNextIds(conn, "teams", (i) => ({ identifier: `blocker-${i}`, name: "b", sort_name: "b" }));
       const res = await call("POST", "/teams/push", {
         name: "Doomed Team",
         traits: [{ name: "Doomed Trait" }],
@@ -285,7 +284,7 @@ describe("teams, access levels and configuration push/pull over NATS", () => {
       for (const [collection, name] of [["agents", "Doomed Agent"], ["tools", "Doomed Tool"], ["traits", "Doomed Trait"], ["teams", "Doomed Team"]]) {
         expect(await conn.collection(collection!).countDocuments({ name })).toBe(0);
       }
-      await conn.collection("teams").deleteMany({ account_id: -1 });
+      await conn.collection("teams").deleteMany({ account_id: PLACEHOLDER_ACCOUNT });
       await conn.close();
     });
 
