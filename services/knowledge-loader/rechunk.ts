@@ -4,8 +4,27 @@ import type { LoadResult, RunnerDeps } from "./runner";
 
 /** Documents per warmChunking call: their new chunks are embedded within one call, well inside its timeout. */
 export const WARM_PAGE_DOCUMENTS = 20;
-/** How long a re-chunk waits for an earlier one of its source before it goes back to the queue. */
+/** How long a re-chunk waits for an earlier one of its source, or to be named by it, before it goes back to the queue. */
 const WAIT_FOR_EARLIER_MS = 1_000;
+
+/** How long a re-chunk waits for the source to name it before deciding the request that queued it failed. */
+export const NAMING_WAIT_MS = 60_000;
+
+/**
+ * Whether a re-chunk's first window may start. The request that queues it saves the source just after (its new
+ * chunking, and `rechunk` naming this job), so a job claimed before that save would cut with the settings being
+ * replaced and end "done" without the change: it waits until the source names it. A source naming a job queued
+ * since superseded it; one naming another for NAMING_WAIT_MS means the request failed after queueing it.
+ */
+export function rechunkStart(
+  job: { _id: string; created_at: Date },
+  named: { job_id: string; queued_at: Date } | null | undefined,
+  now: number,
+): "start" | "wait" | "superseded" | "unnamed" {
+  if (named?.job_id === job._id) return "start";
+  if (named && named.queued_at.getTime() > job.created_at.getTime()) return "superseded";
+  return now - job.created_at.getTime() < NAMING_WAIT_MS ? "wait" : "unnamed";
+}
 
 /** Where a re-chunk stands (saved on the job after every page, so another loader resumes it). */
 interface RechunkProgress {
@@ -21,8 +40,9 @@ interface RechunkProgress {
 /**
  * Runs one window of a re-chunk job (docs/adr/0059-chunking-per-source.md): phase 1 warms the embedding cache
  * with the new chunks' vectors a page of documents at a time (searches still answer from the old chunks), phase 2
- * swaps the source's chunks in one index change. A job whose source's chunking changed again since it began ends
- * at once: the change queued a successor, which starts from the latest settings once this one has stopped.
+ * swaps the source's chunks in one index change. A job starts once its source names it (rechunkStart), and one whose
+ * source's chunking changed again since it began ends at once: the change queued a successor, which starts from the
+ * latest settings once this one has stopped.
  */
 export async function runRechunkWindow(deps: RunnerDeps, job: LoadJobRecord): Promise<LoadResult> {
   const source = await jobSource(deps.sources, job);
@@ -30,13 +50,15 @@ export async function runRechunkWindow(deps: RunnerDeps, job: LoadJobRecord): Pr
     await finishJob(deps.jobs, job, deps.owner, { status: "done", error: "source deleted" });
     return "finished";
   }
-  if (await earlierRechunkRunning(deps.jobs, job)) {
+  const saved = job.progress as Partial<RechunkProgress> | null;
+  const start = saved?.phase ? (sameChunking(saved.chunking, source.chunking) ? "start" : "superseded") : rechunkStart(job, source.rechunk, Date.now());
+  if (start === "wait" || (await earlierRechunkRunning(deps.jobs, job))) {
     await new Promise((r) => setTimeout(r, WAIT_FOR_EARLIER_MS));
     return (await continueJob(deps.jobs, job, deps.owner, job.progress ?? {})) ? "continued" : "lost";
   }
-  const saved = job.progress as Partial<RechunkProgress> | null;
-  if (saved?.phase && !sameChunking(saved.chunking, source.chunking)) {
-    await finishJob(deps.jobs, job, deps.owner, { status: "done", error: "superseded by a later chunking change" });
+  if (start !== "start") {
+    const error = start === "superseded" ? "superseded by a later chunking change" : "no chunking change of the source names this job";
+    await finishJob(deps.jobs, job, deps.owner, { status: "done", error });
     return "finished";
   }
   let progress: RechunkProgress = saved?.phase ? (saved as RechunkProgress) : { chunking: plainChunking(source.chunking), phase: "warm", after: null, done: 0 };
