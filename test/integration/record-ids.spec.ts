@@ -1,0 +1,44 @@
+import type { Connection } from "mongoose";
+import { closeAllDatabases, connectDatabase } from "../../lib/db";
+import { nextRecordId, RECORD_ID_BLOCK } from "../../lib/ids";
+
+/**
+ * Record ids from a block per process (lib/ids.ts, docs/adr/0050-write-path-speed.md, third pass), on the real
+ * local server: one counter update per block, ids unique across processes (two connections stand for two) and
+ * ascending in call order within one.
+ */
+describe("record ids from a block per process", () => {
+  let first: Connection;
+  let second: Connection;
+  const counter = async (sequence: string) => (await first.collection<{ _id: string; seq: number }>("counters").findOne({ _id: sequence }))?.seq;
+
+  beforeAll(async () => {
+    const url = new URL(process.env.TEST_MONGO_URL!);
+    url.pathname = "/record_ids";
+    first = await connectDatabase(url.toString());
+    await first.dropDatabase();
+    second = first.useDb("record_ids", { useCache: false });
+  });
+  afterAll(() => closeAllDatabases());
+
+  it("gives concurrent calls distinct ids in call order, reserving one block per 16", async () => {
+    const ids = await Promise.all(Array.from({ length: 2 * RECORD_ID_BLOCK + 3 }, () => nextRecordId(first, "widgets")));
+    expect(ids).toEqual(ids.map((_, i) => i + 1));
+    expect(await counter("widgets")).toBe(3 * RECORD_ID_BLOCK);
+    // The rest of the third block serves the next calls without a counter update.
+    expect(await nextRecordId(first, "widgets")).toBe(2 * RECORD_ID_BLOCK + 4);
+    expect(await counter("widgets")).toBe(3 * RECORD_ID_BLOCK);
+  });
+
+  it("never gives two processes the same id, each ascending in its own order", async () => {
+    const taken: number[][] = [[], []];
+    for (let i = 0; i < 3 * RECORD_ID_BLOCK; i++) {
+      taken[0]!.push(await nextRecordId(first, "gadgets"));
+      taken[1]!.push(await nextRecordId(second, "gadgets"));
+    }
+    const all = taken.flat();
+    expect(new Set(all).size).toBe(all.length);
+    for (const own of taken) expect(own).toEqual([...own].sort((a, b) => a - b));
+    expect(Math.max(...all)).toBe(await counter("gadgets"));
+  });
+});
