@@ -17,6 +17,8 @@ const { rnd, pick } = seeded(7);
 const DAY = 86_400_000;
 const BASE = Date.parse("2026-01-01T00:00:00Z");
 const LANGS = ["en", "de", "fr", "a b,c"] as const;
+const CITIES = ["New York", "New", "new", "York"] as const;
+const SIGNED = [-3, 3, 1.5, 15] as const;
 
 const corpus: (FilterableChunk & { id: string })[] = Array.from({ length: 120 }, (_, i) => {
   const metadata: Record<string, unknown> = {};
@@ -26,6 +28,10 @@ const corpus: (FilterableChunk & { id: string })[] = Array.from({ length: 120 },
   if (rnd(3)) metadata.tags = [pick(["x", "y", "z"]), pick(["x", "y", "z"])];
   if (rnd(3)) metadata.last_modified = rnd(2) ? new Date(BASE + rnd(20) * DAY).toUTCString() : new Date(BASE + rnd(20) * DAY).toISOString();
   if (!rnd(8)) metadata.lang = null;
+  // Values Typesense's word matching would confuse: words of another value, case, signs and decimal points.
+  if (rnd(3)) metadata.city = pick(CITIES);
+  if (rnd(3)) metadata.v = pick(SIGNED);
+  if (rnd(4)) metadata[pick(["my_key", "my-key", "My_key"])] = "k";
   return { id: `c${i}`, sourceId: 1 + rnd(4), documentId: `d${rnd(30)}`, indexedAt: BASE + rnd(20) * DAY, metadata };
 });
 // An object value: present for ne/nin, never equal.
@@ -40,6 +46,9 @@ const leaf = (): SearchFilter =>
     () => ({ type: pick(["eq", "ne"] as const), key: "metadata.draft", value: rnd(2) === 0 }),
     () => ({ type: pick(["eq", "ne", "gt", "gte", "lt", "lte"] as const), key: "metadata.n", value: rnd(10) }),
     () => ({ type: pick(["gt", "gte", "lt", "lte"] as const), key: "metadata.last_modified", value: new Date(day()).toISOString() }),
+    () => ({ type: pick(["eq", "ne", "in", "nin"] as const), key: "metadata.city", value: pick(CITIES) }),
+    () => ({ type: pick(["eq", "ne", "in", "nin"] as const), key: "metadata.v", value: pick(SIGNED) }),
+    () => ({ type: pick(["ne", "nin"] as const), key: pick(["metadata.my_key", "metadata.my-key", "metadata.My_key"]), value: "other" }),
     () => ({ type: pick(["eq", "ne"] as const), key: "source_id", value: 1 + rnd(4) }),
     () => ({ type: pick(["in", "nin"] as const), key: "source_id", value: [1 + rnd(4), 1 + rnd(4)] }),
     () => ({ type: pick(["eq", "ne"] as const), key: "document_id", value: `d${rnd(30)}` }),
@@ -84,6 +93,13 @@ describe(`metadata filters as Typesense filter_by (${url})`, () => {
   it("select what the predicate selects, for hand-picked filters", async () => {
     const filters: SearchFilter[] = [
       { type: "eq", key: "metadata.lang", value: "a b,c" },
+      // Exact, not by words: "New" is not "New York" nor "new"; -3 is not 3, 1.5 not 15; my_key is not my-key.
+      { type: "eq", key: "metadata.city", value: "New" },
+      { type: "ne", key: "metadata.city", value: "new" },
+      { type: "in", key: "metadata.city", value: ["York"] },
+      { type: "eq", key: "metadata.v", value: -3 },
+      { type: "nin", key: "metadata.v", value: [15] },
+      { type: "ne", key: "metadata.my_key", value: "other" },
       { type: "ne", key: "metadata.lang", value: "en" },
       { type: "nin", key: "metadata.tags", value: ["x"] },
       { type: "gte", key: "metadata.last_modified", value: "2026-01-10" },

@@ -341,7 +341,7 @@ export class TypesenseEngine implements SearchIndex {
   async setDocumentMetadata(accountId: number, documentId: string, chunkIds: string[], metadata: Record<string, unknown> | null) {
     const chunks = [...(await this.existing(accountId, chunkIds)).values()].filter((c) => c.document_id === documentId);
     if (!chunks.length) return;
-    const updates = chunks.map((c) => ({ id: c.id, ...metadataUpdate((c.meta_keys as string[] | undefined) ?? [], metadata) }));
+    const updates = chunks.map((c) => ({ id: c.id, ...metadataUpdate(c, metadata) }));
     const vectorUpdates = chunks.map((c, i) => ({ ...updates[i]!, indexed_at: c.indexed_at }));
     for (const collection of this.vectorCollections()) await this.updateExisting(collection, vectorUpdates);
     await this.updateExisting(this.names.chunks, updates);

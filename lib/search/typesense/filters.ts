@@ -5,11 +5,14 @@
  * `meta_s_<name>` strings, `meta_n_<name>` numbers (for ranges) and `meta_ns_<name>` the same numbers as strings
  * (for eq / ne / in / nin: 0.24.1 refuses != on numeric fields, and strings of doubles compare exactly where
  * `float` does not), `meta_b_<name>` booleans, `meta_d_<name>` dates (epoch ms, from strings that read as dates),
- * all arrays, plus `meta_keys`: the names the chunk has a value for. ne / nin test
+ * all arrays, plus `meta_keys`: the names the chunk has a value for. Strings (`meta_s_`, `meta_ns_`, `meta_keys`)
+ * are stored and compared as exactToken: Typesense matches a string field by its words, ignoring case and symbols,
+ * so "New" would match "New York" and "new", and "-3" match "3". ne / nin test
  * `meta_keys` too, so they match only chunks that have the key (the predicate's semantics), whatever Typesense
  * does with a negation on a missing field. Built-in keys are the chunk document's own fields. Chunk and vector
  * documents both carry these fields (TypesenseEngine), so every sub-search of a query applies the filter itself.
  */
+import { createHash } from "node:crypto";
 import { dateValue, METADATA_KEY_PATTERN, METADATA_PREFIX, type ComparisonFilter, type FilterScalar, type SearchFilter } from "../filters";
 
 /** The schema fields metadata needs (Typesense matches the names as regular expressions). */
@@ -24,7 +27,15 @@ export const METADATA_FIELDS = [
 
 /** A document's metadata fields as stored: `meta_keys` and `meta_<type>_<name>`. */
 export type MetadataFields = { [field: `meta_${string}`]: unknown[] };
-const TYPE_LETTERS = ["s", "n", "ns", "b", "d"] as const;
+
+/**
+ * A string as one word of hexadecimal digits, the same for the same string only: what an exact comparison needs
+ * from a field Typesense splits into words, lower-cased and without symbols (and whose words match up to 100
+ * characters).
+ */
+export function exactToken(s: string): string {
+  return createHash("sha256").update(s).digest("hex").slice(0, 32);
+}
 
 /**
  * A document's metadata as the fields above. Names a filter cannot address (free-form metadata may hold dotted or
@@ -37,15 +48,15 @@ export function metadataFields(metadata: Record<string, unknown> | null | undefi
     if (!METADATA_KEY_PATTERN.test(name)) continue;
     const values = (Array.isArray(raw) ? raw : [raw]).filter((v) => v !== undefined && v !== null);
     if (!values.length) continue;
-    add("meta_keys", name);
+    add("meta_keys", exactToken(name));
     for (const v of values) {
       if (typeof v === "string") {
-        add(`meta_s_${name}`, v);
+        add(`meta_s_${name}`, exactToken(v));
         const ms = dateValue(v);
         if (ms !== undefined) add(`meta_d_${name}`, ms);
       } else if (typeof v === "number" && Number.isFinite(v)) {
         add(`meta_n_${name}`, v);
-        add(`meta_ns_${name}`, String(v));
+        add(`meta_ns_${name}`, exactToken(String(v)));
       } else if (typeof v === "boolean") add(`meta_b_${name}`, v);
     }
   }
@@ -58,17 +69,18 @@ export function storedMetadataFields(doc: object): MetadataFields {
 }
 
 /**
- * A Typesense `update` that gives a document new metadata: every field of the names it had (`meta_keys`) set to
- * null, which 0.24.1 takes as "remove the field" (an update keeps the fields it is not sent), then the new ones.
+ * A Typesense `update` that gives a stored document new metadata: every metadata field it has set to null, which
+ * 0.24.1 takes as "remove the field" (an update keeps the fields it is not sent), then the new ones.
  */
-export function metadataUpdate(oldNames: readonly string[], metadata: Record<string, unknown> | null | undefined): Record<string, unknown[] | null> {
-  const update: Record<string, unknown[] | null> = { meta_keys: null };
-  for (const name of oldNames) for (const t of TYPE_LETTERS) update[`meta_${t}_${name}`] = null;
+export function metadataUpdate(stored: object, metadata: Record<string, unknown> | null | undefined): Record<string, unknown[] | null> {
+  const update: Record<string, unknown[] | null> = Object.fromEntries(Object.keys(storedMetadataFields(stored)).map((field) => [field, null]));
   return { ...update, ...metadataFields(metadata) };
 }
 
-/** A metadata value in filter_by: booleans bare, strings and numbers' strings in backticks (validation refuses backticks in values). */
-const quoted = (v: FilterScalar) => (typeof v === "boolean" ? String(v) : `\`${String(v)}\``);
+/** A string in filter_by (validation refuses backticks in values). */
+const backticked = (s: string) => `\`${s}\``;
+/** A metadata value in filter_by: booleans bare, strings and numbers' strings as their exactToken. */
+const quoted = (v: FilterScalar) => (typeof v === "boolean" ? String(v) : backticked(exactToken(String(v))));
 /** The field a value is compared for equality in: numbers in their string form (0.24.1 has no != on numeric fields). */
 const equalityField = (name: string, v: FilterScalar) => `meta_${typeof v === "string" ? "s" : typeof v === "number" ? "ns" : "b"}_${name}`;
 const RANGE = { gt: ">", gte: ">=", lt: "<", lte: "<=" } as const;
@@ -92,11 +104,11 @@ function comparison(f: ComparisonFilter, has: (field: string) => boolean): strin
   const { key, type: op } = f;
   const values = (Array.isArray(f.value) ? f.value : [f.value]).map((v) => (key === "indexed_at" && typeof v === "string" ? dateValue(v)! : v));
   if (!key.startsWith(METADATA_PREFIX)) {
-    const literal = (v: FilterScalar) => (typeof v === "string" ? quoted(v) : String(v));
+    const literal = (v: FilterScalar) => (typeof v === "string" ? backticked(v) : String(v));
     switch (op) {
       case "eq":
       case "in":
-        return `${key}:[${values.map(literal).join(",")}]`;
+        return `${key}:=[${values.map(literal).join(",")}]`;
       case "ne":
       case "nin":
         // Numeric built-ins (source_id, indexed_at) hold one value: not equal is below or above.
@@ -109,7 +121,7 @@ function comparison(f: ComparisonFilter, has: (field: string) => boolean): strin
   switch (op) {
     case "eq":
     case "in":
-      return any(byField(name, values).filter(([field]) => has(field)).map(([field, vs]) => `${field}:[${vs.map(quoted).join(",")}]`));
+      return any(byField(name, values).filter(([field]) => has(field)).map(([field, vs]) => `${field}:=[${vs.map(quoted).join(",")}]`));
     case "ne":
     case "nin": {
       // A field no document has holds none of the values: its != is true.

@@ -1,34 +1,34 @@
-import { metadataFields, metadataUpdate, storedMetadataFields } from "../../../lib/search/typesense/filters";
+import { exactToken, metadataFields, metadataUpdate, storedMetadataFields } from "../../../lib/search/typesense/filters";
 import { ADDED_FIELDS, collectionNames, missingFields, schemas, vectorSchema } from "../../../lib/search/typesense/schema";
 
 describe("metadata as Typesense fields", () => {
   it("leaves out names a filter cannot address", () => {
     expect(metadataFields({ lang: "en", "a.b": "x", $x: 1, [`k${"e".repeat(70)}`]: true, "my-key": 2 })).toEqual({
-      meta_keys: ["lang", "my-key"],
-      meta_s_lang: ["en"],
+      meta_keys: [exactToken("lang"), exactToken("my-key")],
+      meta_s_lang: [exactToken("en")],
       "meta_n_my-key": [2],
-      "meta_ns_my-key": ["2"],
+      "meta_ns_my-key": [exactToken("2")],
     });
   });
 
-  it("an update nulls every field of the old names and sets the new ones", () => {
-    expect(metadataUpdate(["lang", "n"], { lang: "de", when: "2026-01-02" })).toEqual({
-      meta_keys: ["lang", "when"],
-      meta_s_lang: ["de"],
-      meta_n_lang: null,
-      meta_ns_lang: null,
-      meta_b_lang: null,
-      meta_d_lang: null,
-      meta_s_n: null,
+  it("stores strings as one word each, different for any two strings (Typesense matches words, without case or symbols)", () => {
+    const tokens = ["New York", "new", "New", "-3", "3", "1.5", "15", "my_key", "my-key", "x".repeat(200)].map(exactToken);
+    expect(new Set(tokens).size).toBe(tokens.length);
+    for (const t of tokens) expect(t).toMatch(/^[0-9a-f]{32}$/);
+  });
+
+  it("an update nulls every metadata field the stored document has and sets the new ones", () => {
+    const stored = { id: "c", title: "t", ...metadataFields({ lang: "en", n: 3 }) };
+    expect(metadataUpdate(stored, { lang: "de", when: "2026-01-02" })).toEqual({
+      meta_keys: [exactToken("lang"), exactToken("when")],
+      meta_s_lang: [exactToken("de")],
       meta_n_n: null,
       meta_ns_n: null,
-      meta_b_n: null,
-      meta_d_n: null,
-      meta_s_when: ["2026-01-02"],
+      meta_s_when: [exactToken("2026-01-02")],
       meta_d_when: [Date.parse("2026-01-02")],
     });
     // No metadata left: meta_keys goes too, so ne / nin stop matching.
-    expect(metadataUpdate(["lang"], null)).toEqual({ meta_keys: null, meta_s_lang: null, meta_n_lang: null, meta_ns_lang: null, meta_b_lang: null, meta_d_lang: null });
+    expect(metadataUpdate(stored, null)).toEqual({ meta_keys: null, meta_s_lang: null, meta_n_n: null, meta_ns_n: null });
   });
 
   it("copies a stored document's metadata fields only", () => {
