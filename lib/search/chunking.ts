@@ -210,12 +210,14 @@ function headingSpans(text: string, size: number, overlap: number, marked: numbe
   const starts = [...new Set([...headingStarts(text), ...marked])].filter((at) => at > 0 && at < text.length).sort((a, b) => a - b);
   const bounds = [0, ...starts, text.length];
   const sections: Span[] = [];
+  // Headings with nothing under them (any run of them) stay with what follows.
+  let headingsOnly = false;
   for (let i = 0; i + 1 < bounds.length; i++) {
     const [start, end] = [bounds[i]!, bounds[i + 1]!];
     const last = sections[sections.length - 1];
-    // A heading with nothing under it stays with what follows.
-    if (last && headingOnly(text.slice(last[0], last[1]))) last[1] = end;
+    if (last && headingsOnly) last[1] = end;
     else sections.push([start, end]);
+    headingsOnly = headingOnly(text.slice(start, end));
   }
   return sections.flatMap(([start, end]) => (end - start <= size ? [[start, end] as Span] : fixedSpans(text, start, end, size, overlap)));
 }

@@ -74,6 +74,19 @@ describe("chunking strategies", () => {
     expect(chunks[chunks.length - 1]!.text).toBe("## Last\nBye.");
   });
 
+  it("heading keeps any run of headings with the section after it", () => {
+    const md = ["# Guide", "## Setup", "### Install", "Run the installer.", "", "## Use", "Call it."].join("\n");
+    expect(expectRanges(md, { size: 400, overlap: 0, strategy: "heading" }).map((c) => c.text)).toEqual([
+      "# Guide\n## Setup\n### Install\nRun the installer.",
+      "## Use\nCall it.",
+    ]);
+    const html = "<h1>Guide</h1><h2>Setup</h2><h3>Install</h3><p>Run it.</p><h2>Use</h2><p>Call it.</p>";
+    expect(expectRanges(html, { size: 400, overlap: 0, strategy: "heading" }).map((c) => c.text)).toEqual([
+      "<h1>Guide</h1><h2>Setup</h2><h3>Install</h3><p>Run it.</p>",
+      "<h2>Use</h2><p>Call it.</p>",
+    ]);
+  });
+
   it("heading splits HTML at <h1>-<h6>", () => {
     const html = "<h1>Title</h1><p>Intro.</p><h2>Part A</h2><p>Alpha text.</p><H3 class=x>Part B</H3><p>Beta.</p>";
     expect(headingStarts(html)).toEqual([html.indexOf("<h2>"), html.indexOf("<H3")]);
