@@ -2,7 +2,7 @@ import type { Connection, Model } from "mongoose";
 import { KNOWLEDGE_SOURCES_COLLECTION } from "../../lib/collections";
 import { changeOf } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
-import type { ServiceSchema } from "moleculer";
+import { Errors, type ServiceSchema } from "moleculer";
 import { configOf, type Config } from "../../lib/config";
 import { MongoMixin } from "../../lib/mongo.mixin";
 import { secretBox } from "../../lib/secrets";
@@ -28,14 +28,16 @@ const SEARCH_CALL_RETRIES = 4;
 /**
  * A search call retried when Moleculer says the request never completed on a replica (its node dropped
  * out mid-call, or no replica is available for a moment): indexing a batch again is idempotent (unchanged
- * documents are skipped, half-written ones are redone), so a killed search replica loses no pages.
+ * documents are skipped, half-written ones are redone), so a killed search replica loses no pages. A timeout is
+ * not retried, though Moleculer counts it retryable: the replica may still be running the first call, and two
+ * writers of one document's chunks would leave the loser's chunks unlisted.
  */
 async function retryingSearchCall<T>(call: () => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await call();
     } catch (err) {
-      if (!(err as { retryable?: boolean }).retryable || attempt >= SEARCH_CALL_RETRIES) throw err;
+      if (!(err as { retryable?: boolean }).retryable || err instanceof Errors.RequestTimeoutError || attempt >= SEARCH_CALL_RETRIES) throw err;
       await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
     }
   }
