@@ -1,10 +1,9 @@
 import { insertNew } from "../../lib/db";
 import type { ChunkingSettings } from "../../lib/search/chunking";
-import { decodeFreeJson } from "../../lib/free-json";
 import { vectorToBuffer } from "../../lib/search/vectors";
 import type { DocumentRecord } from "./model";
 import { embedText, indexKey, planChunks } from "./rules";
-import { indexDocuments, type IndexCounts, type StoreDeps } from "./store";
+import { cachedVectors, indexDocuments, type IndexCounts, type StoreDeps } from "./store";
 
 /*
  * Re-chunking a source's stored documents under new chunking settings (docs/adr/0059-chunking-per-source.md), in
@@ -35,8 +34,8 @@ export async function warmChunking(
     if (d.index_key === indexKey({ title: d.title, url: d.url, contentHash: d.content_hash, chunking: p.chunking, sections: d.sections })) continue;
     for (const c of planChunks({ id: d._id, title: d.title, content: d.content, sections: d.sections }, p.chunking, provider.model)) texts.set(c.embedKey, embedText(d.title, c.content));
   }
-  const cached = new Set((await models.embeddings.find({ _id: { $in: [...texts.keys()] } }, { _id: 1 }).lean()).map((e) => e._id));
-  const missing = [...texts].filter(([key]) => !cached.has(key));
+  const cached = await cachedVectors(models, [...texts.keys()]);
+  const missing = [...texts].filter((_, i) => !cached[i]);
   for (let i = 0; i < missing.length; i += p.batchSize) {
     const batch = missing.slice(i, i + p.batchSize);
     const vectors = await provider.embed(batch.map(([, text]) => text), "batch");
@@ -53,6 +52,6 @@ export async function warmChunking(
  */
 export async function switchChunking(deps: StoreDeps, p: { accountId: number; sourceId: number; chunking: ChunkingSettings }): Promise<IndexCounts> {
   const docs = await deps.models.documents.find(live(p.accountId, p.sourceId), { url: 1, title: 1, content: 1, metadata: 1, sections: 1 }).lean<DocumentRecord[]>();
-  const documents = docs.map((d) => ({ url: d.url, title: d.title, content: d.content, metadata: decodeFreeJson(d.metadata) as Record<string, unknown>, sections: d.sections }));
+  const documents = docs.map((d) => ({ url: d.url, title: d.title, content: d.content, metadata: d.metadata, sections: d.sections }));
   return indexDocuments(deps, { accountId: p.accountId, sourceId: p.sourceId, documents, chunking: p.chunking });
 }

@@ -12,8 +12,6 @@ import type { ChunkRecord, DocumentRecord, SearchModels } from "./model";
 import { contentHash, documentIdFor, documentSummary, embedText, indexKey, planChunks, type PlannedChunk } from "./rules";
 import { crossAccount } from "../../lib/tenancy-guard";
 
-/** Writes per round trip when removing chunks by id (by _id each: the one query every backend serves fast). */
-const DELETE_CONCURRENCY = 50;
 /** Ids per delete command when removing documents and their chunks. */
 const KEYS_PER_COMMAND = 1000;
 /** Documents planned at once (a read each): a loader window's worth; a re-chunk's switch plans a whole source in slices. */
@@ -61,10 +59,6 @@ export interface IndexCounts {
   /** Chunks queued for the embedding stage (keyword-searchable already). */
   queued_for_embedding: number;
   document_ids: string[];
-}
-
-async function inBatches<T>(items: T[], size: number, fn: (item: T) => Promise<unknown>) {
-  for (let i = 0; i < items.length; i += size) await Promise.all(items.slice(i, i + size).map(fn));
 }
 
 export function toIndexed(c: ChunkRecord, vector: Float32Array | null, metadata: Record<string, unknown> | null): IndexedChunk {
@@ -117,7 +111,7 @@ async function keepStoredChunk(models: SearchModels, r: ChunkRecord): Promise<Ch
 }
 
 /** The cached vector of each embedding key (in their order), read a command per slice (a whole source's chunks when it is re-chunked). */
-async function cachedVectors(models: SearchModels, keys: string[]): Promise<({ vector: Buffer } | undefined)[]> {
+export async function cachedVectors(models: SearchModels, keys: string[]): Promise<({ vector: Buffer } | undefined)[]> {
   const found = new Map<string, Buffer>();
   await byKeys([...new Set(keys)], async (slice) => {
     for (const e of await models.embeddings.find({ _id: { $in: slice } }).lean()) found.set(e._id, e.vector);
@@ -238,7 +232,7 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
     const stale = docs.flatMap((d) => d.stale);
     await index.replaceChunks(accountId, indexed, stale);
     if (stale.length) {
-      await inBatches(stale, DELETE_CONCURRENCY, (c) => Promise.all([models.chunks.deleteOne({ _id: c }), models.pending.deleteOne({ _id: c })]));
+      await byKeys(stale, (ids) => Promise.all([models.chunks.deleteMany({ _id: { $in: ids }, account_id: accountId }), models.pending.deleteMany({ _id: { $in: ids } })]));
     }
     const waiting = indexed.map((c, i) => ({ c, r: records[i]!, title: planned[i]!.doc.title })).filter(({ c }) => !c.vector);
     counts.cached_vectors += indexed.length - waiting.length;
@@ -344,7 +338,7 @@ export async function removeSource(deps: StoreDeps, accountId: number, sourceId:
   return tracked(deps, accountId, async () => {
     await index.deleteSource(accountId, sourceId);
     const chunks = await models.chunks.find({ account_id: accountId, source_id: sourceId }, { _id: 1 }).lean();
-    await inBatches(chunks, DELETE_CONCURRENCY, (c) => models.pending.deleteOne({ _id: c._id }));
+    await byKeys(chunks.map((c) => c._id), (ids) => models.pending.deleteMany({ _id: { $in: ids } }));
     const [docs, removed] = await Promise.all([
       models.documents.deleteMany({ account_id: accountId, source_id: sourceId }),
       models.chunks.deleteMany({ account_id: accountId, source_id: sourceId }),
