@@ -1,12 +1,9 @@
 import { plainChunking, sameChunking, type ChunkingSettings } from "../../lib/search/chunking";
-import { continueJob, earlierRechunkRunning, finishJob, jobSource, saveProgress, setRechunkState, type LoadJobRecord } from "../knowledge";
-import type { LoadResult, RunnerDeps } from "./runner";
+import { continueJob, earlierWriterRunning, finishJob, jobSource, saveProgress, setRechunkState, type LoadJobRecord } from "../knowledge";
+import { waitAndRequeue, type LoadResult, type RunnerDeps } from "./runner";
 
 /** Documents per warmChunking call: their new chunks are embedded within one call, well inside its timeout. */
 export const WARM_PAGE_DOCUMENTS = 20;
-/** How long a re-chunk waits for an earlier one of its source, or to be named by it, before it goes back to the queue. */
-const WAIT_FOR_EARLIER_MS = 1_000;
-
 /** How long a re-chunk waits for the source to name it before deciding the request that queued it failed. */
 export const NAMING_WAIT_MS = 60_000;
 
@@ -52,10 +49,7 @@ export async function runRechunkWindow(deps: RunnerDeps, job: LoadJobRecord): Pr
   }
   const saved = job.progress as Partial<RechunkProgress> | null;
   const start = saved?.phase ? (sameChunking(saved.chunking, source.chunking) ? "start" : "superseded") : rechunkStart(job, source.rechunk, Date.now());
-  if (start === "wait" || (await earlierRechunkRunning(deps.jobs, job))) {
-    await new Promise((r) => setTimeout(r, WAIT_FOR_EARLIER_MS));
-    return (await continueJob(deps.jobs, job, deps.owner, job.progress ?? {})) ? "continued" : "lost";
-  }
+  if (start === "wait" || (await earlierWriterRunning(deps.jobs, job))) return waitAndRequeue(deps, job);
   if (start !== "start") {
     const error = start === "superseded" ? "superseded by a later chunking change" : "no chunking change of the source names this job";
     await finishJob(deps.jobs, job, deps.owner, { status: "done", error });

@@ -3,11 +3,13 @@ import { plainChunking, type ChunkingSettings } from "../../lib/search/chunking"
 import {
   cancelPendingLoads,
   continueJob,
+  earlierWriterRunning,
   finishJob,
   jobSource,
   loadOutcome,
   loadReport,
   loadStarted,
+  releaseJob,
   removeSourceRecord,
   saveProgress,
   setLoadingState,
@@ -99,6 +101,16 @@ export interface RunnerDeps {
 }
 
 export type LoadResult = "finished" | "continued" | "lost";
+
+/** How long a job waits for an earlier writer of its source (a re-chunk: for its source to name it) before it goes back to the queue. */
+const WAIT_FOR_EARLIER_MS = 1_000;
+
+/** Waits a moment, then gives the job back to the queue as it stands (its window and progress kept). */
+export async function waitAndRequeue(deps: RunnerDeps, job: LoadJobRecord): Promise<LoadResult> {
+  await new Promise((r) => setTimeout(r, WAIT_FOR_EARLIER_MS));
+  await releaseJob(deps.jobs, job, deps.owner);
+  return "continued";
+}
 
 /** Kept in progress beside the reader's state: failed pages for loading_error, the counts, and when the load began. */
 interface FailureTally {
@@ -203,6 +215,7 @@ export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promi
     await finishJob(deps.jobs, job, deps.owner, { status: "done", error: "source deleted" });
     return "finished";
   }
+  if (await earlierWriterRunning(deps.jobs, job)) return waitAndRequeue(deps, job);
   const started = Date.now();
   const deadline = started + deps.windowMs;
   const fresh = !job.progress;

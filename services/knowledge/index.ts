@@ -17,7 +17,7 @@ export {
   cancelPendingLoads,
   claimJob,
   continueJob,
-  earlierRechunkRunning,
+  earlierWriterRunning,
   finishJob,
   pendingJobs,
   releaseJob,

@@ -46,11 +46,21 @@ export async function claimJob(
   const now = new Date();
   const running = await crossAccount(
     "which accounts have loads running, to start an idle account's first",
-    jobs.find({ status: "running", lease_expires_at: { $gte: now } }, { account_id: 1 }),
-  ).lean<Pick<LoadJobRecord, "account_id">[]>();
+    jobs.find({ status: "running", lease_expires_at: { $gte: now } }, { account_id: 1, knowledge_source_id: 1, kind: 1 }),
+  ).lean<Pick<LoadJobRecord, "account_id" | "knowledge_source_id" | "kind">[]>();
   const busy = [...new Set([...skipAccounts, ...running.map((job) => job.account_id)])];
-  return (await claimOldest(jobs, owner, leaseMs, kinds, busy, now)) ?? (busy.length > skipAccounts.length ? claimOldest(jobs, owner, leaseMs, kinds, skipAccounts, now) : null);
+  const writing = running.filter((job) => WRITERS.includes(job.kind));
+  return (
+    (await claimOldest(jobs, owner, leaseMs, kinds, busy, writing, now)) ??
+    (busy.length > skipAccounts.length ? claimOldest(jobs, owner, leaseMs, kinds, skipAccounts, writing, now) : null)
+  );
 }
+
+/**
+ * The jobs that write a source's documents from its settings: one runs on a source at a time (a window each), so a
+ * load never indexes with chunking a re-chunk has replaced meanwhile, and two writers never plan one document at once.
+ */
+const WRITERS: JobKind[] = ["load", "rechunk"];
 
 /**
  * The load-job queue (lib/lease-queue.ts): a pending job, or a running one whose lease expired (its loader died),
@@ -71,9 +81,21 @@ export function jobQueue(jobs: Model<LoadJobRecord>): LeaseQueue<LoadJobRecord> 
 
 const keyOf = (job: Pick<LoadJobRecord, "_id" | "account_id">) => ({ _id: job._id, account_id: job.account_id });
 
-/** Claims the oldest claimable job of an account not in `exclude`. */
-function claimOldest(jobs: Model<LoadJobRecord>, owner: string, leaseMs: number, kinds: JobKind[], exclude: number[], now: Date): Promise<LoadJobRecord | null> {
-  const filter = { kind: { $in: kinds }, ...(exclude.length ? { account_id: { $nin: exclude } } : {}) };
+/** Claims the oldest claimable job of an account not in `exclude`, but no writer of a source a writer runs on. */
+function claimOldest(
+  jobs: Model<LoadJobRecord>,
+  owner: string,
+  leaseMs: number,
+  kinds: JobKind[],
+  exclude: number[],
+  writing: Pick<LoadJobRecord, "account_id" | "knowledge_source_id">[],
+  now: Date,
+): Promise<LoadJobRecord | null> {
+  const filter = {
+    kind: { $in: kinds },
+    ...(exclude.length ? { account_id: { $nin: exclude } } : {}),
+    ...(writing.length ? { $nor: writing.map((w) => ({ account_id: w.account_id, knowledge_source_id: w.knowledge_source_id, kind: { $in: WRITERS } })) } : {}),
+  };
   return jobQueue(jobs).claim(owner, leaseMs, { filter, sort: { queued_at: 1 }, now });
 }
 
@@ -124,12 +146,13 @@ export function pendingJobs(jobs: Model<LoadJobRecord>): Promise<number> {
 }
 
 /**
- * True while an earlier re-chunk job of the same source runs (its lease alive): re-chunks of one source run one at
- * a time, oldest first, so the last chunking change is the last one applied.
+ * True while an earlier writer of the same source (WRITERS) runs (its lease alive). claimJob passes over the
+ * writers of a busy source; two loaders claiming at one moment may still both start one, and then the later job
+ * waits. Re-chunks of one source so run one at a time, oldest first: the last chunking change is the last applied.
  */
-export async function earlierRechunkRunning(jobs: Model<LoadJobRecord>, job: LoadJobRecord): Promise<boolean> {
+export async function earlierWriterRunning(jobs: Model<LoadJobRecord>, job: LoadJobRecord): Promise<boolean> {
   const earlier = await jobs.exists({
-    kind: "rechunk",
+    kind: { $in: WRITERS },
     account_id: job.account_id,
     knowledge_source_id: job.knowledge_source_id,
     status: "running",
