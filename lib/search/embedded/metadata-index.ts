@@ -81,7 +81,10 @@ export class MetadataIndex {
 
   /** A document's metadata changes from `before` to `after` (null: a new document, or one that goes). */
   change(doc: number, before: Record<string, unknown> | null, after: Record<string, unknown> | null) {
-    for (const [name, index] of this.names) {
+    // The names the document has (before or after), not every name filtered on: a change costs its own metadata.
+    for (const name of new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})])) {
+      const index = this.names.get(name);
+      if (!index) continue;
       const [b, a] = [metadataValue(before, name), metadataValue(after, name)];
       if (b === a) continue;
       index.remove(doc, b);
