@@ -165,6 +165,12 @@ export function metadataValue(metadata: Record<string, unknown> | null | undefin
   return metadata && Object.hasOwn(metadata, name) ? metadata[name] : undefined;
 }
 
+/** What filters compare of a metadata value: its elements (an array's, else itself), missing and null left out. */
+export function metadataElements(value: unknown): unknown[] {
+  if (value === undefined || value === null) return [];
+  return Array.isArray(value) ? value.filter((x) => x !== undefined && x !== null) : [value];
+}
+
 /** The chunk's value(s) for a key: built-in keys give one, metadata keys one or several (arrays), missing gives none. */
 function valuesOf(chunk: FilterableChunk, key: string): unknown[] {
   switch (key as BuiltinKey) {
@@ -175,16 +181,27 @@ function valuesOf(chunk: FilterableChunk, key: string): unknown[] {
     case "indexed_at":
       return [chunk.indexedAt];
   }
-  const v = metadataValue(chunk.metadata, key.slice(METADATA_PREFIX.length));
-  if (v === undefined || v === null) return [];
-  return Array.isArray(v) ? (v as unknown[]).filter((x) => x !== undefined && x !== null) : [v];
+  return metadataElements(metadataValue(chunk.metadata, key.slice(METADATA_PREFIX.length)));
 }
 
-/** A filter value as the number it compares as on this key (dates to ms), or the value itself. */
-function normalise(key: string, v: FilterScalar): FilterScalar {
+/** A comparison's values: a list's, or its one value. */
+export function filterValues(filter: ComparisonFilter): FilterScalar[] {
+  return Array.isArray(filter.value) ? filter.value : [filter.value as FilterScalar];
+}
+
+/** A filter value as it compares on this key: indexed_at dates as epoch ms, anything else as given. */
+export function comparedValue(key: string, v: FilterScalar): FilterScalar {
   if (key === "indexed_at" && typeof v === "string") return dateValue(v)!;
   return v;
 }
+
+/** The range comparisons: whether an ordering (-1, 0, 1) of a value against the bound passes. */
+export const RANGE_TESTS: Partial<Record<ComparisonFilter["type"], (order: number) => boolean>> = {
+  gt: (o) => o > 0,
+  gte: (o) => o >= 0,
+  lt: (o) => o < 0,
+  lte: (o) => o <= 0,
+};
 
 function equal(a: unknown, b: FilterScalar): boolean {
   return typeof a === typeof b && a === b;
@@ -211,18 +228,18 @@ export function compileFilter(filter: SearchFilter): (chunk: FilterableChunk) =>
   const cmp = filter as ComparisonFilter;
   const { key, type: op } = cmp;
   if (LIST_OPS.has(op)) {
-    const wanted = (cmp.value as FilterScalar[]).map((v) => normalise(key, v));
+    const wanted = filterValues(cmp).map((v) => comparedValue(key, v));
     const hit = (vals: unknown[]) => vals.some((a) => wanted.some((w) => equal(a, w)));
     return op === "in" ? (c) => hit(valuesOf(c, key)) : (c) => { const vals = valuesOf(c, key); return vals.length > 0 && !hit(vals); };
   }
-  const value = normalise(key, cmp.value as FilterScalar);
+  const value = comparedValue(key, cmp.value as FilterScalar);
   switch (op) {
     case "eq":
       return (c) => valuesOf(c, key).some((a) => equal(a, value));
     case "ne":
       return (c) => { const vals = valuesOf(c, key); return vals.length > 0 && !vals.some((a) => equal(a, value)); };
     default: {
-      const test = { gt: (o: number) => o > 0, gte: (o: number) => o >= 0, lt: (o: number) => o < 0, lte: (o: number) => o <= 0 }[op as "gt"];
+      const test = RANGE_TESTS[op]!;
       return (c) => valuesOf(c, key).some((a) => { const o = order(a, value, key); return o !== undefined && test(o); });
     }
   }

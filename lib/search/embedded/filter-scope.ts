@@ -1,5 +1,5 @@
 /** How the embedded engine applies a metadata filter (docs/adr/0058-metadata-filters.md): masks from the metadata index. */
-import { dateValue, METADATA_PREFIX, type ComparisonFilter, type FilterScalar, type SearchFilter } from "../filters";
+import { comparedValue, dateValue, filterValues, METADATA_PREFIX, RANGE_TESTS, type ComparisonFilter, type SearchFilter } from "../filters";
 import { equalityKey, markDocs } from "./metadata-index";
 import type { Partition } from "./partition";
 
@@ -8,21 +8,11 @@ function reads(filter: SearchFilter, key: string): boolean {
   return "filters" in filter ? filter.filters.some((f) => reads(f, key)) : filter.key === key;
 }
 
-const RANGE: Partial<Record<ComparisonFilter["type"], (order: number) => boolean>> = {
-  gt: (o) => o > 0,
-  gte: (o) => o >= 0,
-  lt: (o) => o < 0,
-  lte: (o) => o <= 0,
-};
-
-/** A filter value of indexed_at in ms (dates are validated). */
-const millis = (v: FilterScalar) => (typeof v === "number" ? v : dateValue(v)!);
-
 /** Documents a comparison on source_id, document_id or a metadata name selects, marked by number. */
 function documentMask(p: Partition, leaf: ComparisonFilter): Uint8Array {
   const mask = new Uint8Array(p.byNumber.length);
-  const values = Array.isArray(leaf.value) ? leaf.value : [leaf.value];
-  const range = RANGE[leaf.type];
+  const values = filterValues(leaf);
+  const range = RANGE_TESTS[leaf.type];
   const negated = leaf.type === "ne" || leaf.type === "nin";
   if (leaf.key === "source_id" || leaf.key === "document_id") {
     const wanted = new Set<unknown>(values);
@@ -50,8 +40,8 @@ function documentMask(p: Partition, leaf: ComparisonFilter): Uint8Array {
 /** Slots a comparison on indexed_at selects. */
 function indexedAtMask(p: Partition, leaf: ComparisonFilter): Uint8Array {
   const mask = new Uint8Array(p.chunks.length);
-  const values = (Array.isArray(leaf.value) ? leaf.value : [leaf.value]).map(millis);
-  const range = RANGE[leaf.type];
+  const values = filterValues(leaf).map((v) => comparedValue("indexed_at", v) as number);
+  const range = RANGE_TESTS[leaf.type];
   const negated = leaf.type === "ne" || leaf.type === "nin";
   for (let slot = 0; slot < p.chunks.length; slot++) {
     const at = p.chunks[slot]?.indexedAt;

@@ -1,4 +1,4 @@
-import { dateValue, metadataValue } from "../filters";
+import { dateValue, metadataElements, metadataValue } from "../filters";
 
 /** Documents (by number) holding one value: most values are one document's (urls, titles), so one number is kept bare. */
 type Docs = number | Set<number>;
@@ -30,12 +30,6 @@ export function markDocs(mask: Uint8Array, docs: Docs | undefined, to = 1) {
 /** The key under which a scalar is equal only to itself (lib/search/filters.ts: same JSON type and ===). */
 export const equalityKey = (v: unknown) => `${typeof v}:${String(v)}`;
 
-/** What filters compare of a metadata value: its elements (an array's, else itself), missing and null left out. */
-function elements(value: unknown): unknown[] {
-  if (value === undefined || value === null) return [];
-  return Array.isArray(value) ? value.filter((x) => x !== undefined && x !== null) : [value];
-}
-
 /**
  * One metadata name's values across a partition's documents: which documents have it at all, which hold each
  * scalar, each number and each date (strings that read as dates, in ms), so a comparison touches the documents it
@@ -57,7 +51,7 @@ export class NameIndex {
 
   /** Calls `at` with each map and key a value is filed under (by equality, as a number, as a date); false for no value. */
   private file(value: unknown, at: <K>(map: Map<K, Docs>, key: K) => void): boolean {
-    const values = elements(value);
+    const values = metadataElements(value);
     for (const v of values) {
       if (typeof v !== "string" && typeof v !== "number" && typeof v !== "boolean") continue;
       at(this.equal, equalityKey(v));

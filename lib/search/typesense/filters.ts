@@ -13,7 +13,7 @@
  * documents both carry these fields (TypesenseEngine), so every sub-search of a query applies the filter itself.
  */
 import { createHash } from "node:crypto";
-import { dateValue, METADATA_KEY_PATTERN, METADATA_PREFIX, type ComparisonFilter, type FilterScalar, type SearchFilter } from "../filters";
+import { comparedValue, dateValue, filterValues, metadataElements, METADATA_KEY_PATTERN, METADATA_PREFIX, type ComparisonFilter, type FilterScalar, type SearchFilter } from "../filters";
 
 /** The schema fields metadata needs (Typesense matches the names as regular expressions). */
 export const METADATA_FIELDS = [
@@ -46,7 +46,7 @@ export function metadataFields(metadata: Record<string, unknown> | null | undefi
   const add = (field: `meta_${string}`, v: unknown) => (out[field] ??= []).push(v);
   for (const [name, raw] of Object.entries(metadata ?? {})) {
     if (!METADATA_KEY_PATTERN.test(name)) continue;
-    const values = (Array.isArray(raw) ? raw : [raw]).filter((v) => v !== undefined && v !== null);
+    const values = metadataElements(raw);
     if (!values.length) continue;
     add("meta_keys", exactToken(name));
     for (const v of values) {
@@ -102,7 +102,7 @@ const all = (parts: string[]) => (parts.length === 1 ? parts[0]! : `(${parts.joi
 
 function comparison(f: ComparisonFilter, has: (field: string) => boolean): string {
   const { key, type: op } = f;
-  const values = (Array.isArray(f.value) ? f.value : [f.value]).map((v) => (key === "indexed_at" && typeof v === "string" ? dateValue(v)! : v));
+  const values = filterValues(f).map((v) => comparedValue(key, v));
   if (!key.startsWith(METADATA_PREFIX)) {
     const literal = (v: FilterScalar) => (typeof v === "string" ? backticked(v) : String(v));
     switch (op) {
