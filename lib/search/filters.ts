@@ -165,6 +165,11 @@ export function metadataValue(metadata: Record<string, unknown> | null | undefin
   return metadata && Object.hasOwn(metadata, name) ? metadata[name] : undefined;
 }
 
+/** Whether a filter compares any metadata key (anywhere in it). */
+export function readsMetadata(filter: SearchFilter): boolean {
+  return "filters" in filter ? filter.filters.some(readsMetadata) : filter.key.startsWith(METADATA_PREFIX);
+}
+
 /** What filters compare of a metadata value: its elements (an array's, else itself), missing and null left out. */
 export function metadataElements(value: unknown): unknown[] {
   if (value === undefined || value === null) return [];

@@ -7,6 +7,7 @@ import { terms } from "../tokenizer";
 import { FLAT_SEARCH_CUTOFF } from "../vectors";
 import { Batch, type Hit, type Search, type SearchResult } from "./batch";
 import { filterBy, metadataUpdate } from "./filters";
+import { readsMetadata } from "../filters";
 import { HIT_FIELDS, keywordCandidates, termStatistics, TotalsCache, type KeywordHit, type KeywordScope, type TermStatistics } from "./keyword";
 import {
   checkCollection,
@@ -197,14 +198,15 @@ export class TypesenseEngine implements SearchIndex {
   private async scopes(q: IndexQuery): Promise<Scopes> {
     const account = this.scope(q.accountId);
     const sources = this.scope(q.accountId, q.sourceIds);
-    const [chunkFields, vectorFields] = q.filter ? await Promise.all([this.fieldsOf(this.names.chunks), this.fieldsOf(this.names.vectors)]) : [];
+    // Only a metadata comparison asks which fields exist: built-in keys are declared fields.
+    const [chunkFields, vectorFields] = q.filter && readsMetadata(q.filter) ? await Promise.all([this.fieldsOf(this.names.chunks), this.fieldsOf(this.names.vectors)]) : [];
     const within = (fields?: Set<string>) => (q.filter ? `${sources} && ${filterBy(q.filter, (f) => fields!.has(f))}` : sources);
     return { keyword: { accountId: q.accountId, collection: this.names.chunks, account, scoped: within(chunkFields) }, vectors: within(vectorFields) };
   }
 
   /**
    * A collection's field names (the vectors alias names one): a filter must not name a metadata field no
-   * document has created (see filterBy). Reused for FIELDS_TTL_MS, dropped by this engine's writes.
+   * document has created (see filterBy). Reused for FIELDS_TTL_MS, dropped by this engine's writes that may create one.
    */
   private async fieldsOf(collection: string): Promise<Set<string>> {
     const cached = this.fields.get(collection);
@@ -220,6 +222,16 @@ export class TypesenseEngine implements SearchIndex {
   private forgetFields() {
     this.fields.clear();
     this.fieldsGeneration++;
+  }
+
+  /**
+   * After a write of these documents: the field names read before it stay good unless it set a metadata field
+   * that one of the collections may not have had (steady loading of documents with the same names keeps them).
+   */
+  private forgetFieldsIfNew(docs: object[]) {
+    const known = [this.fields.get(this.names.chunks)?.names, this.fields.get(this.names.vectors)?.names];
+    const created = (field: string) => field.startsWith("meta_") && !known.every((names) => names?.has(field));
+    if (docs.some((doc) => Object.entries(doc).some(([field, value]) => value !== null && created(field)))) this.forgetFields();
   }
 
   private documents<D extends { id: string }>(collection: string) {
@@ -265,14 +277,16 @@ export class TypesenseEngine implements SearchIndex {
 
   async upsertChunks(chunks: IndexedChunk[]) {
     if (!chunks.length) return;
-    await this.documents<ChunkDocument>(this.names.chunks).import(chunks.map(chunkDocument), { action: "upsert" });
+    const documents = chunks.map(chunkDocument);
+    await this.documents<ChunkDocument>(this.names.chunks).import(documents, { action: "upsert" });
     await this.importVectors(chunks);
     // A chunk is upserted whole: one without a vector has none of this model, whatever it had before.
     const withoutVector = new Map<number, string[]>();
     for (const c of chunks) if (!c.vector) withoutVector.set(c.accountId, [...(withoutVector.get(c.accountId) ?? []), c.id]);
     for (const [accountId, ids] of withoutVector) await this.deleteByIds(this.target, accountId, ids);
     for (const c of chunks) this.totals.forget(c.accountId);
-    this.forgetFields();
+    // Vector documents carry the chunk's metadata fields.
+    this.forgetFieldsIfNew(documents);
   }
 
   private async importVectors(chunks: IndexedChunk[]) {
@@ -314,11 +328,9 @@ export class TypesenseEngine implements SearchIndex {
     const chunks = await this.existing(accountId, vectors.map((v) => v.id));
     const present = vectors.filter((v) => chunks.has(v.id));
     if (!present.length) return;
-    await this.documents<VectorDocument>(this.target).import(
-      present.map((v) => vectorDocument({ ...chunks.get(v.id)!, account_id: accountId }, v.vector)),
-      { action: "upsert" },
-    );
-    this.forgetFields();
+    const documents = present.map((v) => vectorDocument({ ...chunks.get(v.id)!, account_id: accountId }, v.vector));
+    await this.documents<VectorDocument>(this.target).import(documents, { action: "upsert" });
+    this.forgetFieldsIfNew(documents);
   }
 
   /** The vectors collections a delete goes to: the model's, and during a switch the one still searched. */
@@ -345,7 +357,7 @@ export class TypesenseEngine implements SearchIndex {
     const vectorUpdates = chunks.map((c, i) => ({ ...updates[i]!, indexed_at: c.indexed_at }));
     for (const collection of this.vectorCollections()) await this.updateExisting(collection, vectorUpdates);
     await this.updateExisting(this.names.chunks, updates);
-    this.forgetFields();
+    this.forgetFieldsIfNew(updates);
   }
 
   /** Typesense `update`s of documents that may be gone: a chunk without a vector, or one deleted meanwhile, has none to update. */
