@@ -58,6 +58,14 @@ export const UNCOMPRESSED = { "Accept-Encoding": "identity" };
  * metadata name or type that first appears through another replica is filterable after at most this long.
  */
 const FIELDS_TTL_MS = 1000;
+
+/** Which fields of stored chunk documents a read returns. */
+type ChunkRead = { include_fields: string } | { exclude_fields: string };
+/** Everything but the terms: a vector document copies what a hit shows and what filters read. */
+const FOR_VECTORS: ChunkRead = { exclude_fields: "title_terms,content_terms" };
+/** What a metadata change reads: the document, indexed_at and the metadata fields (the text left out). */
+const FOR_METADATA: ChunkRead = { exclude_fields: "title_terms,content_terms,content,title,url" };
+const IDS_ONLY: ChunkRead = { include_fields: "id" };
 /** A replacement whose writer died half-way stops hiding anything after this long. */
 const REPLACEMENT_TTL_MS = 10 * 60_000;
 
@@ -255,12 +263,11 @@ export class TypesenseEngine implements SearchIndex {
   }
 
   /** The chunks (of those given) that are in the index, with what a hit shows and what filters read. */
-  private async existing(accountId: number, ids: string[]): Promise<Map<string, ChunkDocument>> {
+  private async existing(accountId: number, ids: string[], read: ChunkRead = FOR_VECTORS): Promise<Map<string, ChunkDocument>> {
     const searches: Search[] = [];
     for (let i = 0; i < ids.length; i += ID_BATCH) {
       const part = ids.slice(i, i + ID_BATCH);
-      // Everything but the terms: a vector document copies what a hit shows and what filters read.
-      searches.push({ collection: this.names.chunks, q: "*", filter_by: `${this.scope(accountId)} && id:${quoteList(part)}`, exclude_fields: "title_terms,content_terms", per_page: part.length });
+      searches.push({ collection: this.names.chunks, q: "*", filter_by: `${this.scope(accountId)} && id:${quoteList(part)}`, ...read, per_page: part.length });
     }
     const found = new Map<string, ChunkDocument>();
     for (const r of searches.length ? await this.multi<ChunkDocument>(searches) : []) {
@@ -305,7 +312,7 @@ export class TypesenseEngine implements SearchIndex {
   async replaceChunks(accountId: number, chunks: IndexedChunk[], staleIds: string[]) {
     if (chunks.some((c) => c.accountId !== accountId)) throw new Error(`replaceChunks: a chunk of another account than ${accountId}`);
     if (!staleIds.length) return this.upsertChunks(chunks);
-    const existing = await this.existing(accountId, chunks.map((c) => c.id));
+    const existing = await this.existing(accountId, chunks.map((c) => c.id), IDS_ONLY);
     const replacement: ReplacementDocument = {
       id: randomUUID(),
       account_id: accountId,
@@ -351,7 +358,7 @@ export class TypesenseEngine implements SearchIndex {
    * filters lack (so this call makes a chunk from before them filterable on every list).
    */
   async setDocumentMetadata(accountId: number, documentId: string, chunkIds: string[], metadata: Record<string, unknown> | null) {
-    const chunks = [...(await this.existing(accountId, chunkIds)).values()].filter((c) => c.document_id === documentId);
+    const chunks = [...(await this.existing(accountId, chunkIds, FOR_METADATA)).values()].filter((c) => c.document_id === documentId);
     if (!chunks.length) return;
     const updates = chunks.map((c) => ({ id: c.id, ...metadataUpdate(c, metadata) }));
     const vectorUpdates = chunks.map((c, i) => ({ ...updates[i]!, indexed_at: c.indexed_at }));
