@@ -20,8 +20,10 @@ export function ruleToSchema(rule: unknown): JsonSchema {
   const r = ruleObject(rule);
   let schema: JsonSchema;
   // A rule a fastest-validator type cannot describe (a recursive grammar, checked by its own function) names its schema.
-  if (r.jsonSchema) return { ...(r.jsonSchema as JsonSchema), ...(typeof r.description === "string" ? { description: r.description } : {}) };
-  switch (r.type) {
+  switch (r.jsonSchema ? "named" : r.type) {
+    case "named":
+      schema = { ...(r.jsonSchema as JsonSchema) };
+      break;
     case "number":
       schema = { type: r.integer ? "integer" : "number" };
       if (typeof r.min === "number") schema.minimum = r.min;
