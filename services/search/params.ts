@@ -123,3 +123,9 @@ export const chunkingParam = {
     },
   },
 } as const;
+
+/** A source's settings as stored, all three (null or absent: the deployment's): what the internal search actions take. */
+export const storedChunkingParam = {
+  ...chunkingParam,
+  props: Object.fromEntries(Object.entries(chunkingParam.props).map(([name, rule]) => [name, { ...rule, optional: false }])),
+};

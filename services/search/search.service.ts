@@ -11,7 +11,7 @@ import { httpReranker, type Reranker } from "../../lib/search/rerank";
 import { filterProblems, type SearchFilter } from "../../lib/search/filters";
 import { searchModels, type DocumentRecord, type SearchModels } from "./model";
 import {
-  chunkingParam,
+  storedChunkingParam,
   documentIdParam,
   listDocumentsParams,
   searchDocumentsParams,
@@ -169,7 +169,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
           },
         },
         // The source's own settings (complete, as stored); none means the deployment's.
-        chunking: chunkingParam,
+        chunking: storedChunkingParam,
       },
       async handler(ctx: Ctx<{ accountId: number; sourceId: number; documents: IncomingDocument[]; chunking?: ChunkingSettings | null }>) {
         const { sourceId, documents } = ctx.params;
@@ -187,7 +187,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       params: {
         ...accountParam,
         ...sourceParam,
-        chunking: chunkingParam,
+        chunking: storedChunkingParam,
         after: { type: "string", max: 64, optional: true, nullable: true },
         limit: { type: "number", integer: true, min: 1, max: MAX_DOCUMENTS_PER_CALL },
       },
@@ -201,7 +201,7 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
     /** Phase 2 of a re-chunk: every document of the source not yet under the settings, re-indexed in one index change. */
     switchChunking: {
       visibility: "public",
-      params: { ...accountParam, ...sourceParam, chunking: chunkingParam },
+      params: { ...accountParam, ...sourceParam, chunking: storedChunkingParam },
       handler(ctx: Ctx<{ accountId: number; sourceId: number; chunking?: ChunkingSettings | null }>) {
         const chunking = effectiveChunking(ctx.params.chunking, this.config);
         return switchChunking(this.deps, { accountId: this.explicitAccount(ctx.params), sourceId: ctx.params.sourceId, chunking });
