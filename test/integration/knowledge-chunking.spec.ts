@@ -206,7 +206,9 @@ describe.each(searchEngines("chunking"))("chunking per source on the $engine eng
       });
       const done = await waitForRechunk(jobId);
       expect(done.rechunk).toMatchObject({ status: "done", documents_done: contents.size });
-      expect(await conn.collection("load_jobs").findOne({ _id: jobId as never })).toMatchObject({ status: "done", attempts: 2 });
+      // The source says done first; the job is marked done just after.
+      const job = await until(() => conn.collection("load_jobs").findOne({ _id: jobId as never }), (j) => j?.status === "done", 10_000, "the job to be marked done");
+      expect(job).toMatchObject({ status: "done", attempts: 2 });
     } finally {
       await conn.close();
     }
