@@ -8,7 +8,6 @@ import {
   appendEvent,
   claimEvents,
   commitEventsGrouped,
-  reserveSeqs,
   ensureEventIndexes,
   groupsFor,
   prepareEvents,
@@ -77,7 +76,7 @@ export interface EventsMethods {
    */
   recordChanges<T extends object>(drafts: ChangeDraft[], write: () => Promise<T[]>): Promise<T[]>;
   /** Commits events prepared elsewhere (a UnitOfWork's `changes`) with their data, in order. */
-  commitChanges(changes: { id: string; draft: ChangeDraft }[], data: object[], firstSeq?: number): Promise<void>;
+  commitChanges(changes: { id: string; draft: ChangeDraft }[], data: object[]): Promise<void>;
   /** commitChanges with each record's current state rendered by the `records` renderers ({id} for deletes). */
   commitRendered(changes: { id: string; draft: ChangeDraft }[]): Promise<void>;
   /** Relays an event already stored with its change (an outbox entry) into the log: idempotent by its id. */
@@ -137,9 +136,6 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
     methods: {
       async recordChanges(this: Self, drafts: ChangeDraft[], write: () => Promise<Data[]>) {
         const ids = await prepareEvents(this.db, drafts);
-        // The events' places in the commit order are reserved while the change is written (one round trip less).
-        const seqs = reserveSeqs(this.db, drafts.length);
-        seqs.catch(() => undefined); // awaited below unless the write throws
         let data: Data[];
         try {
           data = await write();
@@ -147,7 +143,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
           await settleFailedWrite(this, options, ids, drafts).catch((settleErr) => this.logger.warn("Settling the events of a failed write failed; the sweep will", settleErr));
           throw err;
         }
-        await this.commitChanges(ids.map((id, i) => ({ id, draft: drafts[i]! })), data, await seqs);
+        await this.commitChanges(ids.map((id, i) => ({ id, draft: drafts[i]! })), data);
         return data;
       },
 
@@ -158,22 +154,19 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
         }
       },
 
-      async commitChanges(this: Self, changes: { id: string; draft: ChangeDraft }[], data: Data[], firstSeq?: number) {
+      async commitChanges(this: Self, changes: { id: string; draft: ChangeDraft }[], data: Data[]) {
         if (!changes.length) return;
-        // Reserved after the change when the caller did not reserve during it.
-        firstSeq ??= await reserveSeqs(this.db, changes.length);
         const events = changes.map(({ id, draft }, i) => ({
           id,
           type: draft.type,
           account_id: draft.accountId,
           subject: subjectOf(draft.record),
           data: (data[i] ?? {}) as Data,
-          seq: firstSeq + i,
         }));
         await commitEventsGrouped(this.db, events);
         // Live notification for in-cluster listeners that may miss some; consumers that must not read the log.
         const occurred_at = new Date();
-        for (const { seq: _seq, ...event } of events) this.broker.emit(event.type, { ...event, occurred_at });
+        for (const event of events) this.broker.emit(event.type, { ...event, occurred_at });
         announce(this.broker, events.map((event) => event.type));
       },
 

@@ -48,7 +48,7 @@ export interface StoredEvent extends Omit<ChangeEvent, "id" | "data"> {
   data: unknown;
   /** prepared: written before the change, invisible to consumers; committed: the change happened. */
   state: "prepared" | "committed";
-  /** Commit order (one counter), which is the order consumers see per record. */
+  /** The event's place among its record's changes (eventSeqs), the order consumers see per record. */
   seq: number | null;
   committed_at: Date | null;
 }
@@ -100,7 +100,7 @@ function queue(db: Connection) {
 /** The log's indexes, by collection: every query on it is served by one of them (test/integration/indexes.spec.ts). */
 export const EVENT_INDEXES: Record<string, Record<string, 1>[]> = {
   [EVENTS_COLLECTION]: [{ state: 1, occurred_at: 1 }, { committed_at: 1 }],
-  [EVENT_QUEUE_COLLECTION]: [{ group: 1, seq: 1 }, { subject: 1, seq: 1 }, { queued_at: 1 }],
+  [EVENT_QUEUE_COLLECTION]: [{ group: 1, queued_at: 1 }, { subject: 1, seq: 1 }, { queued_at: 1 }],
 };
 
 /** Creates EVENT_INDEXES; every service that writes or reads events ensures them at start. */
@@ -133,19 +133,9 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
 }
 
 type Committed = Omit<ChangeEvent, "occurred_at">;
-/** An event to commit with the place in the log its writer reserved (reserveSeqs) while its change was written. */
-export type Sequenced = Committed & { seq: number };
-
-/**
- * Reserves `count` places in the log's commit order, returning the first. A writer reserves them while its change
- * is written: a change made after another's answer still comes after it, the order that matters per record.
- */
-export async function reserveSeqs(db: Connection, count: number): Promise<number> {
-  return (await nextId(db, EVENTS_COLLECTION, count)) - count + 1;
-}
 
 /** Per connection, the group commits of prepares and commits. */
-const groups = new WeakMap<Connection, { prepare(docs: StoredEvent[]): Promise<void>; commit(events: Sequenced[]): Promise<void> }>();
+const groups = new WeakMap<Connection, { prepare(docs: StoredEvent[]): Promise<void>; commit(events: Committed[]): Promise<void> }>();
 function grouped(db: Connection) {
   let group = groups.get(db);
   if (!group) {
@@ -156,9 +146,8 @@ function grouped(db: Connection) {
           await log(db).insertMany(batches.flat());
           return batches.map(() => undefined);
         }),
-        commit: groupCommit(async (batches: Sequenced[][]) => {
-          const events = batches.flat();
-          await commitAll(db, events, events.map((e) => e.seq));
+        commit: groupCommit(async (batches: Committed[][]) => {
+          await commitAll(db, batches.flat(), { oneUpdate: true });
           return batches.map(() => undefined);
         }),
       }),
@@ -168,11 +157,11 @@ function grouped(db: Connection) {
 }
 
 /**
- * Makes prepared events visible to consumers with their data, in the order given (one counter range). The steps
- * are ordered so that a process killed between any two of them leaves a state the settling of abandoned events
- * repairs (docs/adr/0038-events-of-cut-off-writes.md): change counts first, then one work item per consumer
- * group (deterministic ids: a second commit of the event queues nothing new), and last the log entry turns
- * `committed`. An event is never committed without its work items, and an event still `prepared` is settled by
+ * Makes prepared events visible to consumers with their data, in the order given. The steps are ordered so that a
+ * process killed between any two of them leaves a state the settling of abandoned events repairs
+ * (docs/adr/0038-events-of-cut-off-writes.md): the change counts first (which give the events their seqs), then
+ * one work item per consumer group (deterministic ids: a second commit of the event queues nothing new), and last
+ * the log entry turns `committed`. An event is never committed without its work items, and an event still `prepared` is settled by
  * what the database shows. Returns how many of the events this call committed (others were settled meanwhile).
  */
 export async function commitEvents(db: Connection, committed: Committed[]): Promise<number> {
@@ -180,23 +169,21 @@ export async function commitEvents(db: Connection, committed: Committed[]): Prom
 }
 
 /**
- * commitEvents for a writer about to answer, its events' seqs reserved (reserveSeqs): concurrent calls on one
- * connection are committed together (one counter update, one insert of work items, one update command flipping
- * every log entry).
+ * commitEvents for a writer about to answer: concurrent calls on one connection are committed together (one update
+ * of each change counter, one insert of work items, one update command flipping every log entry).
  */
-export async function commitEventsGrouped(db: Connection, committed: Sequenced[]): Promise<void> {
+export async function commitEventsGrouped(db: Connection, committed: Committed[]): Promise<void> {
   if (committed.length) await grouped(db).commit(committed);
 }
 
 /**
- * The steps of commitEvents; which events this call flipped. With `seqs` (reserved already), the log entries
- * are flipped in one update command, with no per-event answer (all true).
+ * The steps of commitEvents; which events this call flipped. With `oneUpdate`, the log entries are flipped in one
+ * update command, with no per-event answer (all true).
  */
-async function commitAll(db: Connection, committed: Committed[], seqs?: number[]): Promise<boolean[]> {
+async function commitAll(db: Connection, committed: Committed[], { oneUpdate = false } = {}): Promise<boolean[]> {
   if (!committed.length) return [];
-  const bulk = seqs !== undefined;
-  const first = seqs ? 0 : await reserveSeqs(db, committed.length);
-  const seqOf = (i: number) => (seqs ? seqs[i]! : first + i);
+  const seqs = await eventSeqs(db, committed);
+  const seqOf = (i: number) => seqs[i]!;
   const now = new Date();
   const items = committed.flatMap((event, i) =>
     groupsFor(event.type).map((group) => ({
@@ -211,8 +198,7 @@ async function commitAll(db: Connection, committed: Committed[], seqs?: number[]
       queued_at: now,
     })),
   );
-  // The change counts and the work items are independent; both come before the log entry turns committed.
-  await Promise.all([countChanges(db, committed), items.length ? ignoringDuplicates(queue(db).insertMany(items, { ordered: false })) : undefined]);
+  if (items.length) await ignoringDuplicates(queue(db).insertMany(items, { ordered: false }));
   // An upsert: a settler that looked before this write landed may have dropped the prepared event meanwhile.
   const flip = (c: Committed, i: number) => ({
     filter: { _id: c.id, state: "prepared" as const },
@@ -222,7 +208,7 @@ async function commitAll(db: Connection, committed: Committed[], seqs?: number[]
     },
     upsert: true,
   });
-  if (bulk) {
+  if (oneUpdate) {
     await ignoringDuplicates(log(db).bulkWrite(committed.map((c, i) => ({ updateOne: flip(c, i) })), { ordered: false }));
     return committed.map(() => true);
   }
@@ -246,29 +232,43 @@ async function ignoringDuplicates<T>(write: Promise<T>): Promise<T | undefined> 
   }
 }
 
-/** Collections whose committed changes are counted per account: reads cached by that count (changeCounts) stay exact. */
-const COUNTED_COLLECTIONS = new Set(["agents", "traits", "tools"]);
 const changeSequence = (collection: string, accountId: number) => `changes/${collection}/${accountId}`;
 
-/** Bumps the change count of each account and counted collection that `committed` changed (after their writes). */
-async function countChanges(db: Connection, committed: Pick<ChangeEvent, "account_id" | "subject">[]): Promise<void> {
-  const sequences = new Set<string>();
-  for (const { subject, account_id } of committed) {
-    const collection = subject.slice(0, subject.indexOf("/"));
-    if (COUNTED_COLLECTIONS.has(collection)) sequences.add(changeSequence(collection, account_id));
-  }
-  await Promise.all([...sequences].map((sequence) => nextId(db, sequence)));
+/**
+ * Seqs start above every seq the log's former single counter handed out, so per record an event queued by a replica
+ * of the previous version still comes first during an upgrade.
+ */
+const SEQ_BASE = 2 ** 40;
+
+/**
+ * Counts the changes `committed` made (after their writes, before their writers answer) and gives each event its
+ * seq from its count: the change counter of its record's collection in its account, one update per counter for all
+ * of a commit's events. A change made after another's answer is counted after it, so per record, the order that
+ * consumers keep, seqs ascend in the order the changes were made (docs/adr/0050-write-path-speed.md, fourth pass).
+ */
+async function eventSeqs(db: Connection, committed: Pick<ChangeEvent, "account_id" | "subject">[]): Promise<number[]> {
+  const byCounter = new Map<string, number[]>();
+  committed.forEach(({ subject, account_id }, i) => {
+    const sequence = changeSequence(subject.slice(0, subject.indexOf("/")), account_id);
+    byCounter.set(sequence, [...(byCounter.get(sequence) ?? []), i]);
+  });
+  const seqs = new Array<number>(committed.length);
+  await Promise.all(
+    [...byCounter].map(async ([sequence, indexes]) => {
+      const first = (await nextId(db, sequence, indexes.length)) - indexes.length + 1;
+      indexes.forEach((index, j) => (seqs[index] = SEQ_BASE + first + j));
+    }),
+  );
+  return seqs;
 }
 
 /**
- * How many changes of an account's records in each counted collection have been committed (0 before the first),
+ * How many changes of an account's records in each collection have been committed (0 before the first),
  * read in one query. Each is counted after its write and before its writer answers, so a read made after seeing
  * count N includes every change counted up to N: a cache of such reads, keyed by the count, answers what the
  * database would.
  */
 export async function changeCounts<const C extends readonly string[]>(db: Connection, accountId: number, collections: C): Promise<{ [K in keyof C]: number }> {
-  const uncounted = collections.filter((collection) => !COUNTED_COLLECTIONS.has(collection));
-  if (uncounted.length) throw new Error(`changes of ${uncounted.join(", ")} are not counted`);
   return (await readSequences(db, collections.map((collection) => changeSequence(collection, accountId)))) as { [K in keyof C]: number };
 }
 
@@ -333,20 +333,21 @@ export async function resolvePrepared(
 /**
  * Claims up to `limit` of a group's oldest unhandled events for `owner` until now + leaseMs, then holds back
  * every event whose record has an older event this group has not acknowledged (another replica holds it, or
- * it failed): per record, a group sees events in commit order. Returns the claimed items in that order.
+ * it failed): per record, a group sees events in seq order. Returns the claimed items in seq order, which is
+ * that order for each record.
  */
 export async function claimEvents(db: Connection, group: string, owner: string, leaseMs: number, limit: number): Promise<QueuedEvent[]> {
-  const claimed = await eventQueue(db).claimBatch(owner, leaseMs, limit, { filter: { group }, sort: { seq: 1 } });
+  const claimed = await eventQueue(db).claimBatch(owner, leaseMs, limit, { filter: { group }, sort: { queued_at: 1 } });
   if (!claimed.length) return [];
   const older = await queue(db)
     .find(
-      { group, subject: { $in: [...new Set(claimed.map((e) => e.subject))] }, seq: { $lt: claimed[claimed.length - 1]!.seq }, _id: { $nin: claimed.map((e) => e._id) } },
+      { group, subject: { $in: [...new Set(claimed.map((e) => e.subject))] }, seq: { $lt: Math.max(...claimed.map((e) => e.seq)) }, _id: { $nin: claimed.map((e) => e._id) } },
       { projection: { subject: 1, seq: 1 } },
     )
     .toArray();
   const firstWaiting = new Map<string, number>();
   for (const o of older) firstWaiting.set(o.subject, Math.min(firstWaiting.get(o.subject) ?? Infinity, o.seq));
-  const ready = claimed.filter((e) => e.seq < (firstWaiting.get(e.subject) ?? Infinity));
+  const ready = claimed.filter((e) => e.seq < (firstWaiting.get(e.subject) ?? Infinity)).sort((a, b) => a.seq - b.seq);
   await releaseEvents(db, owner, claimed.filter((e) => !ready.includes(e)).map((e) => e._id), 0);
   return ready;
 }

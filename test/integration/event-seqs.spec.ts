@@ -1,0 +1,73 @@
+import type { Connection } from "mongoose";
+import { closeAllDatabases, connectDatabase } from "../../lib/db";
+import { changeCounts, changeOf, claimEvents, commitEvents, commitEventsGrouped, EVENT_QUEUE_COLLECTION, prepareEvents, subjectOf } from "../../lib/events";
+
+/**
+ * Event seqs from the change counters (lib/events.ts, docs/adr/0050-write-path-speed.md, fourth pass), on the real
+ * local server: a commit counts each change of a record's collection in its account and takes the event's seq from
+ * that count, so per record seqs ascend in the order of the changes, whichever process commits them; a consumer
+ * gets a record's events in that order, behind any item a previous version queued with the log's former counter.
+ */
+describe("event seqs from the change counters", () => {
+  let first: Connection;
+  let second: Connection;
+  const accountId = 41;
+  const group = "webhooks";
+
+  beforeAll(async () => {
+    const url = new URL(process.env.TEST_MONGO_URL!);
+    url.pathname = "/event_seqs";
+    first = await connectDatabase(url.toString());
+    await first.dropDatabase();
+    second = first.useDb("event_seqs", { useCache: false });
+  });
+  afterAll(() => closeAllDatabases());
+
+  /** Prepares and commits one change of tools/<id> through `db` (as a writer does), returning the event's id. */
+  async function change(db: Connection, type: string, id: number): Promise<string> {
+    const draft = changeOf(type, "tools", { _id: id, account_id: accountId });
+    const [eventId] = await prepareEvents(db, [draft]);
+    await commitEventsGrouped(db, [{ id: eventId!, type, account_id: accountId, subject: subjectOf(draft.record), data: { id } }]);
+    return eventId!;
+  }
+  const queued = (subject: string) => first.collection<{ event: { id: string }; seq: number }>(EVENT_QUEUE_COLLECTION).find({ subject, group }).sort({ seq: 1 }).toArray();
+
+  it("counts every change once and orders a record's events as its changes were made, across processes", async () => {
+    const [before] = await changeCounts(first, accountId, ["tools"]);
+    const made = [await change(first, "tool.created", 1), await change(second, "tool.updated", 1), await change(first, "tool.updated", 1)];
+    // Concurrent commits of other records share counter updates and still get one seq each.
+    await Promise.all([2, 3, 4].map((id) => change(id % 2 ? first : second, "tool.created", id)));
+
+    expect((await queued("tools/1")).map((item) => item.event.id)).toEqual(made);
+    const seqs = (await first.collection<{ seq: number }>(EVENT_QUEUE_COLLECTION).find({ group }).toArray()).map((item) => item.seq);
+    expect(new Set(seqs).size).toBe(6);
+    expect(await changeCounts(first, accountId, ["tools"])).toEqual([before + 6]);
+
+    const claimed = await claimEvents(first, group, "consumer", 60_000, 50);
+    expect(claimed.filter((item) => item.subject === "tools/1").map((item) => item.event.id)).toEqual(made);
+    expect(claimed).toHaveLength(6);
+  });
+
+  it("holds a record's new events behind an item queued with the former global counter's seq", async () => {
+    const legacy = { _id: `${group}:evt_legacy`, group, subject: "tools/9", seq: 123_456, event: { id: "evt_legacy", type: "tool.created", account_id: accountId, subject: "tools/9", data: {}, occurred_at: new Date() } };
+    // Queued later than the new event, so a claim by age takes the new one first.
+    const newer = await change(first, "tool.updated", 9);
+    await first.collection(EVENT_QUEUE_COLLECTION).insertOne({ ...legacy, claim_until: new Date(0), claimed_by: null, queued_at: new Date() } as never);
+
+    const claimed = await claimEvents(first, group, "consumer-2", 60_000, 1);
+    expect(claimed).toEqual([]); // the new event is held back, and released for the next claim
+    await new Promise((resolve) => setTimeout(resolve, 5)); // released "now": claimable from the next millisecond
+    // Claimed together, they come in the record's order.
+    expect((await claimEvents(first, group, "consumer-2", 60_000, 50)).map((item) => item.event.id)).toEqual(["evt_legacy", newer]);
+  });
+
+  it("a settler's commit of an event counts and sequences it like a writer's", async () => {
+    const draft = changeOf("tool.created", "tools", { _id: 20, account_id: accountId });
+    const [eventId] = await prepareEvents(first, [draft]);
+    const [before] = await changeCounts(first, accountId, ["tools"]);
+    expect(await commitEvents(second, [{ id: eventId!, type: "tool.created", account_id: accountId, subject: "tools/20", data: { id: 20 } }])).toBe(1);
+    const [item] = await queued("tools/20");
+    expect(await changeCounts(first, accountId, ["tools"])).toEqual([before + 1]);
+    expect(item!.seq).toBeGreaterThan(123_456);
+  });
+});
