@@ -49,18 +49,28 @@ export const WEBHOOK_EVENTS = WEBHOOK_EVENT_TYPES.map((type) => ({ type, record:
 /** Emitted once per created user; drives the verify-email automation and the onboarding task. */
 export const USER_REGISTERED = "user.registered";
 
+/** A consumer group: the event types it handles, and whether it acts only for some accounts. */
+export interface ConsumerGroup {
+  handles(type: string): boolean;
+  /**
+   * The collection an account must hold a record of for this group to act on its events (a group with nothing to
+   * do for an account without one gets none of its events).
+   */
+  onlyForAccountsWith?: string;
+}
+
 /**
- * Consumer groups and the types each handles. An event is pending for every group listed for its type from
- * the moment it is committed, whether or not a replica of that group runs then, so a group that is down
- * catches up when it starts.
+ * Consumer groups and the types each handles. An event is pending for every group listed for its type (and its
+ * account, see onlyForAccountsWith) from the moment it is committed, whether or not a replica of that group runs
+ * then, so a group that is down catches up when it starts.
  */
-export const CONSUMER_GROUPS: Record<string, (type: string) => boolean> = {
-  /** Queues a delivery per matching subscription. */
-  webhooks: (type) => (WEBHOOK_EVENT_TYPES as readonly string[]).includes(type),
+export const CONSUMER_GROUPS: Record<string, ConsumerGroup> = {
+  /** Queues a delivery per matching subscription: nothing to do in an account without subscriptions. */
+  webhooks: { handles: (type) => (WEBHOOK_EVENT_TYPES as readonly string[]).includes(type), onlyForAccountsWith: "webhook_subscriptions" },
   /** A renamed agent's collected-data records take its new name. */
-  entities: (type) => type === "agent.updated",
+  entities: { handles: (type) => type === "agent.updated" },
   /** A deleted agent leaves its teams. */
-  teams: (type) => type === "agent.deleted",
+  teams: { handles: (type) => type === "agent.deleted" },
   /** The onboarding task of a new user. */
-  tasks: (type) => type === USER_REGISTERED,
+  tasks: { handles: (type) => type === USER_REGISTERED },
 };

@@ -30,9 +30,8 @@ type Data = Record<string, unknown>;
  */
 export const EVENTS_COMMITTED = "events.committed";
 
-/** Tells the consumers of `types`' groups that work is queued. */
-function announce(broker: Service["broker"], types: string[]): void {
-  const groups = [...new Set(types.flatMap(groupsFor))];
+/** Tells the consumers of `groups` that work is queued for them. */
+function announce(broker: Service["broker"], groups: string[]): void {
   if (groups.length) broker.emit(EVENTS_COMMITTED, { groups });
 }
 
@@ -150,7 +149,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
       async appendChange(this: Self, event: ChangeEvent) {
         if (await appendEvent(this.db, event)) {
           this.broker.emit(event.type, event);
-          announce(this.broker, [event.type]);
+          announce(this.broker, groupsFor(event.type));
         }
       },
 
@@ -163,11 +162,11 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
           subject: subjectOf(draft.record),
           data: (data[i] ?? {}) as Data,
         }));
-        await commitEventsGrouped(this.db, events);
+        const groups = await commitEventsGrouped(this.db, events);
         // Live notification for in-cluster listeners that may miss some; consumers that must not read the log.
         const occurred_at = new Date();
         for (const event of events) this.broker.emit(event.type, { ...event, occurred_at });
-        announce(this.broker, events.map((event) => event.type));
+        announce(this.broker, groups);
       },
 
       async commitRendered(this: Self, changes: { id: string; draft: ChangeDraft }[]) {

@@ -68,9 +68,47 @@ export interface QueuedEvent {
   queued_at: Date;
 }
 
-/** The groups an event of this type is pending for when committed. */
+/** The groups that handle events of this type (an event is queued for those of them that act for its account: queuedGroups). */
 export function groupsFor(type: string): string[] {
-  return Object.entries(CONSUMER_GROUPS).flatMap(([group, handles]) => (handles(type) ? [group] : []));
+  return Object.entries(CONSUMER_GROUPS).flatMap(([group, { handles }]) => (handles(type) ? [group] : []));
+}
+
+/**
+ * Per connection, "<collection>/<account>" of the accounts known to hold a record of a collection a group acts
+ * for (CONSUMER_GROUPS' onlyForAccountsWith). Kept for good: an account that deletes its last one gets the
+ * group's events again, which it then has nothing to do with, as before this check.
+ */
+const accountsKnownWith = new WeakMap<Connection, Set<string>>();
+
+/**
+ * The groups each committed event is queued for: those handling its type, less a group that acts only for
+ * accounts holding a record of some collection when the event's account holds none (read after the change was
+ * written: a record created after this commit's writer answered is seen by every later commit). One query per such
+ * account not known to hold one, none for an account that does (docs/adr/0050-write-path-speed.md, fourth pass).
+ */
+async function queuedGroups(db: Connection, committed: Pick<ChangeEvent, "type" | "account_id">[]): Promise<string[][]> {
+  let known = accountsKnownWith.get(db);
+  if (!known) accountsKnownWith.set(db, (known = new Set()));
+  const handling = committed.map(({ type }) => groupsFor(type));
+  const unknown = new Map<string, { collection: string; accountId: number }>();
+  committed.forEach(({ account_id }, i) => {
+    for (const group of handling[i]!) {
+      const collection = CONSUMER_GROUPS[group]!.onlyForAccountsWith;
+      const key = `${collection}/${account_id}`;
+      if (collection && !known.has(key)) unknown.set(key, { collection, accountId: account_id });
+    }
+  });
+  await Promise.all(
+    [...unknown].map(async ([key, { collection, accountId }]) => {
+      if (await db.collection(collection).findOne(tenantFilter(collection, { account_id: accountId }) as never, { projection: { _id: 1 } })) known.add(key);
+    }),
+  );
+  return committed.map(({ account_id }, i) =>
+    handling[i]!.filter((group) => {
+      const collection = CONSUMER_GROUPS[group]!.onlyForAccountsWith;
+      return !collection || known.has(`${collection}/${account_id}`);
+    }),
+  );
 }
 
 export function newEventId(): string {
@@ -135,7 +173,7 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
 type Committed = Omit<ChangeEvent, "occurred_at">;
 
 /** Per connection, the group commits of prepares and commits. */
-const groups = new WeakMap<Connection, { prepare(docs: StoredEvent[]): Promise<void>; commit(events: Committed[]): Promise<void> }>();
+const groups = new WeakMap<Connection, { prepare(docs: StoredEvent[]): Promise<void>; commit(events: Committed[]): Promise<string[]> }>();
 function grouped(db: Connection) {
   let group = groups.get(db);
   if (!group) {
@@ -147,8 +185,9 @@ function grouped(db: Connection) {
           return batches.map(() => undefined);
         }),
         commit: groupCommit(async (batches: Committed[][]) => {
-          await commitAll(db, batches.flat(), { oneUpdate: true });
-          return batches.map(() => undefined);
+          const { groups } = await commitAll(db, batches.flat(), { oneUpdate: true });
+          let first = 0;
+          return batches.map((batch) => [...new Set(groups.slice(first, (first += batch.length)).flat())]);
         }),
       }),
     );
@@ -165,28 +204,28 @@ function grouped(db: Connection) {
  * what the database shows. Returns how many of the events this call committed (others were settled meanwhile).
  */
 export async function commitEvents(db: Connection, committed: Committed[]): Promise<number> {
-  return (await commitAll(db, committed)).filter(Boolean).length;
+  return (await commitAll(db, committed)).flipped.filter(Boolean).length;
 }
 
 /**
  * commitEvents for a writer about to answer: concurrent calls on one connection are committed together (one update
  * of each change counter, one insert of work items, one update command flipping every log entry).
  */
-export async function commitEventsGrouped(db: Connection, committed: Committed[]): Promise<void> {
-  if (committed.length) await grouped(db).commit(committed);
+export async function commitEventsGrouped(db: Connection, committed: Committed[]): Promise<string[]> {
+  return committed.length ? grouped(db).commit(committed) : [];
 }
 
 /**
- * The steps of commitEvents; which events this call flipped. With `oneUpdate`, the log entries are flipped in one
- * update command, with no per-event answer (all true).
+ * The steps of commitEvents: which events this call flipped, and the groups each was queued for. With `oneUpdate`,
+ * the log entries are flipped in one update command, with no per-event answer (all true).
  */
-async function commitAll(db: Connection, committed: Committed[], { oneUpdate = false } = {}): Promise<boolean[]> {
-  if (!committed.length) return [];
-  const seqs = await eventSeqs(db, committed);
+async function commitAll(db: Connection, committed: Committed[], { oneUpdate = false } = {}): Promise<{ flipped: boolean[]; groups: string[][] }> {
+  if (!committed.length) return { flipped: [], groups: [] };
+  const [seqs, groups] = await Promise.all([eventSeqs(db, committed), queuedGroups(db, committed)]);
   const seqOf = (i: number) => seqs[i]!;
   const now = new Date();
   const items = committed.flatMap((event, i) =>
-    groupsFor(event.type).map((group) => ({
+    groups[i]!.map((group) => ({
       _id: `${group}:${event.id}`,
       group,
       // data holds client JSON (any keys): stored encoded like every free-form field (lib/free-json).
@@ -210,7 +249,7 @@ async function commitAll(db: Connection, committed: Committed[], { oneUpdate = f
   });
   if (oneUpdate) {
     await ignoringDuplicates(log(db).bulkWrite(committed.map((c, i) => ({ updateOne: flip(c, i) })), { ordered: false }));
-    return committed.map(() => true);
+    return { flipped: committed.map(() => true), groups };
   }
   const flipped = await Promise.all(
     committed.map((c, i) => {
@@ -218,7 +257,7 @@ async function commitAll(db: Connection, committed: Committed[], { oneUpdate = f
       return ignoringDuplicates(log(db).updateOne(filter, update, { upsert }));
     }),
   );
-  return flipped.map((res) => Boolean(res && (res.modifiedCount || res.upsertedCount)));
+  return { flipped: flipped.map((res) => Boolean(res && (res.modifiedCount || res.upsertedCount))), groups };
 }
 
 /** The write's result, or undefined when it met existing documents (what a repeated step of a commit does). */

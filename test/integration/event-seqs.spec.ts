@@ -20,14 +20,16 @@ describe("event seqs from the change counters", () => {
     first = await connectDatabase(url.toString());
     await first.dropDatabase();
     second = first.useDb("event_seqs", { useCache: false });
+    // The account has a webhook subscription, so its events are queued for the webhooks group.
+    await first.collection("webhook_subscriptions").insertOne({ _id: 1, account_id: accountId } as never);
   });
   afterAll(() => closeAllDatabases());
 
   /** Prepares and commits one change of tools/<id> through `db` (as a writer does), returning the event's id. */
-  async function change(db: Connection, type: string, id: number): Promise<string> {
-    const draft = changeOf(type, "tools", { _id: id, account_id: accountId });
+  async function change(db: Connection, type: string, id: number, account = accountId): Promise<string> {
+    const draft = changeOf(type, "tools", { _id: id, account_id: account });
     const [eventId] = await prepareEvents(db, [draft]);
-    await commitEventsGrouped(db, [{ id: eventId!, type, account_id: accountId, subject: subjectOf(draft.record), data: { id } }]);
+    await commitEventsGrouped(db, [{ id: eventId!, type, account_id: account, subject: subjectOf(draft.record), data: { id } }]);
     return eventId!;
   }
   const queued = (subject: string) => first.collection<{ event: { id: string }; seq: number }>(EVENT_QUEUE_COLLECTION).find({ subject, group }).sort({ seq: 1 }).toArray();
@@ -69,5 +71,18 @@ describe("event seqs from the change counters", () => {
     const [item] = await queued("tools/20");
     expect(await changeCounts(first, accountId, ["tools"])).toEqual([before + 1]);
     expect(item!.seq).toBeGreaterThan(123_456);
+  });
+
+  it("queues nothing for the webhooks group in an account without subscriptions, and from its first subscription on", async () => {
+    const other = 42;
+    const item = async (eventId: string) => first.collection(EVENT_QUEUE_COLLECTION).findOne({ _id: `${group}:${eventId}` } as never);
+    const before = await change(second, "tool.created", 30, other);
+    expect(await item(before)).toBeNull();
+    // A subscription created now (by another process) is seen by the next commit of every process.
+    await first.collection("webhook_subscriptions").insertOne({ _id: 2, account_id: other } as never);
+    const after = await change(second, "tool.created", 31, other);
+    expect(await item(after)).toMatchObject({ group, subject: "tools/31" });
+    // The first account's events are still queued, its subscription known without another look.
+    expect(await item(await change(second, "tool.created", 32, accountId))).not.toBeNull();
   });
 });

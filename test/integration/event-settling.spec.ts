@@ -43,6 +43,8 @@ describe("settling events of cut-off and failed writes", () => {
   beforeAll(async () => {
     await broker.start();
     await Promise.all([EVENTS_COLLECTION, EVENT_QUEUE_COLLECTION, "tools"].map((c) => service.db.collection(c).deleteMany({})));
+    // A subscription in the account: its events are queued for the webhooks group too.
+    await service.db.collection("webhook_subscriptions").updateOne({ _id: 1, account_id: accountId } as never, { $set: { account_id: accountId } }, { upsert: true });
   });
   afterAll(async () => {
     await broker.stop();
