@@ -1,5 +1,8 @@
-import mongoose, { Schema, type Connection, type Model, type SchemaDefinition, type SchemaOptions } from "mongoose";
+import { MongoServerError, type Collection, type Document as BsonDocument } from "mongodb";
+import mongoose, { Schema, type Connection, type HydratedDocument, type Model, type SchemaDefinition, type SchemaOptions } from "mongoose";
+import { writeErrorsOf } from "./errors";
 import { freeJsonFields } from "./free-json";
+import { groupCommit } from "./group-commit";
 import { tenancyGuard } from "./tenancy-guard";
 
 // Every model's queries on tenant data must name the account (lib/tenancy-guard.ts): applied when a model is built.
@@ -188,8 +191,7 @@ export function namedRecordSchema<T extends NamedRecord>(
 
 /** Indexes (0-based) of the inserts a bulk insert refused as duplicates; any other failure is rethrown. */
 function duplicateIndexes(err: unknown): number[] {
-  const writeErrors = (err as { writeErrors?: unknown }).writeErrors;
-  const list = (Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : []) as { index: number; code: number }[];
+  const list = writeErrorsOf(err);
   if (!list.length || list.some((e) => e.code !== 11000)) throw err;
   return list.map((e) => e.index);
 }
@@ -203,4 +205,42 @@ export async function insertNew<T extends object>(model: Model<T>, records: T[])
   } catch (err) {
     return duplicateIndexes(err);
   }
+}
+
+/**
+ * model.create for one record: the document is built, timestamped and validated as create does, and inserted
+ * together with the creates of the same collection that arrived while an insert was on its way (group commit,
+ * docs/adr/0050-write-path-speed.md, fourth pass). A create refused by a unique index fails alone, with the
+ * duplicate-key error (code 11000) of a single insert; any other failure of the insert fails each create in it.
+ */
+export async function createRecord<T>(model: Model<T>, fields: object): Promise<HydratedDocument<T>> {
+  const doc = new model(fields) as HydratedDocument<T> & { initializeTimestamps?(): void };
+  doc.initializeTimestamps?.();
+  await doc.validate();
+  const refused = await insertGrouped(model.collection)(doc.toBSON());
+  if (refused) throw refused;
+  doc.isNew = false;
+  return doc;
+}
+
+/** Per collection, the group commit of createRecord's inserts: each insert's own write error, or undefined. */
+const groupedInserts = new WeakMap<Collection, (doc: BsonDocument) => Promise<MongoServerError | undefined>>();
+function insertGrouped(collection: Collection) {
+  let insert = groupedInserts.get(collection);
+  if (!insert) {
+    insert = groupCommit(async (docs: BsonDocument[]) => {
+      try {
+        await collection.insertMany(docs, { ordered: false });
+        return docs.map(() => undefined);
+      } catch (err) {
+        const list = writeErrorsOf(err);
+        if (!list.length) throw err;
+        const refused = docs.map((): MongoServerError | undefined => undefined);
+        for (const { index, code, errmsg } of list) refused[index] = new MongoServerError({ code, errmsg: errmsg ?? "write refused" });
+        return refused;
+      }
+    });
+    groupedInserts.set(collection, insert);
+  }
+  return insert;
 }

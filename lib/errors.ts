@@ -78,6 +78,12 @@ export function validationItems(problems: FieldProblem[], locate: (field: string
   return problems.map((p) => ({ loc: fieldLoc(p.field ?? "", p.location ?? locate(p.field ?? "")), msg: p.message, type: p.type }));
 }
 
+/** The per-document errors of a bulk write that failed (index into its documents), none for any other failure. */
+export function writeErrorsOf(err: unknown): { index: number; code: number; errmsg?: string }[] {
+  const writeErrors = (err as { writeErrors?: unknown } | null)?.writeErrors;
+  return (Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : []) as { index: number; code: number; errmsg?: string }[];
+}
+
 /** True for MongoDB duplicate-key errors (a unique index refused a write). */
 export function isDuplicateKeyError(err: unknown): boolean {
   return typeof err === "object" && err !== null && (err as { code?: number }).code === 11000;

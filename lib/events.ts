@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Connection } from "mongoose";
-import { isDuplicateKeyError } from "./errors";
+import { isDuplicateKeyError, writeErrorsOf } from "./errors";
 import { decodeFreeJson, encodeFreeJson } from "./free-json";
 import { CONSUMER_GROUPS } from "./event-types";
 import { groupCommit } from "./group-commit";
@@ -265,8 +265,8 @@ async function ignoringDuplicates<T>(write: Promise<T>): Promise<T | undefined> 
   try {
     return await write;
   } catch (err) {
-    const writeErrors = (err as { writeErrors?: { code?: number }[] }).writeErrors;
-    if (writeErrors?.length ? writeErrors.every((e) => e.code === 11000) : isDuplicateKeyError(err)) return undefined;
+    const writeErrors = writeErrorsOf(err);
+    if (writeErrors.length ? writeErrors.every((e) => e.code === 11000) : isDuplicateKeyError(err)) return undefined;
     throw err;
   }
 }

@@ -3,6 +3,7 @@ import type { ServiceSchema } from "moleculer";
 import { firstFreeIdentifier, identifierFamily, isIdRef, nextRecordId, slugify } from "./ids";
 import { ERRORS as E, isDuplicateKeyError } from "./errors";
 import type { Ctx } from "./meta";
+import { createRecord } from "./db";
 import { crossAccount } from "./tenancy-guard";
 
 /** A record every tenant-owned collection has: an integer `_id` and the owning account. */
@@ -100,7 +101,7 @@ export const TenancyMixin: Partial<ServiceSchema> = {
       const account_id = this.accountOf(ctx);
       // A caller that records a change event for the new record allocates its id first (lib/events.mixin.ts).
       const _id = (fields as { _id?: number })._id ?? (await nextRecordId(this.db, model.collection.collectionName));
-      return model.create({ ...fields, _id, account_id });
+      return createRecord(model, { ...fields, _id, account_id });
     },
 
     /** Looks a record up by numeric id or by its identifier within the caller's account. */

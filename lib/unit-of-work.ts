@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from "node:util";
 import mongoose, { type Connection, type Model } from "mongoose";
+import { createRecord } from "./db";
 import { abortEvents, changeOf, prepareEvents, type ChangeDraft } from "./events";
 import { nextRecordId, slugify } from "./ids";
 
@@ -50,7 +51,7 @@ export class UnitOfWork {
   /** Inserts a record, remembering to delete it on rollback; `event` names its change event (e.g. agent.created). */
   async insert<T extends AnyRecord>(model: Model<T>, doc: T, event?: string): Promise<T> {
     if (event) await this.prepare(model, doc, event);
-    const created = (await model.create(doc)).toObject() as T;
+    const created = (await createRecord(model, doc)).toObject() as T;
     this.undos.push({ model, id: doc._id, accountId: doc.account_id, before: null });
     return created;
   }
