@@ -200,8 +200,9 @@ function grouped(db: Connection) {
  * process killed between any two of them leaves a state the settling of abandoned events repairs
  * (docs/adr/0038-events-of-cut-off-writes.md): the change counts first (which give the events their seqs), then
  * one work item per consumer group (deterministic ids: a second commit of the event queues nothing new), and last
- * the log entry turns `committed`. An event is never committed without its work items, and an event still `prepared` is settled by
- * what the database shows. Returns how many of the events this call committed (others were settled meanwhile).
+ * the log entry turns `committed`. An event is never committed without its work items, and an event still
+ * `prepared` is settled by what the database shows. Returns how many of the events this call committed (others
+ * were settled meanwhile).
  */
 export async function commitEvents(db: Connection, committed: Committed[]): Promise<number> {
   return (await commitAll(db, committed)).flipped.filter(Boolean).length;
