@@ -29,15 +29,17 @@ const SEARCH_CALL_RETRIES = 4;
  * A search call retried when Moleculer says the request never completed on a replica (its node dropped
  * out mid-call, or no replica is available for a moment): indexing a batch again is idempotent (unchanged
  * documents are skipped, half-written ones are redone), so a killed search replica loses no pages. A timeout is
- * not retried, though Moleculer counts it retryable: the replica may still be running the first call, and two
- * writers of one document's chunks would leave the loser's chunks unlisted.
+ * retried only for a call that writes no chunks (`idempotent`: warming the embedding cache), though Moleculer
+ * counts every timeout retryable: the replica may still be running the first call, and two writers of one
+ * document's chunks would leave the loser's chunks unlisted.
  */
-async function retryingSearchCall<T>(call: () => Promise<T>): Promise<T> {
+async function retryingSearchCall<T>(call: () => Promise<T>, { idempotent = false } = {}): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await call();
     } catch (err) {
-      if (!(err as { retryable?: boolean }).retryable || err instanceof Errors.RequestTimeoutError || attempt >= SEARCH_CALL_RETRIES) throw err;
+      const timedOut = err instanceof Errors.RequestTimeoutError;
+      if (!(err as { retryable?: boolean }).retryable || (timedOut && !idempotent) || attempt >= SEARCH_CALL_RETRIES) throw err;
       await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
     }
   }
@@ -134,7 +136,8 @@ const KnowledgeLoaderService: ServiceSchema<Record<string, never>, Methods, Vars
           .then((held) => (holdsLease &&= held))
           .catch((err) => this.logger.warn("Lease renewal failed", err));
       }, leaseMs / 3);
-      const call = <T>(action: string, params: object, timeout?: number) => retryingSearchCall(() => this.broker.call<T, object>(action, params, timeout ? { timeout } : {}));
+      const call = <T>(action: string, params: object, timeout?: number, idempotent = false) =>
+        retryingSearchCall(() => this.broker.call<T, object>(action, params, timeout ? { timeout } : {}), { idempotent });
       // A re-chunk's calls embed or re-index many chunks: they may take up to a window.
       const long = this.loader.windowSeconds * 1000;
       const deps: RunnerDeps = {
@@ -142,7 +145,7 @@ const KnowledgeLoaderService: ServiceSchema<Record<string, never>, Methods, Vars
         jobs: this.models.jobs,
         reader: this.reader,
         index: async (accountId, sourceId, documents: PageDoc[], chunking) => void (await call("search.indexDocuments", { accountId, sourceId, documents, chunking })),
-        warmChunking: (accountId, sourceId, chunking, after, limit) => call("search.warmChunking", { accountId, sourceId, chunking, after, limit }, long),
+        warmChunking: (accountId, sourceId, chunking, after, limit) => call("search.warmChunking", { accountId, sourceId, chunking, after, limit }, long, true),
         switchChunking: async (accountId, sourceId, chunking) => void (await call("search.switchChunking", { accountId, sourceId, chunking }, long)),
         count: (accountId, sourceId) => call<number>("search.countDocuments", { accountId, sourceId }),
         deleteSourceDocuments: async (accountId, sourceId) => void (await call("search.deleteSourceDocuments", { accountId, sourceId })),
