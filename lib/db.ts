@@ -197,10 +197,10 @@ function duplicateIndexes(err: unknown): number[] {
 }
 
 /** Inserts records in one command; returns the indexes of those that already existed (by a unique key). */
-export async function insertNew<T extends object>(model: Model<T>, records: T[]): Promise<number[]> {
+export async function insertNew<D extends BsonDocument>(collection: Collection<D>, records: object[]): Promise<number[]> {
   if (!records.length) return [];
   try {
-    await model.collection.insertMany(records as never[], { ordered: false });
+    await collection.insertMany(records as never[], { ordered: false });
     return [];
   } catch (err) {
     return duplicateIndexes(err);

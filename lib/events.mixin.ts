@@ -9,6 +9,7 @@ import {
   claimEvents,
   commitEventsGrouped,
   ensureEventIndexes,
+  flushCommits,
   groupsFor,
   prepareEvents,
   pruneEvents,
@@ -278,6 +279,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
       self.consumerRunning = false;
       self.wake?.();
       await self.consuming;
+      await flushCommits(self.db);
     },
   };
 }

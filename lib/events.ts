@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Connection } from "mongoose";
+import { insertNew } from "./db";
 import { isDuplicateKeyError, writeErrorsOf } from "./errors";
 import { decodeFreeJson, encodeFreeJson } from "./free-json";
 import { CONSUMER_GROUPS } from "./event-types";
@@ -41,12 +42,18 @@ export interface ChangeDraft {
   record: [collection: string, id: number];
 }
 
-/** A stored event: the ChangeEvent plus its state and place in the log. */
+/**
+ * A stored event: the ChangeEvent plus its state and place in the log. A change has two entries: the prepared one
+ * (`_id` preparedId(event id), `event_id` the event's), written before the change, and the committed one (`_id` the
+ * event's id), inserted by the commit, after which the prepared one is dropped.
+ */
 export interface StoredEvent extends Omit<ChangeEvent, "id" | "data"> {
   _id: string;
+  /** On a prepared entry, the event's id; absent on one the previous version prepared under the event's own id. */
+  event_id?: string;
   /** ChangeEvent.data as stored: encoded like every free-form field (lib/free-json), since it holds client JSON. */
   data: unknown;
-  /** prepared: written before the change, invisible to consumers; committed: the change happened. */
+  /** prepared: written before the change, invisible to consumers; committed: the change happened (docs/adr/0038-events-of-cut-off-writes.md). */
   state: "prepared" | "committed";
   /** The event's place among its record's changes (eventSeqs), the order consumers see per record. */
   seq: number | null;
@@ -127,6 +134,11 @@ export function changeOf(type: string, collection: string, record: { _id: number
 
 export const subjectOf = ([collection, id]: ChangeDraft["record"]) => `${collection}/${id}`;
 
+/** The _id of an event's prepared entry in the log (the committed entry's is the event's id). */
+export const preparedId = (eventId: string) => `${eventId}:prepared`;
+/** The event a prepared entry stands for. */
+const eventIdOf = (entry: Pick<StoredEvent, "_id" | "event_id">) => entry.event_id ?? entry._id;
+
 function log(db: Connection) {
   return db.collection<StoredEvent>(EVENTS_COLLECTION);
 }
@@ -155,8 +167,10 @@ export async function ensureEventIndexes(db: Connection): Promise<void> {
  */
 export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now = new Date()): Promise<string[]> {
   if (!drafts.length) return [];
-  const docs = drafts.map((d) => ({
-    _id: newEventId(),
+  const ids = drafts.map(() => newEventId());
+  const docs = drafts.map((d, i) => ({
+    _id: preparedId(ids[i]!),
+    event_id: ids[i]!,
     type: d.type,
     account_id: d.accountId,
     subject: subjectOf(d.record),
@@ -167,16 +181,27 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
     committed_at: null,
   }));
   await grouped(db).prepare(docs);
-  return docs.map((d) => d._id);
+  return ids;
 }
 
 type Committed = Omit<ChangeEvent, "occurred_at">;
 
-/** Per connection, the group commits of prepares and commits. */
-const groups = new WeakMap<Connection, { prepare(docs: StoredEvent[]): Promise<void>; commit(events: Committed[]): Promise<string[]> }>();
-function grouped(db: Connection) {
+/** Per connection, the group commits of prepares, commits and the drops of committed events' prepared entries. */
+interface Grouped {
+  prepare(docs: StoredEvent[]): Promise<void>;
+  commit(events: Committed[]): Promise<string[]>;
+  /** The drops on their way (flushCommits). */
+  dropping: Set<Promise<void>>;
+}
+const groups = new WeakMap<Connection, Grouped>();
+function grouped(db: Connection): Grouped {
   let group = groups.get(db);
   if (!group) {
+    const dropping = new Set<Promise<void>>();
+    const drop = groupCommit(async (batches: string[][]) => {
+      await dropPrepared(db, batches.flat());
+      return batches.map(() => undefined);
+    });
     groups.set(
       db,
       (group = {
@@ -185,45 +210,64 @@ function grouped(db: Connection) {
           return batches.map(() => undefined);
         }),
         commit: groupCommit(async (batches: Committed[][]) => {
-          const { groups } = await commitAll(db, batches.flat(), { oneUpdate: true });
+          const events = batches.flat();
+          const { groups } = await commitAll(db, events);
+          // The writers answer now; the prepared entries go just after, together (one that stays is settled, see resolvePrepared).
+          const dropped = drop(events.map((event) => event.id)).catch(() => undefined);
+          dropping.add(dropped);
+          void dropped.finally(() => dropping.delete(dropped));
           let first = 0;
           return batches.map((batch) => [...new Set(groups.slice(first, (first += batch.length)).flat())]);
         }),
+        dropping,
       }),
     );
   }
   return group;
 }
 
+/** Waits for the drops of prepared entries this process has on their way (a stopping service lets them land). */
+export async function flushCommits(db: Connection): Promise<void> {
+  await Promise.all([...(groups.get(db)?.dropping ?? [])]);
+}
+
+/** Deletes the prepared entries of events (the previous version's too, kept under the event's own id). */
+async function dropPrepared(db: Connection, eventIds: string[]): Promise<void> {
+  if (eventIds.length) await log(db).deleteMany({ _id: { $in: [...eventIds.map(preparedId), ...eventIds] }, state: "prepared" });
+}
+
 /**
  * Makes prepared events visible to consumers with their data, in the order given. The steps are ordered so that a
  * process killed between any two of them leaves a state the settling of abandoned events repairs
  * (docs/adr/0038-events-of-cut-off-writes.md): the change counts first (which give the events their seqs), then
- * one work item per consumer group (deterministic ids: a second commit of the event queues nothing new), and last
- * the log entry turns `committed`. An event is never committed without its work items, and an event still
- * `prepared` is settled by what the database shows. Returns how many of the events this call committed (others
- * were settled meanwhile).
+ * one work item per consumer group (deterministic ids: a second commit of the event queues nothing new), then the
+ * committed entry, and last the prepared entry is dropped. An event is never committed without its work items, and
+ * an event whose prepared entry stays is settled by what the database shows. Returns how many of the events this
+ * call committed (others were committed meanwhile).
  */
 export async function commitEvents(db: Connection, committed: Committed[]): Promise<number> {
-  return (await commitAll(db, committed)).flipped.filter(Boolean).length;
+  const { inserted } = await commitAll(db, committed);
+  await dropPrepared(db, committed.map((event) => event.id));
+  return inserted.filter(Boolean).length;
 }
 
 /**
  * commitEvents for a writer about to answer: concurrent calls on one connection are committed together (one update
- * of each change counter, one insert of work items, one update command flipping every log entry).
+ * of each change counter, one insert of work items, one of committed entries), and their prepared entries dropped
+ * together after the answer (docs/adr/0050-write-path-speed.md, fourth pass). Returns the groups work was queued for.
  */
 export async function commitEventsGrouped(db: Connection, committed: Committed[]): Promise<string[]> {
   return committed.length ? grouped(db).commit(committed) : [];
 }
 
 /**
- * The steps of commitEvents: which events this call flipped, and the groups each was queued for. With `oneUpdate`,
- * the log entries are flipped in one update command, with no per-event answer (all true).
+ * The steps of commitEvents before the drop: which events this call committed, and the groups each was queued
+ * for. The committed entry is inserted, not written over the prepared one: FerretDB rewrites an updated document
+ * and its indexes in a transaction of its own, the dearest write a commit made.
  */
-async function commitAll(db: Connection, committed: Committed[], { oneUpdate = false } = {}): Promise<{ flipped: boolean[]; groups: string[][] }> {
-  if (!committed.length) return { flipped: [], groups: [] };
+async function commitAll(db: Connection, committed: Committed[]): Promise<{ inserted: boolean[]; groups: string[][] }> {
+  if (!committed.length) return { inserted: [], groups: [] };
   const [seqs, groups] = await Promise.all([eventSeqs(db, committed), queuedGroups(db, committed)]);
-  const seqOf = (i: number) => seqs[i]!;
   const now = new Date();
   const items = committed.flatMap((event, i) =>
     groups[i]!.map((group) => ({
@@ -232,33 +276,36 @@ async function commitAll(db: Connection, committed: Committed[], { oneUpdate = f
       // data holds client JSON (any keys): stored encoded like every free-form field (lib/free-json).
       event: { id: event.id, type: event.type, account_id: event.account_id, subject: event.subject, data: encodeFreeJson(event.data), occurred_at: now },
       subject: event.subject,
-      seq: seqOf(i),
+      seq: seqs[i]!,
       claim_until: new Date(0),
       claimed_by: null,
       queued_at: now,
     })),
   );
   if (items.length) await ignoringDuplicates(queue(db).insertMany(items, { ordered: false }));
-  // An upsert: a settler that looked before this write landed may have dropped the prepared event meanwhile.
-  const flip = (c: Committed, i: number) => ({
-    filter: { _id: c.id, state: "prepared" as const },
-    update: {
-      $set: { state: "committed" as const, data: encodeFreeJson(c.data), seq: seqOf(i), occurred_at: now, committed_at: now },
-      $setOnInsert: { type: c.type, account_id: c.account_id, subject: c.subject },
-    },
-    upsert: true,
-  });
-  if (oneUpdate) {
-    await ignoringDuplicates(log(db).bulkWrite(committed.map((c, i) => ({ updateOne: flip(c, i) })), { ordered: false }));
-    return { flipped: committed.map(() => true), groups };
-  }
-  const flipped = await Promise.all(
-    committed.map((c, i) => {
-      const { filter, update, upsert } = flip(c, i);
-      return ignoringDuplicates(log(db).updateOne(filter, update, { upsert }));
+  const entries = committed.map((c, i) => ({
+    _id: c.id,
+    type: c.type,
+    account_id: c.account_id,
+    subject: c.subject,
+    data: encodeFreeJson(c.data),
+    occurred_at: now,
+    state: "committed" as const,
+    seq: seqs[i]!,
+    committed_at: now,
+  }));
+  const inserted = committed.map(() => true);
+  const existing = await insertNew(log(db), entries);
+  // An entry by that id is the event committed already, or one the previous version prepared under the event's own
+  // id, which turns committed in place.
+  const turned = await Promise.all(
+    existing.map((i) => {
+      const { _id, ...entry } = entries[i]!;
+      return log(db).updateOne({ _id, state: "prepared" }, { $set: entry });
     }),
   );
-  return { flipped: flipped.map((res) => Boolean(res && (res.modifiedCount || res.upsertedCount))), groups };
+  existing.forEach((i, j) => (inserted[i] = turned[j]!.modifiedCount > 0));
+  return { inserted, groups };
 }
 
 /** The write's result, or undefined when it met existing documents (what a repeated step of a commit does). */
@@ -314,7 +361,7 @@ export async function changeCounts<const C extends readonly string[]>(db: Connec
 
 /** Drops prepared events whose change did not happen (the write failed). */
 export async function abortEvents(db: Connection, ids: string[]): Promise<void> {
-  if (ids.length) await log(db).deleteMany({ _id: { $in: ids }, state: "prepared" });
+  await dropPrepared(db, ids);
 }
 
 /**
@@ -322,12 +369,7 @@ export async function abortEvents(db: Connection, ids: string[]): Promise<void> 
  * outbox) and relayed here; a deterministic id makes a replayed relay a no-op. True when it was new.
  */
 export async function appendEvent(db: Connection, event: ChangeEvent): Promise<boolean> {
-  try {
-    await log(db).insertOne({ ...event, data: encodeFreeJson(event.data), _id: event.id, state: "prepared", seq: null, committed_at: null } as never);
-  } catch (err) {
-    if (!isDuplicateKeyError(err)) throw err;
-    // Inserted before (a replay): commit it in case the first relay died between insert and commit.
-  }
+  // No prepared entry: the record's outbox keeps the event until this returns, and a replay commits nothing twice.
   return (await commitEvents(db, [event])) === 1;
 }
 
@@ -349,15 +391,21 @@ export function abandonedEvents(db: Connection, collections: string[], olderThan
 }
 
 /**
- * Settles an abandoned event by what the database shows: a delete is committed when the record is gone, a
- * create or update when the record exists (with `render`ed current state as data); otherwise the change never
- * happened and the event is dropped.
+ * Settles an abandoned event (a prepared entry, or a write's own event id) by what the database shows: an event
+ * committed already only loses its prepared entry (its commit was cut off before the drop); otherwise a delete is
+ * committed when the record is gone, a create or update when the record exists (with `render`ed current state as
+ * data), and else the change never happened and the event is dropped.
  */
 export async function resolvePrepared(
   db: Connection,
-  event: Pick<StoredEvent, "_id" | "type" | "account_id" | "subject">,
+  entry: Pick<StoredEvent, "_id" | "event_id" | "type" | "account_id" | "subject">,
   render: (record: Record<string, unknown>) => Promise<Record<string, unknown>>,
 ): Promise<"committed" | "dropped"> {
+  const event = { ...entry, _id: eventIdOf(entry) };
+  if (await log(db).findOne({ _id: event._id, state: "committed" }, { projection: { _id: 1 } })) {
+    await dropPrepared(db, [event._id]);
+    return "committed";
+  }
   const [collection, id] = event.subject.split("/") as [string, string];
   const record = await db.collection(collection).findOne(tenantFilter(collection, { _id: Number(id), account_id: event.account_id }) as never);
   const deleted = event.type.endsWith(".deleted");

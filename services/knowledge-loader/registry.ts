@@ -101,7 +101,7 @@ export async function recordPages(
     updateOne: { filter: { _id: pageId(source, url) }, update: { $set: { ...fields, ...stamp } }, upsert: true },
   });
   // Inserted meanwhile (a batch read again after a lost lease): written over instead.
-  const duplicates = await insertNew(pages, fresh);
+  const duplicates = await insertNew(pages.collection, fresh);
   const writes = [...edited.map((e) => upsert(e.url, e.fields)), ...duplicates.map((i) => upsert(fresh[i]!.url, { ...fresh[i]! }))];
   await Promise.all([
     marked.length ? pages.updateMany({ account_id: source.account_id, _id: { $in: marked.map((url) => pageId(source, url)) } }, { $set: stamp }) : null,

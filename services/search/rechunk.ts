@@ -40,7 +40,7 @@ export async function warmChunking(
     const batch = missing.slice(i, i + p.batchSize);
     const vectors = await provider.embed(batch.map(([, text]) => text), "batch");
     // Another replica may have cached the same text meanwhile: the first copy stays.
-    await insertNew(models.embeddings, batch.map(([key], j) => ({ _id: key, vector: vectorToBuffer(vectors[j]!), created_at: new Date() })));
+    await insertNew(models.embeddings.collection, batch.map(([key], j) => ({ _id: key, vector: vectorToBuffer(vectors[j]!), created_at: new Date() })));
   }
   return { next, documents: docs.length, embedded: missing.length };
 }

@@ -224,7 +224,7 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
     }));
     const vectors = records.map((r) => r.vector);
     // A chunk that exists already (same document, position and text) keeps what it has, title aside.
-    for (const i of await insertNew(models.chunks, records)) vectors[i] = await keepStoredChunk(models, records[i]!);
+    for (const i of await insertNew(models.chunks.collection, records)) vectors[i] = await keepStoredChunk(models, records[i]!);
     const indexed = records.map((r, i) =>
       toIndexed({ ...r, vector: vectors[i] ?? null }, vectors[i] ? bufferToVector(vectors[i]!) : null, planned[i]!.doc.input.metadata ?? {}),
     );
@@ -237,7 +237,7 @@ async function writeDocuments(deps: StoreDeps, accountId: number, sourceId: numb
     const waiting = indexed.map((c, i) => ({ c, r: records[i]!, title: planned[i]!.doc.title })).filter(({ c }) => !c.vector);
     counts.cached_vectors += indexed.length - waiting.length;
     if (deps.stage && waiting.length) {
-      await insertNew(models.pending, waiting.map(({ c }) => ({ _id: c.id, account_id: accountId, created_at: now })));
+      await insertNew(models.pending.collection, waiting.map(({ c }) => ({ _id: c.id, account_id: accountId, created_at: now })));
       for (const { c, r, title } of waiting) jobs.push({ accountId, chunkId: c.id, embedKey: r.embed_key, text: embedText(title, c.content) });
       counts.queued_for_embedding += waiting.length;
     }

@@ -2,7 +2,7 @@ import { ServiceBroker, type Service } from "moleculer";
 import type { Connection } from "mongoose";
 import { loadConfig } from "../../lib/config";
 import { closeAllDatabases } from "../../lib/db";
-import { abortEvents, changeOf, commitEvents, EVENT_QUEUE_COLLECTION, EVENTS_COLLECTION, groupsFor, prepareEvents, subjectOf, type ChangeDraft } from "../../lib/events";
+import { abortEvents, changeOf, commitEvents, EVENT_QUEUE_COLLECTION, EVENTS_COLLECTION, groupsFor, prepareEvents, preparedId, subjectOf, type ChangeDraft } from "../../lib/events";
 import { decodeFreeJson } from "../../lib/free-json";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
 import { MongoMixin } from "../../lib/mongo.mixin";
@@ -64,7 +64,8 @@ describe("settling events of cut-off and failed writes", () => {
   }
   const queuedOnce = (eventIds: string[]) => eventIds.flatMap((id) => groupsFor("tool.created").map((group) => `${group}:${id}`));
   /** Makes prepared events old enough to count as abandoned. */
-  const age = (ids: string[]) => service.db.collection(EVENTS_COLLECTION).updateMany({ _id: { $in: ids } } as never, { $set: { occurred_at: new Date(Date.now() - 120_000) } });
+  const age = (ids: string[]) => service.db.collection(EVENTS_COLLECTION).updateMany({ event_id: { $in: ids } } as never, { $set: { occurred_at: new Date(Date.now() - 120_000) } });
+  const preparedEntry = (eventId: string) => service.db.collection(EVENTS_COLLECTION).findOne({ _id: preparedId(eventId) } as never);
 
   it("a commit whose prepared event a settler dropped (it looked before the write landed) still commits and queues it", async () => {
     const id = nextRecord++;
@@ -75,16 +76,51 @@ describe("settling events of cut-off and failed writes", () => {
     expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([eventId!]) });
   });
 
-  it("a process killed after queuing, before the log entry turned committed: settling commits it once, queued once", async () => {
+  it("a process killed after queuing, before the committed entry: settling commits it once, queued once", async () => {
     const id = nextRecord++;
     const [eventId] = await prepareEvents(service.db, [draftOf(id)]);
+    const prepared = await preparedEntry(eventId!);
     await store(id);
     await commitEvents(service.db, [createdEvent(eventId!, id)]);
-    // Back to the state a kill right before the last step leaves: queued, still prepared.
-    await service.db.collection(EVENTS_COLLECTION).updateOne({ _id: eventId } as never, { $set: { state: "prepared", seq: null } });
+    // Back to the state a kill right before the committed entry leaves: queued, still prepared.
+    await service.db.collection(EVENTS_COLLECTION).deleteOne({ _id: eventId } as never);
+    await service.db.collection(EVENTS_COLLECTION).insertOne(prepared!);
     await age([eventId!]);
     await service.settleAbandonedEvents();
     expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([eventId!]) });
+  });
+
+  it("a process killed after the committed entry, before dropping the prepared one: settling only drops it", async () => {
+    const id = nextRecord++;
+    const [eventId] = await prepareEvents(service.db, [draftOf(id)]);
+    const prepared = await preparedEntry(eventId!);
+    await store(id);
+    await commitEvents(service.db, [{ ...createdEvent(eventId!, id), data: { id, as: "committed" } }]);
+    await service.db.collection(EVENTS_COLLECTION).insertOne(prepared!);
+    await age([eventId!]);
+    await service.settleAbandonedEvents();
+    // Not committed again with the record rendered now: the event keeps the data its writer committed.
+    expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([eventId!]), data: [{ id, as: "committed" }] });
+  });
+
+  it("an event the previous version prepared under its own id is committed in place", async () => {
+    const id = nextRecord++;
+    const eventId = `evt_previous_${id}`;
+    // As that version wrote it: the prepared entry under the event's id, without event_id.
+    await service.db.collection(EVENTS_COLLECTION).insertOne({
+      _id: eventId,
+      type: "tool.created",
+      account_id: accountId,
+      subject: subjectOf(["tools", id]),
+      data: {},
+      occurred_at: new Date(),
+      state: "prepared",
+      seq: null,
+      committed_at: null,
+    } as never);
+    await store(id);
+    expect(await commitEvents(service.db, [createdEvent(eventId, id)])).toBe(1);
+    expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([eventId]) });
   });
 
   it("the live commit and a settler committing one event at once: one committed event, queued once, counted once", async () => {
