@@ -186,22 +186,40 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
 
 type Committed = Omit<ChangeEvent, "occurred_at">;
 
-/** Per connection, the group commits of prepares, commits and the drops of committed events' prepared entries. */
+/**
+ * How long a committed event's prepared entry waits to be dropped, gathering the others committed meanwhile into one
+ * delete (at one writer, a delete per change cost as much as the update it replaced), and how many make a delete at once.
+ */
+const DROP_GATHER_MS = 100;
+const DROP_BATCH = 256;
+
+/** Per connection, the group commits of prepares and commits, and the drops of committed events' prepared entries. */
 interface Grouped {
   prepare(docs: StoredEvent[]): Promise<void>;
   commit(events: Committed[]): Promise<string[]>;
-  /** The drops on their way (flushCommits). */
-  dropping: Set<Promise<void>>;
+  /** Sends the drops gathered so far and waits for every drop on its way (flushCommits). */
+  flushDrops(): Promise<void>;
 }
 const groups = new WeakMap<Connection, Grouped>();
 function grouped(db: Connection): Grouped {
   let group = groups.get(db);
   if (!group) {
     const dropping = new Set<Promise<void>>();
-    const drop = groupCommit(async (batches: string[][]) => {
-      await dropPrepared(db, batches.flat());
-      return batches.map(() => undefined);
-    });
+    let gathered: string[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    const sendDrops = () => {
+      clearTimeout(timer);
+      timer = undefined;
+      const dropped = dropPrepared(db, gathered).catch(() => undefined); // one that stays is settled (resolvePrepared)
+      gathered = [];
+      dropping.add(dropped);
+      void dropped.finally(() => dropping.delete(dropped));
+    };
+    const dropLater = (eventIds: string[]) => {
+      gathered.push(...eventIds);
+      if (gathered.length >= DROP_BATCH) sendDrops();
+      else if (!timer) (timer = setTimeout(sendDrops, DROP_GATHER_MS)).unref();
+    };
     groups.set(
       db,
       (group = {
@@ -212,23 +230,24 @@ function grouped(db: Connection): Grouped {
         commit: groupCommit(async (batches: Committed[][]) => {
           const events = batches.flat();
           const { groups } = await commitAll(db, events);
-          // The writers answer now; the prepared entries go just after, together (one that stays is settled, see resolvePrepared).
-          const dropped = drop(events.map((event) => event.id)).catch(() => undefined);
-          dropping.add(dropped);
-          void dropped.finally(() => dropping.delete(dropped));
+          // The writers answer now; their prepared entries go a little later, gathered.
+          dropLater(events.map((event) => event.id));
           let first = 0;
           return batches.map((batch) => [...new Set(groups.slice(first, (first += batch.length)).flat())]);
         }),
-        dropping,
+        async flushDrops() {
+          if (gathered.length) sendDrops();
+          await Promise.all([...dropping]);
+        },
       }),
     );
   }
   return group;
 }
 
-/** Waits for the drops of prepared entries this process has on their way (a stopping service lets them land). */
+/** Sends and waits for the drops of prepared entries this process has gathered (a stopping service lets them land). */
 export async function flushCommits(db: Connection): Promise<void> {
-  await Promise.all([...(groups.get(db)?.dropping ?? [])]);
+  await groups.get(db)?.flushDrops();
 }
 
 /** Deletes the prepared entries of events (the previous version's too, kept under the event's own id). */
