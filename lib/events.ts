@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Connection } from "mongoose";
 import { insertNew } from "./db";
-import { isDuplicateKeyError, writeErrorsOf } from "./errors";
 import { decodeFreeJson, encodeFreeJson } from "./free-json";
 import { CONSUMER_GROUPS } from "./event-types";
 import { groupCommit } from "./group-commit";
@@ -301,7 +300,7 @@ async function commitAll(db: Connection, committed: Committed[]): Promise<{ inse
       queued_at: now,
     })),
   );
-  if (items.length) await ignoringDuplicates(queue(db).insertMany(items, { ordered: false }));
+  await insertNew(queue(db), items); // items queued by an earlier commit of the event stay as they are
   const entries = committed.map((c, i) => ({
     _id: c.id,
     type: c.type,
@@ -327,17 +326,6 @@ async function commitAll(db: Connection, committed: Committed[]): Promise<{ inse
   return { inserted, groups };
 }
 
-/** The write's result, or undefined when it met existing documents (what a repeated step of a commit does). */
-async function ignoringDuplicates<T>(write: Promise<T>): Promise<T | undefined> {
-  try {
-    return await write;
-  } catch (err) {
-    const writeErrors = writeErrorsOf(err);
-    if (writeErrors.length ? writeErrors.every((e) => e.code === 11000) : isDuplicateKeyError(err)) return undefined;
-    throw err;
-  }
-}
-
 const changeSequence = (collection: string, accountId: number) => `changes/${collection}/${accountId}`;
 
 /**
@@ -356,7 +344,9 @@ async function eventSeqs(db: Connection, committed: Pick<ChangeEvent, "account_i
   const byCounter = new Map<string, number[]>();
   committed.forEach(({ subject, account_id }, i) => {
     const sequence = changeSequence(subject.slice(0, subject.indexOf("/")), account_id);
-    byCounter.set(sequence, [...(byCounter.get(sequence) ?? []), i]);
+    const indexes = byCounter.get(sequence);
+    if (indexes) indexes.push(i);
+    else byCounter.set(sequence, [i]);
   });
   const seqs = new Array<number>(committed.length);
   await Promise.all(
