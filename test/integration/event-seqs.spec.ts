@@ -1,6 +1,7 @@
 import type { Connection } from "mongoose";
 import { closeAllDatabases, connectDatabase } from "../../lib/db";
 import { changeCounts, changeOf, claimEvents, commitEvents, commitEventsGrouped, EVENT_QUEUE_COLLECTION, prepareEvents, subjectOf } from "../../lib/events";
+import { databaseUrl } from "../harness/servers";
 
 /**
  * Event seqs from the change counters (lib/events.ts, docs/adr/0050-write-path-speed.md, fourth pass), on the real
@@ -15,9 +16,7 @@ describe("event seqs from the change counters", () => {
   const group = "webhooks";
 
   beforeAll(async () => {
-    const url = new URL(process.env.TEST_MONGO_URL!);
-    url.pathname = "/event_seqs";
-    first = await connectDatabase(url.toString());
+    first = await connectDatabase(databaseUrl(process.env.TEST_MONGO_URL!, "event_seqs"));
     await first.dropDatabase();
     second = first.useDb("event_seqs", { useCache: false });
     // The account has a webhook subscription, so its events are queued for the webhooks group.

@@ -2,6 +2,7 @@ import type { Connection, Model } from "mongoose";
 import { closeAllDatabases, connectDatabase } from "../../lib/db";
 import { claimJob, earlierWriterRunning, enqueueJob, finishJob } from "../../services/knowledge/jobs";
 import { loadJobModel, type LoadJobRecord } from "../../services/knowledge/model";
+import { databaseUrl } from "../harness/servers";
 
 /**
  * The queue rules that make the last chunking change the last one applied (docs/adr/0059-chunking-per-source.md),
@@ -15,9 +16,7 @@ describe("re-chunk jobs of one source", () => {
   const read = (job: Pick<LoadJobRecord, "_id" | "account_id">) => jobs.findOne({ _id: job._id, account_id: job.account_id }).lean<LoadJobRecord>() as Promise<LoadJobRecord>;
 
   beforeAll(async () => {
-    const url = new URL(process.env.TEST_MONGO_URL!);
-    url.pathname = "/rechunk_jobs";
-    db = await connectDatabase(url.toString());
+    db = await connectDatabase(databaseUrl(process.env.TEST_MONGO_URL!, "rechunk_jobs"));
     await db.dropDatabase();
     jobs = loadJobModel(db);
   });

@@ -1,6 +1,7 @@
 import type { Connection } from "mongoose";
 import { closeAllDatabases, connectDatabase } from "../../lib/db";
 import { nextRecordId, RECORD_ID_BLOCK } from "../../lib/ids";
+import { databaseUrl } from "../harness/servers";
 
 /**
  * Record ids from a block per process (lib/ids.ts, docs/adr/0050-write-path-speed.md, third pass), on the real
@@ -13,9 +14,7 @@ describe("record ids from a block per process", () => {
   const counter = async (sequence: string) => (await first.collection<{ _id: string; seq: number }>("counters").findOne({ _id: sequence }))?.seq;
 
   beforeAll(async () => {
-    const url = new URL(process.env.TEST_MONGO_URL!);
-    url.pathname = "/record_ids";
-    first = await connectDatabase(url.toString());
+    first = await connectDatabase(databaseUrl(process.env.TEST_MONGO_URL!, "record_ids"));
     await first.dropDatabase();
     second = first.useDb("record_ids", { useCache: false });
   });

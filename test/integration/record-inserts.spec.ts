@@ -2,6 +2,7 @@ import type { Connection } from "mongoose";
 import { closeAllDatabases, connectDatabase, createRecord } from "../../lib/db";
 import { isDuplicateKeyError } from "../../lib/errors";
 import { toolModel } from "../../services/tools/model";
+import { databaseUrl } from "../harness/servers";
 
 /**
  * Record creates sent together (lib/db.ts createRecord, docs/adr/0050-write-path-speed.md, fourth pass), on the
@@ -13,9 +14,7 @@ describe("record creates sent together", () => {
   const accountId = 5;
 
   beforeAll(async () => {
-    const url = new URL(process.env.TEST_MONGO_URL!);
-    url.pathname = "/record_inserts";
-    db = await connectDatabase(url.toString());
+    db = await connectDatabase(databaseUrl(process.env.TEST_MONGO_URL!, "record_inserts"));
     await db.dropDatabase();
     await toolModel(db).init();
   });
