@@ -10,6 +10,8 @@ declare module "moleculer" {
     summary?: string;
     /** Operation ids of an action's routes when it has several, in `rest` order, named like actions of its service ("patch"). */
     operationIds?: string[];
+    /** Answers besides the ones every operation documents, by status (the interface's 500 of a pull that cannot convert). */
+    errors?: Record<string, string>;
     /** A body the action checks itself rather than through params. */
     body?: BodyDecl;
     /** Params also taken as multipart/form-data file parts (the gateway turns each into {filename, content_type, data}). */

@@ -35,7 +35,8 @@ fi
 # schemathesis keeps its state (.schemathesis/) in the working directory: keep it under .cache/ too.
 cd "$ROOT/.cache"
 # A fresh Idempotency-Key per request (scripts/fuzz/schemathesis_hooks.py says why).
-SCHEMATHESIS_HOOKS="$ROOT/scripts/fuzz/schemathesis_hooks.py" exec "$VENV/bin/schemathesis" run "$BASE_URL/openapi.json" \
+# The interface's one documented 500 is allowed where it is documented (scripts/fuzz/schemathesis.toml).
+SCHEMATHESIS_HOOKS="$ROOT/scripts/fuzz/schemathesis_hooks.py" exec "$VENV/bin/schemathesis" --config-file "$ROOT/scripts/fuzz/schemathesis.toml" run "$BASE_URL/openapi.json" \
   --url "$BASE_URL" \
   --header "Authorization: Bearer $TOKEN" \
   --checks all \

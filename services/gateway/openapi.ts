@@ -27,6 +27,8 @@ export interface RoutedAction {
   operationIds?: string[];
   /** How the action answers, declared beside it (lib/resource.ts). */
   response?: ResponseDecl;
+  /** Error answers of this operation alone, by status, with their description. */
+  errors?: Record<string, string>;
   /** The body of an action that checks it itself instead of through `params` (team push). */
   body?: BodyDecl;
   /** Params that are files in a multipart/form-data body too (document uploads). */
@@ -244,6 +246,7 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; w
         ...ERROR_RESPONSES,
         ...(method === "get" ? {} : WRITE_ERROR_RESPONSES),
         ...(inBody || route.body ? BODY_ERROR_RESPONSES : {}),
+        ...Object.fromEntries(Object.entries(route.errors ?? {}).map(([status, description]) => [status, errorResponse(description)])),
       },
       ...securityOf(route.auth),
     };

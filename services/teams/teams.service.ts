@@ -99,6 +99,7 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       summary: "Export a team as a configuration document (pull)",
       params: pullParam,
       response: ruleResponse("TeamConfigurationDocument", documentSchema),
+      errors: { "500": "The team cannot be expressed as a configuration (e.g. a tool whose type is not mcp, external or function)" },
       async handler(ctx: Ctx<{ identifier: string }>) {
         const team = await this.findOwnedByRef(ctx, this.models.teams, ctx.params.identifier, "Team");
         return pullDocument(this.db, team.toObject());

@@ -322,6 +322,21 @@ describe("teams, access levels and configuration push/pull over NATS", () => {
       expect((await call("GET", "/teams/support-squad/config")).body).toEqual(pulled.body);
     });
 
+    it("answers 500 with a detail for a team holding a tool a configuration cannot express, as the interface and the OpenAPI document say", async () => {
+      const pushed = await call("POST", "/teams/push", { name: "Odd Tools", tools: [{ name: "Odd Tool", type: "function" }] });
+      expect(pushed.status).toBe(200);
+      const tool = (await call("GET", "/tools?limit=200")).body.data.find((t: { name: string }) => t.name === "Odd Tool");
+      // Tools take any tool_type; a configuration's tool type is mcp, external or function.
+      expect((await call("PATCH", `/tools/${tool.id}`, { tool_type: "api" })).status).toBe(200);
+      for (const route of ["config", "pull"]) {
+        const pulled = await call("GET", `/teams/${pushed.body.identifier}/${route}`);
+        expect(pulled.status).toBe(500);
+        expect(pulled.body.detail).toMatch(/cannot be expressed as a configuration: tools\[0\]\.type/);
+      }
+      const { paths } = (await call("GET", "/openapi.json")).body;
+      for (const route of ["config", "pull"]) expect(paths[`/api/v1/teams/{identifier}/${route}`].get.responses["500"]).toMatchObject({ content: { "application/json": {} } });
+    });
+
     it("is scoped to the caller's account", async () => {
       expect((await call("GET", "/teams/support-squad/config", undefined, other)).status).toBe(404);
       expect((await call("GET", "/teams/no-such-team/config")).status).toBe(404);
