@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, randomFillSync } from "node:crypto";
 import type { Connection } from "mongoose";
 import { insertNew } from "./db";
 import { decodeFreeJson, encodeFreeJson } from "./free-json";
@@ -117,8 +117,17 @@ async function queuedGroups(db: Connection, committed: Pick<ChangeEvent, "type" 
   );
 }
 
+/** Random bytes for event ids, drawn a few kilobytes at a time: a draw per id cost a system call per change. */
+const EVENT_ID_BYTES = 18;
+const eventIdEntropy = Buffer.alloc(EVENT_ID_BYTES * 512);
+let eventIdOffset = eventIdEntropy.length;
+
 export function newEventId(): string {
-  return `evt_${randomBytes(18).toString("base64url")}`;
+  if (eventIdOffset === eventIdEntropy.length) {
+    randomFillSync(eventIdEntropy);
+    eventIdOffset = 0;
+  }
+  return `evt_${eventIdEntropy.toString("base64url", eventIdOffset, (eventIdOffset += EVENT_ID_BYTES))}`;
 }
 
 /** A deterministic event id, for events that happen once per record (user.registered): replays insert nothing. */
@@ -179,7 +188,7 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
     seq: null,
     committed_at: null,
   }));
-  await grouped(db).prepare(docs);
+  await grouped(db).insertEntries(docs); // random ids: none exists
   return ids;
 }
 
@@ -194,7 +203,8 @@ const DROP_BATCH = 256;
 
 /** Per connection, the group commits of prepares and commits, and the drops of committed events' prepared entries. */
 interface Grouped {
-  prepare(docs: StoredEvent[]): Promise<void>;
+  /** Inserts log entries, prepared and committed alike, with those of other callers; answers the positions that existed. */
+  insertEntries(entries: StoredEvent[]): Promise<number[]>;
   commit(events: Committed[]): Promise<string[]>;
   /** Sends the drops gathered so far and waits for every drop on its way (flushCommits). */
   flushDrops(): Promise<void>;
@@ -209,7 +219,11 @@ function grouped(db: Connection): Grouped {
     const sendDrops = () => {
       clearTimeout(timer);
       timer = undefined;
-      const dropped = dropPrepared(db, gathered).catch(() => undefined); // one that stays is settled (resolvePrepared)
+      // By the prepared ids alone: those name prepared entries only, so the delete is a lookup per id (a condition on
+      // `state` made the local server read every prepared entry instead; one that stays is settled, resolvePrepared).
+      const dropped = log(db)
+        .deleteMany({ _id: { $in: gathered.map(preparedId) } })
+        .then(() => undefined, () => undefined);
       gathered = [];
       dropping.add(dropped);
       void dropped.finally(() => dropping.delete(dropped));
@@ -219,16 +233,23 @@ function grouped(db: Connection): Grouped {
       if (gathered.length >= DROP_BATCH) sendDrops();
       else if (!timer) (timer = setTimeout(sendDrops, DROP_GATHER_MS)).unref();
     };
+    // One stage for both kinds of entry: under load, prepares and commits that wait together go in one command.
+    const insertEntries = groupCommit(async (batches: StoredEvent[][]) => {
+      const existing = new Set(await insertNew(log(db), batches.flat()));
+      let first = 0;
+      return batches.map((batch) => {
+        const offset = first;
+        first += batch.length;
+        return batch.flatMap((_, i) => (existing.has(offset + i) ? [i] : []));
+      });
+    });
     groups.set(
       db,
       (group = {
-        prepare: groupCommit(async (batches: StoredEvent[][]) => {
-          await log(db).insertMany(batches.flat());
-          return batches.map(() => undefined);
-        }),
+        insertEntries,
         commit: groupCommit(async (batches: Committed[][]) => {
           const events = batches.flat();
-          const { groups } = await commitAll(db, events);
+          const { groups } = await commitAll(db, events, insertEntries);
           // The writers answer now; their prepared entries go a little later, gathered.
           dropLater(events.map((event) => event.id));
           let first = 0;
@@ -264,7 +285,7 @@ async function dropPrepared(db: Connection, eventIds: string[]): Promise<void> {
  * call committed (others were committed meanwhile).
  */
 export async function commitEvents(db: Connection, committed: Committed[]): Promise<number> {
-  const { inserted } = await commitAll(db, committed);
+  const { inserted } = await commitAll(db, committed, (entries) => insertNew(log(db), entries));
   await dropPrepared(db, committed.map((event) => event.id));
   return inserted.filter(Boolean).length;
 }
@@ -283,7 +304,11 @@ export async function commitEventsGrouped(db: Connection, committed: Committed[]
  * for. The committed entry is inserted, not written over the prepared one: FerretDB rewrites an updated document
  * and its indexes in a transaction of its own, the dearest write a commit made.
  */
-async function commitAll(db: Connection, committed: Committed[]): Promise<{ inserted: boolean[]; groups: string[][] }> {
+async function commitAll(
+  db: Connection,
+  committed: Committed[],
+  insertEntries: (entries: StoredEvent[]) => Promise<number[]>,
+): Promise<{ inserted: boolean[]; groups: string[][] }> {
   if (!committed.length) return { inserted: [], groups: [] };
   const [seqs, groups] = await Promise.all([eventSeqs(db, committed), queuedGroups(db, committed)]);
   const now = new Date();
@@ -313,7 +338,7 @@ async function commitAll(db: Connection, committed: Committed[]): Promise<{ inse
     committed_at: now,
   }));
   const inserted = committed.map(() => true);
-  const existing = await insertNew(log(db), entries);
+  const existing = await insertEntries(entries);
   // An entry by that id is the event committed already, or one the previous version prepared under the event's own
   // id, which turns committed in place.
   const turned = await Promise.all(
