@@ -75,8 +75,11 @@ export interface EventsMethods {
    * The ONE way a service records its changes; see docs/adr/0020-durable-events.md.
    */
   recordChanges<T extends object>(drafts: ChangeDraft[], write: () => Promise<T[]>): Promise<T[]>;
-  /** Commits events prepared elsewhere (a UnitOfWork's `changes`) with their data, in order. */
-  commitChanges(changes: { id: string; draft: ChangeDraft }[], data: object[]): Promise<void>;
+  /**
+   * Commits events prepared elsewhere (a UnitOfWork's `changes`) with their data, in order; `preparedAt`
+   * (performance.now()) when this process prepared them, if it did.
+   */
+  commitChanges(changes: { id: string; draft: ChangeDraft }[], data: object[], preparedAt?: number): Promise<void>;
   /** commitChanges with each record's current state rendered by the `records` renderers ({id} for deletes). */
   commitRendered(changes: { id: string; draft: ChangeDraft }[]): Promise<void>;
   /** Relays an event already stored with its change (an outbox entry) into the log: idempotent by its id. */
@@ -135,6 +138,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
 
     methods: {
       async recordChanges(this: Self, drafts: ChangeDraft[], write: () => Promise<Data[]>) {
+        const preparedAt = performance.now();
         const ids = await prepareEvents(this.db, drafts);
         let data: Data[];
         try {
@@ -143,7 +147,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
           await settleFailedWrite(this, options, ids, drafts).catch((settleErr) => this.logger.warn("Settling the events of a failed write failed; the sweep will", settleErr));
           throw err;
         }
-        await this.commitChanges(ids.map((id, i) => ({ id, draft: drafts[i]! })), data);
+        await this.commitChanges(ids.map((id, i) => ({ id, draft: drafts[i]! })), data, preparedAt);
         return data;
       },
 
@@ -154,7 +158,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
         }
       },
 
-      async commitChanges(this: Self, changes: { id: string; draft: ChangeDraft }[], data: Data[]) {
+      async commitChanges(this: Self, changes: { id: string; draft: ChangeDraft }[], data: Data[], preparedAt?: number) {
         if (!changes.length) return;
         const events = changes.map(({ id, draft }, i) => ({
           id,
@@ -163,7 +167,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
           subject: subjectOf(draft.record),
           data: (data[i] ?? {}) as Data,
         }));
-        const groups = await commitEventsGrouped(this.db, events);
+        const groups = await commitEventsGrouped(this.db, preparedAt === undefined ? events : events.map((event) => ({ ...event, preparedAt })));
         // Live notification for in-cluster listeners that may miss some; consumers that must not read the log.
         const occurred_at = new Date();
         for (const event of events) this.broker.emit(event.type, { ...event, occurred_at });

@@ -80,39 +80,52 @@ export function groupsFor(type: string): string[] {
 }
 
 /**
- * Per connection, "<collection>/<account>" of the accounts known to hold a record of a collection a group acts
- * for (CONSUMER_GROUPS' onlyForAccountsWith). Kept for good: an account that deletes its last one gets the
- * group's events again, which it then has nothing to do with, as before this check.
+ * Per connection, what commits learnt of the accounts a group acts for (CONSUMER_GROUPS' onlyForAccountsWith), by
+ * "<collection>/<account>": `holding`, the accounts found holding a record of the collection, kept for good (an
+ * account that deletes its last one gets the group's events again, which it then has nothing to do with, as before
+ * this check); `noneAt`, when (performance.now()) the latest look that found none was sent.
  */
-const accountsKnownWith = new WeakMap<Connection, Set<string>>();
+interface AccountsSeen {
+  holding: Set<string>;
+  noneAt: Map<string, number>;
+}
+const accountsSeen = new WeakMap<Connection, AccountsSeen>();
 
 /**
- * The groups each committed event is queued for: those handling its type, less a group that acts only for
- * accounts holding a record of some collection when the event's account holds none (read after the change was
- * written: a record created after this commit's writer answered is seen by every later commit). One query per such
- * account not known to hold one, none for an account that does (docs/adr/0050-write-path-speed.md, fourth pass).
+ * The groups each committed event is queued for: those handling its type, less a group that acts only for accounts
+ * holding a record of some collection when the event's account holds none. A record created before the change's
+ * request arrived must be seen, so the account is looked up after that arrival: an account found holding one costs
+ * nothing more; a look that found none answers for every event of the account prepared in this process before it
+ * was sent (`preparedAt`, performance.now()), so under load one look serves the commits of many requests; any other
+ * event's account is looked up again (docs/adr/0050-write-path-speed.md, fourth and fifth passes).
  */
-async function queuedGroups(db: Connection, committed: Pick<ChangeEvent, "type" | "account_id">[]): Promise<string[][]> {
-  let known = accountsKnownWith.get(db);
-  if (!known) accountsKnownWith.set(db, (known = new Set()));
+async function queuedGroups(db: Connection, committed: (Pick<ChangeEvent, "type" | "account_id" | "subject"> & { preparedAt?: number })[]): Promise<string[][]> {
+  let seen = accountsSeen.get(db);
+  if (!seen) accountsSeen.set(db, (seen = { holding: new Set(), noneAt: new Map() }));
+  const { holding, noneAt } = seen;
   const handling = committed.map(({ type }) => groupsFor(type));
   const unknown = new Map<string, { collection: string; accountId: number }>();
-  committed.forEach(({ account_id }, i) => {
+  committed.forEach(({ account_id, subject, preparedAt }, i) => {
     for (const group of handling[i]!) {
       const collection = CONSUMER_GROUPS[group]!.onlyForAccountsWith;
       const key = `${collection}/${account_id}`;
-      if (collection && !known.has(key)) unknown.set(key, { collection, accountId: account_id });
+      // A change of a record of that collection itself is looked up after its write, as before: a subscription's
+      // own creation is queued for it.
+      const answered = preparedAt !== undefined && !subject.startsWith(`${collection}/`) && (noneAt.get(key) ?? -Infinity) >= preparedAt;
+      if (collection && !holding.has(key) && !answered) unknown.set(key, { collection, accountId: account_id });
     }
   });
   await Promise.all(
     [...unknown].map(async ([key, { collection, accountId }]) => {
-      if (await db.collection(collection).findOne(tenantFilter(collection, { account_id: accountId }) as never, { projection: { _id: 1 } })) known.add(key);
+      const sentAt = performance.now();
+      if (await db.collection(collection).findOne(tenantFilter(collection, { account_id: accountId }) as never, { projection: { _id: 1 } })) holding.add(key);
+      else noneAt.set(key, Math.max(sentAt, noneAt.get(key) ?? -Infinity));
     }),
   );
   return committed.map(({ account_id }, i) =>
     handling[i]!.filter((group) => {
       const collection = CONSUMER_GROUPS[group]!.onlyForAccountsWith;
-      return !collection || known.has(`${collection}/${account_id}`);
+      return !collection || holding.has(`${collection}/${account_id}`);
     }),
   );
 }
@@ -192,7 +205,8 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
   return ids;
 }
 
-type Committed = Omit<ChangeEvent, "occurred_at">;
+/** An event to commit; `preparedAt` (performance.now()) when this process prepared it, if it did (queuedGroups). */
+type Committed = Omit<ChangeEvent, "occurred_at"> & { preparedAt?: number };
 
 /**
  * How long a committed event's prepared entry waits to be dropped, gathering the others committed meanwhile into one

@@ -24,11 +24,14 @@ describe("event seqs from the change counters", () => {
   });
   afterAll(() => closeAllDatabases());
 
-  /** Prepares and commits one change of tools/<id> through `db` (as a writer does), returning the event's id. */
-  async function change(db: Connection, type: string, id: number, account = accountId): Promise<string> {
+  /**
+   * Prepares and commits one change of tools/<id> through `db` (as a writer does), returning the event's id; the
+   * commit says when the event was prepared (`preparedAt`) unless told not to, as a writer's does.
+   */
+  async function change(db: Connection, type: string, id: number, account = accountId, preparedAt: number | undefined = performance.now()): Promise<string> {
     const draft = changeOf(type, "tools", { _id: id, account_id: account });
     const [eventId] = await prepareEvents(db, [draft]);
-    await commitEventsGrouped(db, [{ id: eventId!, type, account_id: account, subject: subjectOf(draft.record), data: { id } }]);
+    await commitEventsGrouped(db, [{ id: eventId!, type, account_id: account, subject: subjectOf(draft.record), data: { id }, preparedAt }]);
     return eventId!;
   }
   const queued = (subject: string) => first.collection<{ event: { id: string }; seq: number }>(EVENT_QUEUE_COLLECTION).find({ subject, group }).sort({ seq: 1 }).toArray();
@@ -83,5 +86,33 @@ describe("event seqs from the change counters", () => {
     expect(await item(after)).toMatchObject({ group, subject: "tools/31" });
     // The first account's events are still queued, its subscription known without another look.
     expect(await item(await change(second, "tool.created", 32, accountId))).not.toBeNull();
+  });
+
+  it("takes a look that found no subscription as the answer for events prepared before it was sent, and no later one", async () => {
+    const account = 43;
+    const item = async (eventId: string) => first.collection(EVENT_QUEUE_COLLECTION).findOne({ _id: `${group}:${eventId}` } as never);
+    const earlyPreparedAt = performance.now();
+    const early = changeOf("tool.created", "tools", { _id: 40, account_id: account });
+    const [earlyId] = await prepareEvents(second, [early]);
+    // A later change's commit looks, and finds no subscription.
+    expect(await item(await change(second, "tool.created", 41, account))).toBeNull();
+    await first.collection("webhook_subscriptions").insertOne({ _id: 3, account_id: account } as never);
+    // The early event's request came before the subscription existed: that look answers for it.
+    await commitEventsGrouped(second, [{ id: earlyId!, type: "tool.created", account_id: account, subject: subjectOf(early.record), data: { id: 40 }, preparedAt: earlyPreparedAt }]);
+    expect(await item(earlyId!)).toBeNull();
+    // An event prepared after it, and one whose preparation this process does not know, make the commit look again.
+    expect(await item(await change(second, "tool.created", 42, account))).toMatchObject({ group, subject: "tools/42" });
+    expect(await item(await change(second, "tool.created", 43, account + 1, undefined))).toBeNull();
+    await first.collection("webhook_subscriptions").insertOne({ _id: 4, account_id: account + 1 } as never);
+    expect(await item(await change(second, "tool.created", 44, account + 1, undefined))).toMatchObject({ group, subject: "tools/44" });
+    // A subscription's own creation is looked up after its write, whatever a look sent meanwhile found.
+    const subscribing = account + 2;
+    const preparedAt = performance.now();
+    const created = changeOf("webhook_subscription.created", "webhook_subscriptions", { _id: 5, account_id: subscribing });
+    const [createdId] = await prepareEvents(second, [created]);
+    expect(await item(await change(second, "tool.created", 45, subscribing))).toBeNull();
+    await first.collection("webhook_subscriptions").insertOne({ _id: 5, account_id: subscribing } as never);
+    await commitEventsGrouped(second, [{ id: createdId!, type: created.type, account_id: subscribing, subject: subjectOf(created.record), data: { id: 5 }, preparedAt }]);
+    expect(await item(createdId!)).toMatchObject({ group, subject: "webhook_subscriptions/5" });
   });
 });
