@@ -81,9 +81,24 @@ export function deliveryQueue(deliveries: Deliveries): LeaseQueue<WebhookDeliver
   });
 }
 
-/** Claims the most overdue pending delivery for `owner`: one atomic update, so two dispatchers never send the same attempt. */
-export function claimDelivery(deliveries: Deliveries, owner: string, leaseMs: number, now = new Date()): Promise<WebhookDeliveryRecord | null> {
-  return deliveryQueue(deliveries).claim(owner, leaseMs, { filter: { status: "pending" }, sort: { next_attempt_at: 1 }, now });
+/**
+ * Claims up to `limit` of the most overdue pending deliveries for `owner`, with the subscriptions they go to: one
+ * conditional update for all, so two dispatchers never send the same attempt, and one query for their subscriptions
+ * (a delivery whose subscription is gone comes without one; its attempt looks again and fails it).
+ */
+export async function claimDeliveries(
+  subscriptions: Model<WebhookSubscriptionRecord>,
+  deliveries: Deliveries,
+  owner: string,
+  leaseMs: number,
+  limit: number,
+  now = new Date(),
+): Promise<{ delivery: WebhookDeliveryRecord; subscription?: WebhookSubscriptionRecord }[]> {
+  const claimed = await deliveryQueue(deliveries).claimBatch(owner, leaseMs, limit, { filter: { status: "pending" }, sort: { next_attempt_at: 1 }, now });
+  if (!claimed.length) return [];
+  const ids = [...new Set(claimed.map((d) => d.subscription_id))];
+  const found = await crossAccount("the subscriptions of deliveries claimed across accounts", subscriptions.find({ _id: { $in: ids } })).lean<WebhookSubscriptionRecord[]>();
+  return claimed.map((delivery) => ({ delivery, subscription: found.find((s) => s._id === delivery.subscription_id && s.account_id === delivery.account_id) }));
 }
 
 /** Records an attempt's result and frees the lease; false when the lease was lost (another dispatcher took over). */

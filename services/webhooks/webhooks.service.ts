@@ -11,7 +11,7 @@ import { changeOf, type ChangeEvent } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
 import { configOf, type Config } from "../../lib/config";
 import type { AddressPolicy } from "../../lib/address-policy";
-import { claimDelivery, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./deliveries";
+import { claimDeliveries, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./deliveries";
 import { Delivery, DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, subscriptions, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./model";
 import { attemptResult, claimRoom, leaseOutlastsAttempt, signingSecrets, urlProblem, type Answer } from "./rules";
 import { postDelivery } from "./send";
@@ -197,23 +197,23 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       if (this.pendingLeft && !this.waiting.length && this.inFlight.size < this.config.concurrency) this.wakeDispatcher?.();
     },
 
-    /** Claims due deliveries while a slot is free and none waits; otherwise waits for a slot or the next poll. */
+    /** Claims due deliveries for the free slots while none waits; otherwise waits for a slot or the next poll. */
     async dispatch() {
       const inFlight = this.inFlight;
       let prunedAt = 0;
       while (this.running) {
-        const free = inFlight.size < this.config.concurrency && !this.waiting.length;
+        const free = this.waiting.length ? 0 : Math.max(0, this.config.concurrency - inFlight.size);
         // Cleared before the claim, so that deliveries the consumer leaves pending meanwhile set it again.
         if (free) this.pendingLeft = false;
-        const delivery = free
-          ? await claimDelivery(this.models.deliveries, this.broker.nodeID, this.config.leaseMs).catch((err) => {
-              this.logger.warn("Claiming a delivery failed", err);
-              return null;
+        const claimed = free
+          ? await claimDeliveries(this.models.subscriptions, this.models.deliveries, this.broker.nodeID, this.config.leaseMs, free).catch((err) => {
+              this.logger.warn("Claiming deliveries failed", err);
+              return [];
             })
-          : null;
-        if (delivery) {
+          : [];
+        if (claimed.length) {
           this.pendingLeft = true; // there may be more
-          this.track(delivery);
+          for (const { delivery, subscription } of claimed) this.track(delivery, subscription);
           continue;
         }
         if (Date.now() - prunedAt > PRUNE_EVERY_MS) {
