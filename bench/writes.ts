@@ -15,9 +15,10 @@ import { machine, writeResults } from "./report";
 
 /**
  * The write path and its events (issue 29, docs/adr/0050-write-path-speed.md): creates/s (POST /api/v1/tools,
- * each with its tool.created event) at 1, 8 and 32 clients beside authenticated reads at 32, then a 32-client
- * burst of creates with a webhook subscription on a loopback receiver, timed to the last delivery with one and
- * two webhooks replicas; CPU from /proc for every process of the deployment, the database server included.
+ * each with its tool.created event) at 1, 8 and 32 clients beside authenticated reads at 32, then 32-client
+ * bursts of creates with a webhook subscription on a loopback receiver, each timed to its last delivery, with one
+ * and with two webhooks replicas in alternation (medians of BURST_ROUNDS each); CPU from /proc for every process of
+ * the deployment, the database server included.
  * On the embedded default (one process holding every service; the second replica is a process of only the
  * webhooks service on the same database) and over NATS (the API in one process, webhooks replicas beside it).
  */
@@ -31,6 +32,8 @@ const BURST_CLIENTS = 32;
 const WARMUP_SECONDS = 1;
 const DURATION_SECONDS = positiveIntEnv(process.env, "BENCH_DURATION", 5);
 const BURST_SECONDS = positiveIntEnv(process.env, "BENCH_BURST_SECONDS", 5);
+/** Bursts per replica count, alternating one and two replicas; the table shows the medians (the machine's speed drifts). */
+const BURST_ROUNDS = positiveIntEnv(process.env, "BENCH_BURST_ROUNDS", 3);
 const STARTUP_TIMEOUT_MS = 60_000;
 const DRAIN_TIMEOUT_MS = 120_000;
 /** Which deployments to measure (BENCH_DEPLOYMENTS=nats repeats one quickly); both by default. */
@@ -89,10 +92,12 @@ interface Deployment {
   base: string;
   token: string;
   procs: BenchProcess[];
+  /** Starts one more process of only the webhooks service beside the deployment, once it has had the time a start takes. */
+  addWebhooksReplica(): Promise<BenchProcess>;
 }
 
 /** Starts a deployment on a fresh database and signs up its account. */
-async function startDeployment(name: "embedded" | "nats", natsUrl: string, mongoUrl: string, webhooksReplicas = 1): Promise<Deployment> {
+async function startDeployment(name: "embedded" | "nats", natsUrl: string, mongoUrl: string): Promise<Deployment> {
   const port = await freePort();
   const env = {
     NODE_ENV: "production",
@@ -110,18 +115,20 @@ async function startDeployment(name: "embedded" | "nats", natsUrl: string, mongo
           startNode("nats webhooks 1", SERVER_SCRIPT, { ...env, PORT: "0", SERVICES: "webhooks" }),
         ]
       : [startNode("embedded", SERVER_SCRIPT, { ...env, PORT: String(port), SERVICES: "" })];
-  // Either deployment runs one webhooks replica already (the embedded process, or "nats webhooks 1").
-  const extra = webhooksReplicas - 1;
-  for (let i = 0; i < extra; i++) procs.push(startNode(`${name} webhooks ${i + 2}`, SERVER_SCRIPT, { ...env, PORT: "0", SERVICES: "webhooks" }));
   const base = `http://127.0.0.1:${port}`;
   await waitForOk(`${base}/health`, procs, STARTUP_TIMEOUT_MS);
   const api = apiClient(base);
   const token = await signupWhenReady(api, "bench-writes", STARTUP_TIMEOUT_MS);
   // Over NATS the webhooks service answers once its replica has joined.
   await waitForOk(`${base}/api/v1/webhook-subscriptions`, procs, STARTUP_TIMEOUT_MS, { authorization: `Bearer ${token}` });
-  // A replica of only the webhooks service has no HTTP port to wait on: give it the time a start takes.
-  if (extra > 0) await Promise.race([new Promise((r) => setTimeout(r, 3_000)), ...procs.map((p) => p.exited)]);
-  return { name, base, token, procs };
+  // Either deployment runs one webhooks replica already (the embedded process, or "nats webhooks 1").
+  async function addWebhooksReplica(): Promise<BenchProcess> {
+    const replica = startNode(`${name} webhooks ${procs.length + 1}`, SERVER_SCRIPT, { ...env, PORT: "0", SERVICES: "webhooks" });
+    // A replica of only the webhooks service has no HTTP port to wait on: give it the time a start takes.
+    await Promise.race([new Promise((r) => setTimeout(r, 3_000)), replica.exited]);
+    return replica;
+  }
+  return { name, base, token, procs, addWebhooksReplica };
 }
 
 /** POST /api/v1/tools with a unique identifier per request, at `connections`. */
@@ -151,6 +158,8 @@ interface CreateRow extends Measurement {
 }
 interface EventRow {
   replicas: number;
+  /** Bursts measured; the other fields are their medians, the counts their sums. */
+  bursts?: number;
   creates: number;
   createsPerSecond: number;
   delivered: number;
@@ -166,7 +175,10 @@ interface DeploymentResult {
   name: string;
   reads: Measurement;
   creates: CreateRow[];
+  /** Per replica count, the medians of its bursts. */
   events: EventRow[];
+  /** Every burst, in the order run. */
+  bursts: EventRow[];
 }
 
 /** A burst of creates at BURST_CLIENTS for BURST_SECONDS, then waits until the receiver has every delivery. */
@@ -213,9 +225,31 @@ async function allDelivered(d: Deployment, receiver: Receiver, count: number): P
   }
 }
 
+/** Medians of the bursts of one replica count (counts summed), so one slow moment of the machine does not decide. */
+function medianRow(rows: EventRow[]): EventRow {
+  const median = (pick: (row: EventRow) => number) => {
+    const sorted = rows.map(pick).sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  };
+  const sum = (pick: (row: EventRow) => number) => rows.reduce((total, row) => total + pick(row), 0);
+  return {
+    replicas: rows[0]!.replicas,
+    bursts: rows.length,
+    creates: sum((r) => r.creates),
+    createsPerSecond: median((r) => r.createsPerSecond),
+    delivered: sum((r) => r.delivered),
+    repeated: sum((r) => r.repeated),
+    eventsPerSecond: median((r) => r.eventsPerSecond),
+    drainMs: median((r) => r.drainMs),
+    cpuMsPerEvent: median((r) => r.cpuMsPerEvent),
+  };
+}
+
 /**
- * Reads and creates on a fresh deployment; then each burst on a fresh deployment of its own (one, then two
- * webhooks replicas), so both bursts start from the same empty database.
+ * Reads and creates on a fresh deployment; then the bursts on another fresh deployment with a subscription,
+ * BURST_ROUNDS with one webhooks replica alternating with as many with a second replica started for the burst and
+ * stopped after it, each after a warm-up whose deliveries have all arrived.
  */
 async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mongoUrl: string, mongoPid: number, receiver: Receiver): Promise<DeploymentResult> {
   console.error(`${name}: starting`);
@@ -239,27 +273,39 @@ async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mon
     await stopAll();
   }
   const cpuPerCreate = creates[creates.length - 1]!.cpuMsPerCreate;
-  const events: EventRow[] = [];
-  for (const replicas of [1, 2]) {
-    d = await startDeployment(name, natsUrl, mongoUrl, replicas);
-    try {
-      const sub = await apiClient(d.base)("POST", "/api/v1/webhook-subscriptions", { token: d.token, body: { url: receiver.url, event_types: ["tool.created"] } });
-      if (sub.status !== 201) throw new Error(`${name}: subscription answered ${sub.status}`);
-      // A warm-up whose deliveries have all arrived before the burst starts.
-      receiver.reset();
-      await measureCreates(d, BURST_CLIENTS, WARMUP_SECONDS, 0);
-      await allDelivered(d, receiver, await toolCount(d));
-      const row = await burst(d, receiver, pids, cpuPerCreate, replicas);
-      console.error(
-        `${name} events, ${replicas} webhooks replica(s): ${row.creates} creates (${Math.round(row.createsPerSecond)}/s), ${row.delivered} delivered (${row.repeated} repeated), ` +
-          `${Math.round(row.eventsPerSecond)} events/s, drained ${row.drainMs} ms after the last create, ${row.cpuMsPerEvent.toFixed(2)} CPU ms/event`,
-      );
-      events.push(row);
-    } finally {
-      await stopAll();
+  const bursts: EventRow[] = [];
+  d = await startDeployment(name, natsUrl, mongoUrl);
+  try {
+    const sub = await apiClient(d.base)("POST", "/api/v1/webhook-subscriptions", { token: d.token, body: { url: receiver.url, event_types: ["tool.created"] } });
+    if (sub.status !== 201) throw new Error(`${name}: subscription answered ${sub.status}`);
+    for (let round = 0; round < BURST_ROUNDS; round++) {
+      for (const replicas of [1, 2]) {
+        const replica = replicas === 2 ? await d.addWebhooksReplica() : undefined;
+        if (replica) d.procs.push(replica);
+        try {
+          receiver.reset();
+          const before = await toolCount(d);
+          await measureCreates(d, BURST_CLIENTS, WARMUP_SECONDS, 0);
+          await allDelivered(d, receiver, (await toolCount(d)) - before);
+          const row = await burst(d, receiver, pids, cpuPerCreate, replicas);
+          console.error(
+            `${name} events, ${replicas} webhooks replica(s), round ${round + 1}: ${row.creates} creates (${Math.round(row.createsPerSecond)}/s), ${row.delivered} delivered (${row.repeated} repeated), ` +
+              `${Math.round(row.eventsPerSecond)} events/s, drained ${row.drainMs} ms after the last create, ${row.cpuMsPerEvent.toFixed(2)} CPU ms/event`,
+          );
+          bursts.push(row);
+        } finally {
+          if (replica) {
+            await replica.stop();
+            d.procs = d.procs.filter((p) => p !== replica);
+          }
+        }
+      }
     }
+  } finally {
+    await stopAll();
   }
-  return { name, reads, creates, events };
+  const events = [1, 2].map((replicas) => medianRow(bursts.filter((row) => row.replicas === replicas)));
+  return { name, reads, creates, events, bursts };
 }
 
 function table(results: DeploymentResult[]): string {
@@ -276,7 +322,7 @@ function table(results: DeploymentResult[]): string {
     for (const e of r.events) {
       lines.push(
         `| ${r.name} | events e2e, ${e.replicas} webhooks replica${e.replicas > 1 ? "s" : ""} | ${BURST_CLIENTS} | ${Math.round(e.eventsPerSecond)} | — | — | ${e.cpuMsPerEvent.toFixed(2)} | ` +
-          `${e.delivered} delivered (${e.repeated} repeated), drained ${e.drainMs} ms after the last create (${Math.round(e.createsPerSecond)} creates/s) |`,
+          `medians of ${e.bursts} bursts: ${e.delivered} delivered in all (${e.repeated} repeated), drained ${e.drainMs} ms after the last create (${Math.round(e.createsPerSecond)} creates/s) |`,
       );
     }
   }
@@ -310,13 +356,14 @@ async function main({ own, startWatchdog }: Lifecycle) {
   const mongo = own(await startLocalMongo({ dataDir }));
   const receiver = await startReceiver();
   own({ stop: receiver.close });
-  const disarm = startWatchdog(2 * (3 * STARTUP_TIMEOUT_MS + 4 * DRAIN_TIMEOUT_MS + 60_000));
+  const disarm = startWatchdog(2 * (2 * STARTUP_TIMEOUT_MS + 4 * BURST_ROUNDS * DRAIN_TIMEOUT_MS + 60_000));
   const results: DeploymentResult[] = [];
   for (const name of DEPLOYMENTS) results.push(await measureDeployment(name, nats.url, mongo.url, mongo.pid, receiver));
   disarm();
   console.log(
     `\nmachine: nproc ${host.nproc}, ${host.cpu}, node ${host.node}; load average ${host.loadAverage1mBefore} before the run; autocannon shares these cores. ` +
-      `One run; ${WARMUP_SECONDS} s warm-up + ${DURATION_SECONDS} s per load, bursts of ${BURST_SECONDS} s; CPU of the platform processes and the local database server ` +
+      `One run; ${WARMUP_SECONDS} s warm-up + ${DURATION_SECONDS} s per load; bursts of ${BURST_SECONDS} s, ${BURST_ROUNDS} per replica count alternating, medians shown; ` +
+      `CPU of the platform processes and the local database server ` +
       `(per delivered event: the burst's CPU less its creates at the 32-client rate, per delivery)\n`,
   );
   console.log(table(results));
