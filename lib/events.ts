@@ -109,10 +109,11 @@ async function queuedGroups(db: Connection, committed: (Pick<ChangeEvent, "type"
     for (const group of handling[i]!) {
       const collection = CONSUMER_GROUPS[group]!.onlyForAccountsWith;
       const key = `${collection}/${account_id}`;
+      if (!collection || holding.has(key)) continue;
       // A change of a record of that collection itself is looked up after its write, as before: a subscription's
       // own creation is queued for it.
       const answered = preparedAt !== undefined && !subject.startsWith(`${collection}/`) && (noneAt.get(key) ?? -Infinity) >= preparedAt;
-      if (collection && !holding.has(key) && !answered) unknown.set(key, { collection, accountId: account_id });
+      if (!answered) unknown.set(key, { collection, accountId: account_id });
     }
   });
   await Promise.all(
