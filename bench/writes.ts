@@ -11,7 +11,7 @@ import { positiveIntEnv } from "../lib/env";
 import { runBench, type Lifecycle } from "./lifecycle";
 import { measure, measureLoad, type Measurement } from "./load";
 import { signupWhenReady, startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
-import { machine, writeResults } from "./report";
+import { machine, median, writeResults } from "./report";
 
 /**
  * The write path and its events (issue 29, docs/adr/0050-write-path-speed.md): creates/s (POST /api/v1/tools,
@@ -227,22 +227,18 @@ async function allDelivered(d: Deployment, receiver: Receiver, count: number): P
 
 /** Medians of the bursts of one replica count (counts summed), so one slow moment of the machine does not decide. */
 function medianRow(rows: EventRow[]): EventRow {
-  const median = (pick: (row: EventRow) => number) => {
-    const sorted = rows.map(pick).sort((a, b) => a - b);
-    const mid = sorted.length >> 1;
-    return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-  };
+  const medianOf = (pick: (row: EventRow) => number) => median(rows.map(pick));
   const sum = (pick: (row: EventRow) => number) => rows.reduce((total, row) => total + pick(row), 0);
   return {
     replicas: rows[0]!.replicas,
     bursts: rows.length,
     creates: sum((r) => r.creates),
-    createsPerSecond: median((r) => r.createsPerSecond),
+    createsPerSecond: medianOf((r) => r.createsPerSecond),
     delivered: sum((r) => r.delivered),
     repeated: sum((r) => r.repeated),
-    eventsPerSecond: median((r) => r.eventsPerSecond),
-    drainMs: median((r) => r.drainMs),
-    cpuMsPerEvent: median((r) => r.cpuMsPerEvent),
+    eventsPerSecond: medianOf((r) => r.eventsPerSecond),
+    drainMs: medianOf((r) => r.drainMs),
+    cpuMsPerEvent: medianOf((r) => r.cpuMsPerEvent),
   };
 }
 

@@ -3,7 +3,7 @@ import type { Connection } from "mongoose";
 import { insertNew } from "./db";
 import { decodeFreeJson, encodeFreeJson } from "./free-json";
 import { CONSUMER_GROUPS } from "./event-types";
-import { groupCommit } from "./group-commit";
+import { groupCommit, perBatch } from "./group-commit";
 import { nextId, readSequences } from "./ids";
 import { collectionStore, LeaseQueue } from "./lease-queue";
 import { tenantFilter } from "./tenancy-guard";
@@ -250,13 +250,9 @@ function grouped(db: Connection): Grouped {
     };
     // One stage for both kinds of entry: under load, prepares and commits that wait together go in one command.
     const insertEntries = groupCommit(async (batches: StoredEvent[][]) => {
-      const existing = new Set(await insertNew(log(db), batches.flat()));
-      let first = 0;
-      return batches.map((batch) => {
-        const offset = first;
-        first += batch.length;
-        return batch.flatMap((_, i) => (existing.has(offset + i) ? [i] : []));
-      });
+      const entries = batches.flat();
+      const existing = new Set(await insertNew(log(db), entries));
+      return perBatch(batches, entries.map((_, i) => existing.has(i))).map((flags) => flags.flatMap((found, i) => (found ? [i] : [])));
     });
     groups.set(
       db,
@@ -267,8 +263,7 @@ function grouped(db: Connection): Grouped {
           const { groups } = await commitAll(db, events, insertEntries);
           // The writers answer now; their prepared entries go a little later, gathered.
           dropLater(events.map((event) => event.id));
-          let first = 0;
-          return batches.map((batch) => [...new Set(groups.slice(first, (first += batch.length)).flat())]);
+          return perBatch(batches, groups).map((eventGroups) => [...new Set(eventGroups.flat())]);
         }),
         async flushDrops() {
           if (gathered.length) sendDrops();

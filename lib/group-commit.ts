@@ -42,3 +42,9 @@ export function keyedGroupCommit<K, I, R>(flush: (key: K, items: I[]) => Promise
     }
   };
 }
+
+/** Results of a flush made of `batches` flattened (one per item, in order), cut back into one list per batch. */
+export function perBatch<T>(batches: readonly unknown[][], flat: readonly T[]): T[][] {
+  let first = 0;
+  return batches.map((batch) => flat.slice(first, (first += batch.length)));
+}

@@ -1,4 +1,4 @@
-import { groupCommit, keyedGroupCommit } from "../../lib/group-commit";
+import { groupCommit, keyedGroupCommit, perBatch } from "../../lib/group-commit";
 
 describe("group commit", () => {
   it("flushes a lone call at once and the calls that came meanwhile together, each with its own result", async () => {
@@ -48,5 +48,11 @@ describe("group commit", () => {
       ["a", [3]],
       ["b", [4]],
     ]);
+  });
+});
+
+describe("perBatch", () => {
+  it("cuts a flush's results back into one list per batch, empty batches included", () => {
+    expect(perBatch([["a", "b"], [], ["c"]], [1, 2, 3])).toEqual([[1, 2], [], [3]]);
   });
 });
