@@ -210,64 +210,65 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
 type Committed = Omit<ChangeEvent, "occurred_at"> & { preparedAt?: number };
 
 /**
- * How long a committed event's prepared entry waits to be dropped, gathering the others committed meanwhile into one
- * delete (at one writer, a delete per change cost as much as the update it replaced), and how many make a delete at once.
+ * How long the committed entries of answered changes wait to be logged, gathering the others committed meanwhile
+ * into one insert and one drop of their prepared entries (at one writer, an insert and a delete per change cost as
+ * much as the change itself), and how many make a flush at once.
  */
-const DROP_GATHER_MS = 100;
-const DROP_BATCH = 256;
+const LOG_GATHER_MS = 100;
+const LOG_BATCH = 256;
 
-/** Per connection, the group commits of prepares and commits, and the drops of committed events' prepared entries. */
+/** Per connection, the group commits of prepares and commits, and the gathered logging of committed events. */
 interface Grouped {
   /** Inserts log entries, prepared and committed alike, with those of other callers; answers the positions that existed. */
   insertEntries(entries: StoredEvent[]): Promise<number[]>;
   commit(events: Committed[]): Promise<string[]>;
-  /** Sends the drops gathered so far and waits for every drop on its way (flushCommits). */
-  flushDrops(): Promise<void>;
+  /** Logs the committed entries gathered so far and waits for every flush on its way (flushCommits). */
+  flushLog(): Promise<void>;
 }
 const groups = new WeakMap<Connection, Grouped>();
 function grouped(db: Connection): Grouped {
   let group = groups.get(db);
   if (!group) {
-    const dropping = new Set<Promise<void>>();
-    let gathered: string[] = [];
+    const logging = new Set<Promise<void>>();
+    let gathered: StoredEvent[] = [];
     let timer: NodeJS.Timeout | undefined;
-    const sendDrops = () => {
-      clearTimeout(timer);
-      timer = undefined;
-      // By the prepared ids alone: those name prepared entries only, so the delete is a lookup per id (a condition on
-      // `state` made the local server read every prepared entry instead; one that stays is settled, resolvePrepared).
-      const dropped = log(db)
-        .deleteMany({ _id: { $in: gathered.map(preparedId) } })
-        .then(() => undefined, () => undefined);
-      gathered = [];
-      dropping.add(dropped);
-      void dropped.finally(() => dropping.delete(dropped));
-    };
-    const dropLater = (eventIds: string[]) => {
-      gathered.push(...eventIds);
-      if (gathered.length >= DROP_BATCH) sendDrops();
-      else if (!timer) (timer = setTimeout(sendDrops, DROP_GATHER_MS)).unref();
-    };
-    // One stage for both kinds of entry: under load, prepares and commits that wait together go in one command.
+    // One stage for both kinds of entry: under load, prepares and gathered commits that wait together go in one command.
     const insertEntries = groupCommit(async (batches: StoredEvent[][]) => {
       const entries = batches.flat();
       const existing = new Set(await insertNew(log(db), entries));
       return perBatch(batches, entries.map((_, i) => existing.has(i))).map((flags) => flags.flatMap((found, i) => (found ? [i] : [])));
     });
+    const sendGathered = () => {
+      clearTimeout(timer);
+      timer = undefined;
+      const entries = gathered;
+      gathered = [];
+      // A flush that fails leaves its events prepared, queued already: the settling of abandoned events logs them.
+      const logged = logCommitted(db, entries, insertEntries).then(
+        () => dropPreparedOf(db, entries),
+        () => undefined,
+      );
+      logging.add(logged);
+      void logged.finally(() => logging.delete(logged));
+    };
+    const logLater = (entries: StoredEvent[]) => {
+      gathered.push(...entries);
+      if (gathered.length >= LOG_BATCH) sendGathered();
+      else if (!timer) (timer = setTimeout(sendGathered, LOG_GATHER_MS)).unref();
+    };
     groups.set(
       db,
       (group = {
         insertEntries,
         commit: groupCommit(async (batches: Committed[][]) => {
-          const events = batches.flat();
-          const { groups } = await commitAll(db, events, insertEntries);
-          // The writers answer now; their prepared entries go a little later, gathered.
-          dropLater(events.map((event) => event.id));
+          const { groups, entries } = await queueCommitted(db, batches.flat());
+          // The writers answer now; their committed entries are logged a little later, gathered.
+          logLater(entries);
           return perBatch(batches, groups).map((eventGroups) => [...new Set(eventGroups.flat())]);
         }),
-        async flushDrops() {
-          if (gathered.length) sendDrops();
-          await Promise.all([...dropping]);
+        async flushLog() {
+          if (gathered.length) sendGathered();
+          await Promise.all([...logging]);
         },
       }),
     );
@@ -275,14 +276,24 @@ function grouped(db: Connection): Grouped {
   return group;
 }
 
-/** Sends and waits for the drops of prepared entries this process has gathered (a stopping service lets them land). */
+/** Logs and waits for the committed entries this process has gathered (a stopping service lets them land). */
 export async function flushCommits(db: Connection): Promise<void> {
-  await groups.get(db)?.flushDrops();
+  await groups.get(db)?.flushLog();
 }
 
 /** Deletes the prepared entries of events (the previous version's too, kept under the event's own id). */
 async function dropPrepared(db: Connection, eventIds: string[]): Promise<void> {
   if (eventIds.length) await log(db).deleteMany({ _id: { $in: [...eventIds.map(preparedId), ...eventIds] }, state: "prepared" });
+}
+
+/**
+ * Deletes the prepared entries of events whose committed entries are logged, by the prepared ids alone: those name
+ * prepared entries only, so the delete is a lookup per id (a condition on `state` made the local server read every
+ * prepared entry instead). A previous version's entry, kept under the event's own id, was turned committed in place;
+ * one that stays is settled (resolvePrepared).
+ */
+async function dropPreparedOf(db: Connection, entries: Pick<StoredEvent, "_id">[]): Promise<void> {
+  if (entries.length) await log(db).deleteMany({ _id: { $in: entries.map((entry) => preparedId(entry._id)) } }).catch(() => undefined);
 }
 
 /**
@@ -295,31 +306,29 @@ async function dropPrepared(db: Connection, eventIds: string[]): Promise<void> {
  * call committed (others were committed meanwhile).
  */
 export async function commitEvents(db: Connection, committed: Committed[]): Promise<number> {
-  const { inserted } = await commitAll(db, committed, (entries) => insertNew(log(db), entries));
+  const { entries } = await queueCommitted(db, committed);
+  const inserted = await logCommitted(db, entries, (batch) => insertNew(log(db), batch));
   await dropPrepared(db, committed.map((event) => event.id));
-  return inserted.filter(Boolean).length;
+  return inserted.length;
 }
 
 /**
- * commitEvents for a writer about to answer: concurrent calls on one connection are committed together (one update
- * of each change counter, one insert of work items, one of committed entries), and their prepared entries dropped
- * together after the answer (docs/adr/0050-write-path-speed.md, fourth pass). Returns the groups work was queued for.
+ * commitEvents for a writer about to answer: concurrent calls on one connection are counted and queued together
+ * (one update of each change counter, one insert of work items), and their committed entries logged and prepared
+ * entries dropped together after the answer (docs/adr/0050-write-path-speed.md, fourth and sixth passes): once an
+ * event's work items are queued, its consumers have it, and a process killed before the logging leaves the event
+ * prepared for the settling, as a kill before the answer did. Returns the groups work was queued for.
  */
 export async function commitEventsGrouped(db: Connection, committed: Committed[]): Promise<string[]> {
   return committed.length ? grouped(db).commit(committed) : [];
 }
 
 /**
- * The steps of commitEvents before the drop: which events this call committed, and the groups each was queued
- * for. The committed entry is inserted, not written over the prepared one: FerretDB rewrites an updated document
- * and its indexes in a transaction of its own, the dearest write a commit made.
+ * The first steps of a commit: the events' seqs from the change counts, and their work items queued for the groups
+ * each is for. Returns those groups and the committed entries to log.
  */
-async function commitAll(
-  db: Connection,
-  committed: Committed[],
-  insertEntries: (entries: StoredEvent[]) => Promise<number[]>,
-): Promise<{ inserted: boolean[]; groups: string[][] }> {
-  if (!committed.length) return { inserted: [], groups: [] };
+async function queueCommitted(db: Connection, committed: Committed[]): Promise<{ groups: string[][]; entries: StoredEvent[] }> {
+  if (!committed.length) return { groups: [], entries: [] };
   const [seqs, groups] = await Promise.all([eventSeqs(db, committed), queuedGroups(db, committed)]);
   const now = new Date();
   const items = committed.flatMap((event, i) =>
@@ -347,18 +356,26 @@ async function commitAll(
     seq: seqs[i]!,
     committed_at: now,
   }));
-  const inserted = committed.map(() => true);
-  const existing = await insertEntries(entries);
-  // An entry by that id is the event committed already, or one the previous version prepared under the event's own
-  // id, which turns committed in place.
+  return { groups, entries };
+}
+
+/**
+ * The committed entries' step of a commit: each is inserted, not written over its prepared entry (FerretDB rewrites
+ * an updated document and its indexes in a transaction of its own, the dearest write a commit made). Returns the
+ * entries this call committed; an entry by that id is the event committed already, or one the previous version
+ * prepared under the event's own id, which turns committed in place.
+ */
+async function logCommitted(db: Connection, entries: StoredEvent[], insertEntries: (entries: StoredEvent[]) => Promise<number[]>): Promise<StoredEvent[]> {
+  if (!entries.length) return [];
+  const existing = new Set(await insertEntries(entries));
   const turned = await Promise.all(
-    existing.map((i) => {
+    [...existing].map(async (i) => {
       const { _id, ...entry } = entries[i]!;
-      return log(db).updateOne({ _id, state: "prepared" }, { $set: entry });
+      return (await log(db).updateOne({ _id, state: "prepared" }, { $set: entry })).modifiedCount > 0;
     }),
   );
-  existing.forEach((i, j) => (inserted[i] = turned[j]!.modifiedCount > 0));
-  return { inserted, groups };
+  const turnedIn = new Set([...existing].filter((_, j) => turned[j]));
+  return entries.filter((_, i) => !existing.has(i) || turnedIn.has(i));
 }
 
 const changeSequence = (collection: string, accountId: number) => `changes/${collection}/${accountId}`;

@@ -28,7 +28,11 @@ describe("team push through the owners' batch actions, across nodes", () => {
   });
 
   const call = (method: string, path: string, body?: unknown) => api(method, `/api/v1${path}`, { token, body });
-  const committed = (subject: string) => conn.collection("events").find({ subject, state: "committed" }).sort({ seq: 1 }).toArray();
+  // A record's committed events, once logged: the log takes them a moment after the answers (lib/events.ts, grouped).
+  const committed = async (subject: string) => {
+    await until(() => conn.collection("events").countDocuments({ subject, state: "prepared" }), (prepared) => prepared === 0, 10_000, `${subject} logged`);
+    return conn.collection("events").find({ subject, state: "committed" }).sort({ seq: 1 }).toArray();
+  };
 
   it("creates and updates through the owners; each change has one committed event with the record as the API shows it", async () => {
     const doc = {
