@@ -2,7 +2,7 @@ import { ServiceBroker, type Service } from "moleculer";
 import type { Connection } from "mongoose";
 import { loadConfig } from "../../lib/config";
 import { closeAllDatabases } from "../../lib/db";
-import { abortEvents, changeOf, commitEvents, EVENT_QUEUE_COLLECTION, EVENTS_COLLECTION, groupsFor, prepareEvents, preparedId, subjectOf, type ChangeDraft } from "../../lib/events";
+import { abortEvents, changeOf, commitEvents, commitEventsGrouped, EVENT_QUEUE_COLLECTION, EVENTS_COLLECTION, flushCommits, groupsFor, prepareEvents, preparedId, subjectOf, type ChangeDraft } from "../../lib/events";
 import { decodeFreeJson } from "../../lib/free-json";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
 import { MongoMixin } from "../../lib/mongo.mixin";
@@ -74,6 +74,17 @@ describe("settling events of cut-off and failed writes", () => {
     await store(id);
     expect(await commitEvents(service.db, [createdEvent(eventId!, id)])).toBe(1);
     expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([eventId!]) });
+  });
+
+  it("a writer's grouped commit answers once its work is queued; the committed entry is logged after, then the prepared one goes", async () => {
+    const id = nextRecord++;
+    const [eventId] = await prepareEvents(service.db, [draftOf(id)]);
+    await store(id);
+    expect(await commitEventsGrouped(service.db, [createdEvent(eventId!, id)])).toEqual(groupsFor("tool.created"));
+    // Answered: consumers have it; the log takes it within LOG_GATHER_MS (a kill before that leaves what the next case settles).
+    expect((await eventsOf(id)).queued).toEqual(queuedOnce([eventId!]));
+    await flushCommits(service.db);
+    expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([eventId!]), data: [{ id }] });
   });
 
   it("a process killed after queuing, before the committed entry: settling commits it once, queued once", async () => {
