@@ -36,6 +36,8 @@ export interface QueueStore<T> {
   claimOne(filter: Filter, update: QueueUpdate, sort: Sort | undefined, reason?: string): Promise<T | null>;
   /** Updates every match; returns how many matched. */
   update(filter: Filter, update: QueueUpdate, reason?: string): Promise<number>;
+  /** Updates the one match of each filter with its update, all in one command; returns how many matched. */
+  updateEach(updates: { filter: Filter; update: QueueUpdate }[]): Promise<number>;
   /** Deletes every match; returns how many went. */
   remove(filter: Filter): Promise<number>;
 }
@@ -58,6 +60,11 @@ export function modelStore<T>(model: Model<T>, options: { timestamps?: false } =
     async update(filter, update, reason) {
       return (await across(model.updateMany(filter as never, update as never, writeOptions), reason).exec()).matchedCount;
     },
+    async updateEach(updates) {
+      // Each filter names its item's account (a held item's key), as the tenancy guard asks of queries.
+      const ops = updates.map(({ filter, update }) => ({ updateOne: { filter: filter as never, update: update as never, ...writeOptions } }));
+      return (await model.bulkWrite(ops, { ordered: false, ...writeOptions })).matchedCount;
+    },
     async remove(filter) {
       return (await model.deleteMany(filter as never).exec()).deletedCount;
     },
@@ -78,6 +85,9 @@ export function collectionStore<T extends Document>(collection: Collection<T>): 
     },
     async update(filter, update) {
       return (await collection.updateMany(filter as never, update as never)).matchedCount;
+    },
+    async updateEach(updates) {
+      return (await collection.bulkWrite(updates.map(({ filter, update }) => ({ updateOne: { filter: filter as never, update: update as never } })), { ordered: false })).matchedCount;
     },
     async remove(filter) {
       return (await collection.deleteMany(filter as never)).deletedCount;
@@ -123,6 +133,15 @@ export interface ClaimOptions {
 
 /** An item's key: its _id, plus its account_id for tenant data. Several items: `_id: {$in: ids}`. */
 export type ItemKey = Filter & { _id: unknown };
+
+/** How a release leaves an item: `set` written too, claimable again at once or from `retryAt` (a backoff). */
+interface Release {
+  retryAt?: Date;
+  set?: Filter;
+}
+
+/** How a holder ends an item: released, or completed with `set` written (its final status). */
+export type ItemEnding = { release: Release } | { complete: { set: Filter } };
 
 /** A queue of items held one holder at a time under a lease: claim, renew, write, release, complete. */
 export class LeaseQueue<T> {
@@ -184,11 +203,8 @@ export class LeaseQueue<T> {
    * Gives the item back (with `set` written too): claimable again at once, or from `retryAt` (a backoff).
    * Only while `owner` holds it; false when it did not.
    */
-  async release(key: ItemKey, owner: string, { retryAt, set }: { retryAt?: Date; set?: Filter } = {}): Promise<boolean> {
-    const { due, vacant, onRelease } = this.options;
-    const lease = this.lease(null, !due && retryAt ? retryAt : vacant);
-    const when = due && retryAt ? { [due]: retryAt } : {};
-    return (await this.store.update(this.heldBy(key, owner), { $set: { ...onRelease, ...set, ...when, ...lease } })) > 0;
+  async release(key: ItemKey, owner: string, release: Release = {}): Promise<boolean> {
+    return (await this.store.update(this.heldBy(key, owner), this.releasing(release))) > 0;
   }
 
   /**
@@ -197,7 +213,29 @@ export class LeaseQueue<T> {
    */
   async complete(key: ItemKey, owner: string, outcome: { set: Filter } | { remove: true }): Promise<boolean> {
     if ("remove" in outcome) return (await this.store.remove(this.heldBy(key, owner))) > 0;
-    return (await this.store.update(this.heldBy(key, owner), { $set: { ...outcome.set, ...this.lease(null, this.options.vacant) } })) > 0;
+    return (await this.store.update(this.heldBy(key, owner), this.completing(outcome.set))) > 0;
+  }
+
+  /**
+   * Releases or completes each of several items `owner` holds, each its own way, in one command; returns how many
+   * it still held.
+   */
+  async finishEach(owner: string, items: ({ key: ItemKey } & ItemEnding)[]): Promise<number> {
+    if (!items.length) return 0;
+    return this.store.updateEach(
+      items.map((item) => ({ filter: this.heldBy(item.key, owner), update: "release" in item ? this.releasing(item.release) : this.completing(item.complete.set) })),
+    );
+  }
+
+  private releasing({ retryAt, set }: Release): QueueUpdate {
+    const { due, vacant, onRelease } = this.options;
+    const lease = this.lease(null, !due && retryAt ? retryAt : vacant);
+    const when = due && retryAt ? { [due]: retryAt } : {};
+    return { $set: { ...onRelease, ...set, ...when, ...lease } };
+  }
+
+  private completing(set: Filter): QueueUpdate {
+    return { $set: { ...set, ...this.lease(null, this.options.vacant) } };
   }
 
   private lease(owner: string | null, until: Date | null): Filter {

@@ -3,7 +3,8 @@ import type { WebhookDeliveryRecord, WebhookSubscriptionRecord } from "./model";
 import { isDuplicateKeyError } from "../../lib/errors";
 import type { ChangeEvent } from "../../lib/events";
 import { deliveryBody, messageIdFor, receives, type AttemptResult } from "./rules";
-import { LeaseQueue, modelStore } from "../../lib/lease-queue";
+import { keyedGroupCommit } from "../../lib/group-commit";
+import { LeaseQueue, modelStore, type ItemEnding } from "../../lib/lease-queue";
 import { crossAccount } from "../../lib/tenancy-guard";
 
 type Deliveries = Model<WebhookDeliveryRecord>;
@@ -101,15 +102,41 @@ export async function claimDeliveries(
   return claimed.map((delivery) => ({ delivery, subscription: found.find((s) => s._id === delivery.subscription_id && s.account_id === delivery.account_id) }));
 }
 
-/** Records an attempt's result and frees the lease; false when the lease was lost (another dispatcher took over). */
-export function finishAttempt(deliveries: Deliveries, delivery: Pick<WebhookDeliveryRecord, "_id" | "account_id">, owner: string, result: AttemptResult): Promise<boolean> {
-  const queue = deliveryQueue(deliveries);
-  const key = { _id: delivery._id, account_id: delivery.account_id };
+type Finished = Pick<WebhookDeliveryRecord, "_id" | "account_id">;
+
+/** How an attempt's result ends its lease: released for a retry, or completed (delivered or failed). */
+function ending(result: AttemptResult, now: Date): ItemEnding {
   const outcome = { last_status: result.httpStatus, last_error: result.status === "delivered" ? null : result.error };
-  if (result.status === "pending") return queue.release(key, owner, { retryAt: result.nextAttemptAt, set: outcome });
-  const ended = result.status === "delivered" ? { status: "delivered", delivered_at: new Date() } : { status: "failed" };
-  return queue.complete(key, owner, { set: { ...ended, ...outcome } });
+  if (result.status === "pending") return { release: { retryAt: result.nextAttemptAt, set: outcome } };
+  const ended = result.status === "delivered" ? { status: "delivered", delivered_at: now } : { status: "failed" };
+  return { complete: { set: { ...ended, ...outcome } } };
 }
+
+const keyOf = (delivery: Finished) => ({ _id: delivery._id, account_id: delivery.account_id });
+
+/** Records an attempt's result and frees the lease; false when the lease was lost (another dispatcher took over). */
+export async function finishAttempt(deliveries: Deliveries, delivery: Finished, owner: string, result: AttemptResult): Promise<boolean> {
+  return (await deliveryQueue(deliveries).finishEach(owner, [{ key: keyOf(delivery), ...ending(result, new Date()) }])) > 0;
+}
+
+/**
+ * finishAttempt for a caller that needs no answer: the results of attempts that end while a record is on its way go
+ * together in one command (docs/adr/0050-write-path-speed.md, sixth pass).
+ */
+export function finishAttemptGrouped(deliveries: Deliveries, delivery: Finished, owner: string, result: AttemptResult): Promise<void> {
+  let finish = finishers.get(deliveries);
+  if (!finish) {
+    const record = async (by: string, ended: { delivery: Finished; result: AttemptResult }[]) => {
+      const now = new Date();
+      await deliveryQueue(deliveries).finishEach(by, ended.map(({ delivery, result }) => ({ key: keyOf(delivery), ...ending(result, now) })));
+      return ended.map(() => undefined);
+    };
+    finishers.set(deliveries, (finish = keyedGroupCommit(record)));
+  }
+  return finish(owner, { delivery, result });
+}
+
+const finishers = new WeakMap<Deliveries, (owner: string, attempt: { delivery: Finished; result: AttemptResult }) => Promise<void>>();
 
 /** Deletes finished deliveries older than the retention period (no TTL indexes on this database). */
 export async function pruneDeliveries(deliveries: Deliveries, olderThan: Date): Promise<number> {

@@ -11,9 +11,9 @@ import { changeOf, type ChangeEvent } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
 import { configOf, type Config } from "../../lib/config";
 import type { AddressPolicy } from "../../lib/address-policy";
-import { claimDeliveries, enqueueDeliveries, finishAttempt, pruneDeliveries } from "./deliveries";
+import { claimDeliveries, enqueueDeliveries, finishAttempt, finishAttemptGrouped, pruneDeliveries } from "./deliveries";
 import { Delivery, DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, subscriptions, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./model";
-import { attemptResult, claimRoom, leaseOutlastsAttempt, signingSecrets, urlProblem, type Answer } from "./rules";
+import { attemptResult, claimRoom, leaseOutlastsAttempt, signingSecrets, urlProblem, type Answer, type AttemptResult } from "./rules";
 import { postDelivery } from "./send";
 import { newSecret, sign } from "./signature";
 
@@ -43,6 +43,11 @@ interface Methods extends TenancyMethods, EventsMethods {
   track(delivery: WebhookDeliveryRecord, subscription?: WebhookSubscriptionRecord): void;
   /** Starts waiting deliveries while slots are free. */
   startWaiting(): void;
+  /**
+   * Records an ended attempt's result with the others ending meanwhile (finishAttemptGrouped) while its slot goes to
+   * the next attempt: a slot held until the record landed left more deliveries to the dearer dispatcher claims.
+   */
+  recordLater(delivery: WebhookDeliveryRecord, result: AttemptResult): void;
   send(subscription: WebhookSubscriptionRecord, delivery: WebhookDeliveryRecord): Promise<Answer>;
 }
 interface Vars {
@@ -57,6 +62,8 @@ interface Vars {
   loop?: Promise<void>;
   /** Attempts under way, claimed by the dispatcher or written claimed by the consumer; at most config.concurrency. */
   inFlight: Set<Promise<void>>;
+  /** Results of ended attempts on their way to the database (their leases held until they land). */
+  recording: Set<Promise<void>>;
   /** Claimed deliveries waiting for a slot; the consumer writes at most config.concurrency of them (claimRoom). */
   waiting: { delivery: WebhookDeliveryRecord; subscription?: WebhookSubscriptionRecord }[];
   /** Deliveries may be pending that nobody holds (the consumer had no room for them): a freed slot claims one. */
@@ -197,6 +204,13 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       if (this.pendingLeft && !this.waiting.length && this.inFlight.size < this.config.concurrency) this.wakeDispatcher?.();
     },
 
+    recordLater(delivery, result) {
+      const recorded: Promise<void> = finishAttemptGrouped(this.models.deliveries, delivery, this.broker.nodeID, result)
+        .catch((err) => this.logger.warn(`Recording delivery ${delivery._id}'s attempt failed; its lease runs out and it is attempted again`, err))
+        .finally(() => this.recording.delete(recorded));
+      this.recording.add(recorded);
+    },
+
     /** Claims due deliveries for the free slots while none waits; otherwise waits for a slot or the next poll. */
     async dispatch() {
       const inFlight = this.inFlight;
@@ -235,19 +249,17 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     /** One attempt of a claimed delivery; a 410 Gone answer also disables the subscription. */
     /** `subscription` as read when the delivery was written claimed, or read now. */
     async attempt(delivery, known) {
-      const owner = this.broker.nodeID;
       const subscription =
         known ??
         (await this.models.subscriptions.findOne({ _id: delivery.subscription_id, account_id: delivery.account_id }).lean<WebhookSubscriptionRecord>());
       if (!subscription?.enabled) {
         const error = subscription ? "the subscription is disabled" : "the subscription was deleted";
-        await finishAttempt(this.models.deliveries, delivery, owner, { status: "failed", httpStatus: null, error });
-        return;
+        return this.recordLater(delivery, { status: "failed", httpStatus: null, error });
       }
       const answer = await this.send(subscription, delivery);
       const result = attemptResult(answer, delivery.attempts, this.config.retryScheduleMs, new Date());
-      const recorded = await finishAttempt(this.models.deliveries, delivery, owner, result);
-      if (recorded && answer.status === 410) {
+      if (answer.status !== 410) return this.recordLater(delivery, result);
+      if (await finishAttempt(this.models.deliveries, delivery, this.broker.nodeID, result)) {
         await this.recordChange(changeOf("webhook_subscription.updated", subscriptions.collection, subscription), async () => {
           const disabled = await this.models.subscriptions.findOneAndUpdate(
             { _id: subscription._id, account_id: subscription.account_id },
@@ -287,6 +299,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
   started() {
     this.inFlight = new Set();
+    this.recording = new Set();
     this.waiting = [];
     this.pendingLeft = false;
     this.config = configOf(this).webhooks;
@@ -301,6 +314,7 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     await this.loop;
     // Waiting deliveries start as attempts end, so every claimed one is attempted before the service stops.
     while (this.inFlight.size) await Promise.race(this.inFlight);
+    await Promise.all([...this.recording]);
   },
 };
 

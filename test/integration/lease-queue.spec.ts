@@ -215,6 +215,27 @@ describe.each(SETUPS)("lease queue over $name", ({ store: storeOf }) => {
     expect(await queue(JOBS).write(keyOf(item!), "b", { attempts: 0 })).toBe(false);
   });
 
+  it("finishing several at once: each held item is released or completed its own way; one the owner lost is left alone", async () => {
+    const now = new Date();
+    await seed(3, at(now, -60 * SECOND));
+    const held = await queue().claimBatch("a", 30 * SECOND, 3, { sort: { _id: 1 }, now });
+    expect(held.map((item) => item._id)).toEqual([1, 2, 3]);
+    // Item 3's lease ran out and "b" took it over.
+    expect(await queue().claim("b", 30 * SECOND, { filter: { _id: 3 }, now: at(now, 31 * SECOND) })).toMatchObject({ _id: 3, lease_owner: "b" });
+    const retryAt = at(now, 120 * SECOND);
+    const finished = await queue().finishEach("a", [
+      { key: keyOf(held[0]!), complete: { set: { status: "delivered" } } },
+      { key: keyOf(held[1]!), release: { retryAt, set: { attempts: 9 } } },
+      { key: keyOf(held[2]!), complete: { set: { status: "delivered" } } },
+    ]);
+    expect(finished).toBe(2);
+    const stored = await store.find({ account_id: { $in: [1, 2, 3] } }, { sort: { _id: 1 } });
+    expect(stored[0]).toMatchObject({ status: "delivered", lease_owner: null });
+    expect(stored[1]).toMatchObject({ status: "pending", lease_owner: null, attempts: 9, next_attempt_at: retryAt });
+    expect(stored[2]).toMatchObject({ status: "pending", lease_owner: "b" });
+    expect(await queue().finishEach("a", [])).toBe(0);
+  });
+
   it("complete with removal deletes only what the owner holds", async () => {
     const now = new Date();
     await seed(4, at(now, -60 * SECOND));
