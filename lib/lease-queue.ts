@@ -61,7 +61,7 @@ export function modelStore<T>(model: Model<T>, options: { timestamps?: false } =
       return (await across(model.updateMany(filter as never, update as never, writeOptions), reason).exec()).matchedCount;
     },
     async updateEach(updates) {
-      // Each filter names its item's account (a held item's key), as the tenancy guard asks of queries.
+      // The tenancy guard checks each filter; a held item's key names its account.
       const ops = updates.map(({ filter, update }) => ({ updateOne: { filter: filter as never, update: update as never, ...writeOptions } }));
       return (await model.bulkWrite(ops, { ordered: false, ...writeOptions })).matchedCount;
     },

@@ -77,4 +77,12 @@ export function tenancyGuard(schema: Schema): void {
     const first = this.pipeline()[0] as { $match?: Filter } | undefined;
     assertAccountScoped(this.model().collection.collectionName, first?.$match, takeReason(this.options as Record<string, unknown>));
   });
+  // A bulk write's updates, replaces and deletes are queries too, one filter each (its inserts carry their account).
+  schema.pre("bulkWrite", function (ops, options) {
+    const reason = takeReason(options as Record<string, unknown> | undefined);
+    for (const op of ops) {
+      const [kind, spec] = Object.entries(op)[0] as [string, { filter?: Filter }];
+      if (kind !== "insertOne") assertAccountScoped(this.collection.collectionName, spec.filter, reason);
+    }
+  });
 }

@@ -33,6 +33,7 @@ describe("the tenancy guard on every model", () => {
     await expect(agents.findOneAndUpdate({ _id: 1 }, { $set: { name: "X" } })).rejects.toThrow(REFUSED);
     await expect(agents.deleteMany({})).rejects.toThrow(REFUSED);
     await expect(agents.aggregate([{ $match: { identifier: "a" } }])).rejects.toThrow(REFUSED);
+    await expect(agents.bulkWrite([{ updateOne: { filter: { _id: 1, account_id: 10 }, update: { $set: { name: "X" } } } }, { updateOne: { filter: { _id: 2 }, update: { $set: { name: "X" } } } }])).rejects.toThrow(REFUSED);
     // Nothing was written.
     expect(await agents.countDocuments({ account_id: 10, name: "A" })).toBe(1);
     expect(await agents.countDocuments({ account_id: 20 })).toBe(1);
@@ -43,6 +44,8 @@ describe("the tenancy guard on every model", () => {
     expect((await agents.find({ account_id: 10 }).lean()).map((a) => a._id)).toEqual([1]);
     expect((await agents.find({ $and: [{ account_id: 20 }, { identifier: "b" }] }).lean()).map((a) => a._id)).toEqual([2]);
     expect(await agents.aggregate([{ $match: { account_id: 20 } }, { $count: "n" }])).toEqual([{ n: 1 }]);
+    const renamed = await agents.bulkWrite([{ updateOne: { filter: { _id: 2, account_id: 20 }, update: { $set: { name: "B" } } } }]);
+    expect(renamed.matchedCount).toBe(1);
   });
 
   it("lets a query through the one escape hatch, crossAccount(reason, query), and only with a reason", async () => {
