@@ -92,8 +92,11 @@ interface Deployment {
   base: string;
   token: string;
   procs: BenchProcess[];
-  /** Starts one more process of only the webhooks service beside the deployment, once it has had the time a start takes. */
-  addWebhooksReplica(): Promise<BenchProcess>;
+  /**
+   * Starts one more process of only the webhooks service beside the deployment (among `procs`, so its CPU counts)
+   * and waits the time a start takes; returns what stops it and takes it out of `procs`.
+   */
+  addWebhooksReplica(): Promise<() => Promise<void>>;
 }
 
 /** Starts a deployment on a fresh database and signs up its account. */
@@ -122,11 +125,16 @@ async function startDeployment(name: "embedded" | "nats", natsUrl: string, mongo
   // Over NATS the webhooks service answers once its replica has joined.
   await waitForOk(`${base}/api/v1/webhook-subscriptions`, procs, STARTUP_TIMEOUT_MS, { authorization: `Bearer ${token}` });
   // Either deployment runs one webhooks replica already (the embedded process, or "nats webhooks 1").
-  async function addWebhooksReplica(): Promise<BenchProcess> {
+  async function addWebhooksReplica(): Promise<() => Promise<void>> {
     const replica = startNode(`${name} webhooks ${procs.length + 1}`, SERVER_SCRIPT, { ...env, PORT: "0", SERVICES: "webhooks" });
+    procs.push(replica);
+    const stop = async () => {
+      await replica.stop();
+      procs.splice(procs.indexOf(replica), 1);
+    };
     // A replica of only the webhooks service has no HTTP port to wait on: give it the time a start takes.
     await Promise.race([new Promise((r) => setTimeout(r, 3_000)), replica.exited]);
-    return replica;
+    return stop;
   }
   return { name, base, token, procs, addWebhooksReplica };
 }
@@ -276,8 +284,7 @@ async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mon
     if (sub.status !== 201) throw new Error(`${name}: subscription answered ${sub.status}`);
     for (let round = 0; round < BURST_ROUNDS; round++) {
       for (const replicas of [1, 2]) {
-        const replica = replicas === 2 ? await d.addWebhooksReplica() : undefined;
-        if (replica) d.procs.push(replica);
+        const stopReplica = replicas === 2 ? await d.addWebhooksReplica() : undefined;
         try {
           receiver.reset();
           const before = await toolCount(d);
@@ -290,10 +297,7 @@ async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mon
           );
           bursts.push(row);
         } finally {
-          if (replica) {
-            await replica.stop();
-            d.procs = d.procs.filter((p) => p !== replica);
-          }
+          await stopReplica?.();
         }
       }
     }

@@ -244,10 +244,9 @@ function grouped(db: Connection): Grouped {
       const entries = gathered;
       gathered = [];
       // A flush that fails leaves its events prepared, queued already: the settling of abandoned events logs them.
-      const logged = logCommitted(db, entries, insertEntries).then(
-        () => dropPreparedOf(db, entries),
-        () => undefined,
-      );
+      const logged = logCommitted(db, entries, insertEntries)
+        .then(() => dropPreparedOf(db, entries))
+        .catch(() => undefined);
       logging.add(logged);
       void logged.finally(() => logging.delete(logged));
     };
@@ -293,7 +292,7 @@ async function dropPrepared(db: Connection, eventIds: string[]): Promise<void> {
  * one that stays is settled (resolvePrepared).
  */
 async function dropPreparedOf(db: Connection, entries: Pick<StoredEvent, "_id">[]): Promise<void> {
-  if (entries.length) await log(db).deleteMany({ _id: { $in: entries.map((entry) => preparedId(entry._id)) } }).catch(() => undefined);
+  if (entries.length) await log(db).deleteMany({ _id: { $in: entries.map((entry) => preparedId(entry._id)) } });
 }
 
 /**
@@ -307,9 +306,9 @@ async function dropPreparedOf(db: Connection, entries: Pick<StoredEvent, "_id">[
  */
 export async function commitEvents(db: Connection, committed: Committed[]): Promise<number> {
   const { entries } = await queueCommitted(db, committed);
-  const inserted = await logCommitted(db, entries, (batch) => insertNew(log(db), batch));
+  const committedHere = await logCommitted(db, entries, (batch) => insertNew(log(db), batch));
   await dropPrepared(db, committed.map((event) => event.id));
-  return inserted.length;
+  return committedHere;
 }
 
 /**
@@ -331,12 +330,13 @@ async function queueCommitted(db: Connection, committed: Committed[]): Promise<{
   if (!committed.length) return { groups: [], entries: [] };
   const [seqs, groups] = await Promise.all([eventSeqs(db, committed), queuedGroups(db, committed)]);
   const now = new Date();
+  // data holds client JSON (any keys): stored encoded like every free-form field (lib/free-json), once per event.
+  const data = committed.map((event) => encodeFreeJson(event.data));
   const items = committed.flatMap((event, i) =>
     groups[i]!.map((group) => ({
       _id: `${group}:${event.id}`,
       group,
-      // data holds client JSON (any keys): stored encoded like every free-form field (lib/free-json).
-      event: { id: event.id, type: event.type, account_id: event.account_id, subject: event.subject, data: encodeFreeJson(event.data), occurred_at: now },
+      event: { id: event.id, type: event.type, account_id: event.account_id, subject: event.subject, data: data[i], occurred_at: now },
       subject: event.subject,
       seq: seqs[i]!,
       claim_until: new Date(0),
@@ -350,7 +350,7 @@ async function queueCommitted(db: Connection, committed: Committed[]): Promise<{
     type: c.type,
     account_id: c.account_id,
     subject: c.subject,
-    data: encodeFreeJson(c.data),
+    data: data[i],
     occurred_at: now,
     state: "committed" as const,
     seq: seqs[i]!,
@@ -361,21 +361,20 @@ async function queueCommitted(db: Connection, committed: Committed[]): Promise<{
 
 /**
  * The committed entries' step of a commit: each is inserted, not written over its prepared entry (FerretDB rewrites
- * an updated document and its indexes in a transaction of its own, the dearest write a commit made). Returns the
- * entries this call committed; an entry by that id is the event committed already, or one the previous version
- * prepared under the event's own id, which turns committed in place.
+ * an updated document and its indexes in a transaction of its own, the dearest write a commit made). Returns how
+ * many of the entries this call committed; an entry by that id is the event committed already, or one the previous
+ * version prepared under the event's own id, which turns committed in place.
  */
-async function logCommitted(db: Connection, entries: StoredEvent[], insertEntries: (entries: StoredEvent[]) => Promise<number[]>): Promise<StoredEvent[]> {
-  if (!entries.length) return [];
-  const existing = new Set(await insertEntries(entries));
+async function logCommitted(db: Connection, entries: StoredEvent[], insertEntries: (entries: StoredEvent[]) => Promise<number[]>): Promise<number> {
+  if (!entries.length) return 0;
+  const existing = await insertEntries(entries);
   const turned = await Promise.all(
-    [...existing].map(async (i) => {
+    existing.map(async (i) => {
       const { _id, ...entry } = entries[i]!;
-      return (await log(db).updateOne({ _id, state: "prepared" }, { $set: entry })).modifiedCount > 0;
+      return (await log(db).updateOne({ _id, state: "prepared" }, { $set: entry })).modifiedCount;
     }),
   );
-  const turnedIn = new Set([...existing].filter((_, j) => turned[j]));
-  return entries.filter((_, i) => !existing.has(i) || turnedIn.has(i));
+  return entries.length - existing.length + turned.reduce((sum, n) => sum + n, 0);
 }
 
 const changeSequence = (collection: string, accountId: number) => `changes/${collection}/${accountId}`;

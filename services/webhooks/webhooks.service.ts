@@ -246,8 +246,10 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       while (inFlight.size) await Promise.race(inFlight);
     },
 
-    /** One attempt of a claimed delivery; a 410 Gone answer also disables the subscription. */
-    /** `subscription` as read when the delivery was written claimed, or read now. */
+    /**
+     * One attempt of a claimed delivery, to `known` (its subscription as read when the delivery was written claimed)
+     * or the subscription read now; a 410 Gone answer also disables the subscription.
+     */
     async attempt(delivery, known) {
       const subscription =
         known ??
