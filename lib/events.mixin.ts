@@ -6,16 +6,17 @@ import {
   abortEvents,
   acknowledgeEvents,
   appendEvent,
+  beginChanges,
   claimEvents,
   commitEventsGrouped,
   ensureEventIndexes,
   flushCommits,
   groupsFor,
-  prepareEvents,
   pruneEvents,
   queuedEvent,
   releaseEvents,
   resolvePrepared,
+  settleIdBlock,
   subjectOf,
   type ChangeDraft,
   type ChangeEvent,
@@ -23,6 +24,8 @@ import {
 import { tenantFilter } from "./tenancy-guard";
 
 type Data = Record<string, unknown>;
+/** A change to commit: its event's id, its draft, and for a covered create its block's cover (lib/events.ts beginChanges). */
+type Change = { id: string; draft: ChangeDraft; cover?: Awaited<ReturnType<typeof beginChanges>>["covers"][number] };
 
 /**
  * Emitted after every commit with the consumer groups it queued work for: one replica of each such consumer looks
@@ -77,9 +80,9 @@ export interface EventsMethods {
   recordChanges<T extends object>(drafts: ChangeDraft[], write: () => Promise<T[]>): Promise<T[]>;
   /**
    * Commits events prepared elsewhere (a UnitOfWork's `changes`) with their data, in order; `preparedAt`
-   * (performance.now()) when this process prepared them, if it did.
+   * (performance.now()) when this process prepared them, if it did; a create's `cover` when it was covered instead.
    */
-  commitChanges(changes: { id: string; draft: ChangeDraft }[], data: object[], preparedAt?: number): Promise<void>;
+  commitChanges(changes: Change[], data: object[], preparedAt?: number): Promise<void>;
   /** commitChanges with each record's current state rendered by the `records` renderers ({id} for deletes). */
   commitRendered(changes: { id: string; draft: ChangeDraft }[]): Promise<void>;
   /** Relays an event already stored with its change (an outbox entry) into the log: idempotent by its id. */
@@ -108,12 +111,13 @@ type Self = Service &
  * is; any other change is dropped, since an update that failed cannot be told from one that never happened.
  * When settling throws too, the events stay prepared for the sweep.
  */
-async function settleFailedWrite(self: Self, options: EventsOptions, ids: string[], drafts: ChangeDraft[]): Promise<void> {
-  for (const [i, _id] of ids.entries()) {
-    const { type, accountId, record } = drafts[i]!;
+async function settleFailedWrite(self: Self, options: EventsOptions, changes: Change[]): Promise<void> {
+  for (const { id: _id, draft, cover } of changes) {
+    const { type, accountId, record } = draft;
     const render = options.records?.[record[0]];
     if (!render || !/\.(created|deleted)$/.test(type)) await abortEvents(self.db, [_id]);
     else await resolvePrepared(self.db, { _id, type, account_id: accountId, subject: subjectOf(record) }, async (stored) => (await render.call(self, stored)) as Data);
+    cover?.end();
   }
 }
 
@@ -139,15 +143,19 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
     methods: {
       async recordChanges(this: Self, drafts: ChangeDraft[], write: () => Promise<Data[]>) {
         const preparedAt = performance.now();
-        const ids = await prepareEvents(this.db, drafts);
+        const { ids, covers } = await beginChanges(this.db, drafts, {
+          abandonedAfterMs: configOf(this).events.abandonedAfterMs,
+          renders: (collection) => Boolean(options.records?.[collection]),
+        });
+        const changes = ids.map((id, i) => ({ id, draft: drafts[i]!, cover: covers[i] }));
         let data: Data[];
         try {
           data = await write();
         } catch (err) {
-          await settleFailedWrite(this, options, ids, drafts).catch((settleErr) => this.logger.warn("Settling the events of a failed write failed; the sweep will", settleErr));
+          await settleFailedWrite(this, options, changes).catch((settleErr) => this.logger.warn("Settling the events of a failed write failed; the sweep will", settleErr));
           throw err;
         }
-        await this.commitChanges(ids.map((id, i) => ({ id, draft: drafts[i]! })), data, preparedAt);
+        await this.commitChanges(changes, data, preparedAt);
         return data;
       },
 
@@ -158,7 +166,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
         }
       },
 
-      async commitChanges(this: Self, changes: { id: string; draft: ChangeDraft }[], data: Data[], preparedAt?: number) {
+      async commitChanges(this: Self, changes: Change[], data: Data[], preparedAt?: number) {
         if (!changes.length) return;
         const events = changes.map(({ id, draft }, i) => ({
           id,
@@ -167,14 +175,17 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
           subject: subjectOf(draft.record),
           data: (data[i] ?? {}) as Data,
         }));
-        const groups = await commitEventsGrouped(this.db, preparedAt === undefined ? events : events.map((event) => ({ ...event, preparedAt })));
+        const groups = await commitEventsGrouped(
+          this.db,
+          events.map((event, i) => ({ ...event, ...(preparedAt === undefined ? {} : { preparedAt }), ...(changes[i]!.cover ? { cover: changes[i]!.cover } : {}) })),
+        );
         // Live notification for in-cluster listeners that may miss some; consumers that must not read the log.
         const occurred_at = new Date();
         for (const event of events) this.broker.emit(event.type, { ...event, occurred_at });
         announce(this.broker, groups);
       },
 
-      async commitRendered(this: Self, changes: { id: string; draft: ChangeDraft }[]) {
+      async commitRendered(this: Self, changes: Change[]) {
         const data = [];
         for (const { draft } of changes) {
           const [collection, id] = draft.record;
@@ -252,7 +263,8 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
         const abandoned = await abandonedEvents(this.db, Object.keys(records), configOf(this).events.abandonedAfterMs);
         for (const event of abandoned) {
           const render = records[event.subject.split("/")[0]!]!;
-          await resolvePrepared(this.db, event, async (record) => (await render.call(this, record)) as Data).catch((err) =>
+          const rendered = async (record: Data) => (await render.call(this, record)) as Data;
+          await (event.ids ? settleIdBlock(this.db, event, rendered) : resolvePrepared(this.db, event, rendered)).catch((err) =>
             this.logger.warn(`Settling the abandoned event ${event._id} (${event.type} ${event.subject}) failed`, err),
           );
         }

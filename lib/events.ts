@@ -4,7 +4,7 @@ import { insertNew } from "./db";
 import { decodeFreeJson, encodeFreeJson } from "./free-json";
 import { CONSUMER_GROUPS } from "./event-types";
 import { groupCommit, perBatch } from "./group-commit";
-import { nextId, readSequences } from "./ids";
+import { coverOfId, coverRecordIds, nextId, readSequences, type IdBlockCover } from "./ids";
 import { collectionStore, LeaseQueue } from "./lease-queue";
 import { tenantFilter } from "./tenancy-guard";
 
@@ -57,6 +57,8 @@ export interface StoredEvent extends Omit<ChangeEvent, "id" | "data"> {
   /** The event's place among its record's changes (eventSeqs), the order consumers see per record. */
   seq: number | null;
   committed_at: Date | null;
+  /** On the entry that covers a block of record ids (coverCreates), the block; `type` is its collection's created event. */
+  ids?: { first: number; last: number };
 }
 
 /** A committed event waiting for one consumer group. */
@@ -149,6 +151,17 @@ export function eventIdFor(type: string, subject: string): string {
   return `evt_${createHash("sha256").update(`${type}\n${subject}`).digest("base64url").slice(0, 24)}`;
 }
 
+/**
+ * An event's id: a create happens once per record, so its event's id is derived from the record (the settling of
+ * a covered block finds out from the id alone whether a record's create was committed: coverCreates); any other
+ * change's is random.
+ */
+function eventIdOfDraft(draft: ChangeDraft): string {
+  return isCreate(draft) ? eventIdFor(draft.type, subjectOf(draft.record)) : newEventId();
+}
+
+const isCreate = (draft: Pick<ChangeDraft, "type">) => draft.type.endsWith(".created");
+
 /** The draft of a change to a record of `collection`, e.g. changeOf("agent.updated", "agents", agent). */
 export function changeOf(type: string, collection: string, record: { _id: number; account_id: number }): ChangeDraft {
   return { type, accountId: record.account_id, record: [collection, record._id] };
@@ -189,7 +202,7 @@ export async function ensureEventIndexes(db: Connection): Promise<void> {
  */
 export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now = new Date()): Promise<string[]> {
   if (!drafts.length) return [];
-  const ids = drafts.map(() => newEventId());
+  const ids = drafts.map(eventIdOfDraft);
   const docs = drafts.map((d, i) => ({
     _id: preparedId(ids[i]!),
     event_id: ids[i]!,
@@ -202,12 +215,15 @@ export async function prepareEvents(db: Connection, drafts: ChangeDraft[], now =
     seq: null,
     committed_at: null,
   }));
-  await grouped(db).insertEntries(docs); // random ids: none exists
+  await grouped(db).insertEntries(docs); // random ids, or a new record's: none exists
   return ids;
 }
 
-/** An event to commit; `preparedAt` (performance.now()) when this process prepared it, if it did (queuedGroups). */
-type Committed = Omit<ChangeEvent, "occurred_at"> & { preparedAt?: number };
+/**
+ * An event to commit; `preparedAt` (performance.now()) when this process prepared it, if it did (queuedGroups);
+ * `cover` when it is a create covered by its id's block instead of a prepared entry (coverCreates).
+ */
+type Committed = Omit<ChangeEvent, "occurred_at"> & { preparedAt?: number; cover?: CreateCover };
 
 /**
  * How long the committed entries of answered changes wait to be logged, gathering the others committed meanwhile
@@ -222,7 +238,9 @@ interface Grouped {
   /** Inserts log entries, prepared and committed alike, with those of other callers; answers the positions that existed. */
   insertEntries(entries: StoredEvent[]): Promise<number[]>;
   commit(events: Committed[]): Promise<string[]>;
-  /** Logs the committed entries gathered so far and waits for every flush on its way (flushCommits). */
+  /** Deletes a prepared entry with the next gathered flush (a retired block cover's). */
+  dropLater(entryId: string): void;
+  /** Logs the committed entries gathered so far and waits for every flush on its way, and those they lead to (flushCommits). */
   flushLog(): Promise<void>;
 }
 const groups = new WeakMap<Connection, Grouped>();
@@ -231,6 +249,9 @@ function grouped(db: Connection): Grouped {
   if (!group) {
     const logging = new Set<Promise<void>>();
     let gathered: StoredEvent[] = [];
+    /** The covers of gathered covered creates (one per such create), and the prepared entries to drop once logged. */
+    let covered: CreateCover[] = [];
+    let drops: string[] = [];
     let timer: NodeJS.Timeout | undefined;
     // One stage for both kinds of entry: under load, prepares and gathered commits that wait together go in one command.
     const insertEntries = groupCommit(async (batches: StoredEvent[][]) => {
@@ -241,17 +262,21 @@ function grouped(db: Connection): Grouped {
     const sendGathered = () => {
       clearTimeout(timer);
       timer = undefined;
-      const entries = gathered;
-      gathered = [];
-      // A flush that fails leaves its events prepared, queued already: the settling of abandoned events logs them.
+      const [entries, ending, dropping] = [gathered, covered, drops];
+      [gathered, covered, drops] = [[], [], []];
+      // A flush that fails leaves its events prepared or covered, queued already: the settling logs them.
       const logged = logCommitted(db, entries, insertEntries)
-        .then(() => dropPreparedOf(db, entries))
+        .then(async () => {
+          // Prepared entries are named by id alone: a lookup per id (a condition on `state` made the local server read
+          // every prepared entry). A previous version's entry, under the event's own id, was turned committed in place.
+          if (dropping.length) await log(db).deleteMany({ _id: { $in: dropping } });
+          for (const cover of ending) cover.end();
+        })
         .catch(() => undefined);
       logging.add(logged);
       void logged.finally(() => logging.delete(logged));
     };
-    const logLater = (entries: StoredEvent[]) => {
-      gathered.push(...entries);
+    const sendSoon = () => {
       if (gathered.length >= LOG_BATCH) sendGathered();
       else if (!timer) (timer = setTimeout(sendGathered, LOG_GATHER_MS)).unref();
     };
@@ -260,14 +285,24 @@ function grouped(db: Connection): Grouped {
       (group = {
         insertEntries,
         commit: groupCommit(async (batches: Committed[][]) => {
-          const { groups, entries } = await queueCommitted(db, batches.flat());
+          const events = batches.flat();
+          const { groups, entries } = await queueCommitted(db, events);
           // The writers answer now; their committed entries are logged a little later, gathered.
-          logLater(entries);
+          gathered.push(...entries);
+          events.forEach(({ cover, id }) => (cover ? covered.push(cover) : drops.push(preparedId(id))));
+          sendSoon();
           return perBatch(batches, groups).map((eventGroups) => [...new Set(eventGroups.flat())]);
         }),
+        dropLater(entryId) {
+          drops.push(entryId);
+          sendSoon();
+        },
         async flushLog() {
-          if (gathered.length) sendGathered();
-          await Promise.all([...logging]);
+          // Until nothing is left: a flush that logs a retired cover's last create drops the cover in the next one.
+          while (gathered.length || drops.length || logging.size) {
+            if (gathered.length || drops.length) sendGathered();
+            await Promise.all([...logging]);
+          }
         },
       }),
     );
@@ -286,13 +321,102 @@ async function dropPrepared(db: Connection, eventIds: string[]): Promise<void> {
 }
 
 /**
- * Deletes the prepared entries of events whose committed entries are logged, by the prepared ids alone: those name
- * prepared entries only, so the delete is a lookup per id (a condition on `state` made the local server read every
- * prepared entry instead). A previous version's entry, kept under the event's own id, was turned committed in place;
- * one that stays is settled (resolvePrepared).
+ * A block of record ids covered in the log, so that its creates need no prepared entry each (under load a prepared
+ * entry and its drop were two fifths of a create's cost to the local server; docs/adr/0050-write-path-speed.md,
+ * seventh pass). The cover is a prepared entry (`ids`, `type` the collection's created event) written before the
+ * block's first id goes out. A create with an id of a fresh cover commits its event, whose id is derived from the
+ * record, without a prepared entry; should its process die first, the settling of the cover, once abandoned,
+ * commits the created event of every record of the block that has none in the log (settleIdBlock). Ids go out
+ * under a cover only while it is younger than a sixth of the abandonment age (then the rest of the block is covered
+ * anew), so every covered create has five sixths of that age to commit, as a prepared one has all of it. The cover
+ * is dropped once retired and its creates are logged.
  */
-async function dropPreparedOf(db: Connection, entries: Pick<StoredEvent, "_id">[]): Promise<void> {
-  if (entries.length) await log(db).deleteMany({ _id: { $in: entries.map((entry) => preparedId(entry._id)) } });
+class CreateCover implements IdBlockCover {
+  private pending = 0;
+  private retired = false;
+
+  constructor(
+    private readonly db: Connection,
+    private readonly entryId: string,
+    readonly first: number,
+    readonly last: number,
+    /** performance.now() before the entry was written, and how long after that it hands ids out. */
+    private readonly coveredAt: number,
+    private readonly freshMs: number,
+  ) {}
+
+  fresh(): boolean {
+    return !this.retired && performance.now() - this.coveredAt < this.freshMs;
+  }
+
+  /** A create of one of the block's ids goes without a prepared entry; false when the cover can take no more. */
+  begin(): boolean {
+    if (!this.fresh()) return false;
+    this.pending++;
+    return true;
+  }
+
+  /** A covered create is logged, or settled after its write failed. */
+  end(): void {
+    this.pending--;
+    this.dropWhenDone();
+  }
+
+  retire(): void {
+    this.retired = true;
+    this.dropWhenDone();
+  }
+
+  private dropWhenDone(): void {
+    if (this.retired && this.pending === 0) grouped(this.db).dropLater(this.entryId);
+  }
+}
+
+/**
+ * Covers the creates of `collection`, whose events are of type `created`: from this process's next block of its
+ * record ids on, each block gets a CreateCover. Once per collection and connection.
+ */
+function coverCreates(db: Connection, collection: string, created: string, abandonedAfterMs: number): void {
+  let known = coveredCollections.get(db);
+  if (!known) coveredCollections.set(db, (known = new Set()));
+  if (known.has(collection)) return;
+  known.add(collection);
+  coverRecordIds(db, collection, async (first, last) => {
+    const entryId = `${newEventId()}:ids`;
+    const coveredAt = performance.now();
+    await grouped(db).insertEntries([
+      { _id: entryId, type: created, account_id: 0, subject: `${collection}/ids`, data: {}, occurred_at: new Date(), state: "prepared", seq: null, committed_at: null, ids: { first, last } },
+    ]);
+    return new CreateCover(db, entryId, first, last, coveredAt, abandonedAfterMs / 6);
+  });
+}
+const coveredCollections = new WeakMap<Connection, Set<string>>();
+
+/**
+ * Starts changes: each create whose record id went out under a fresh cover is covered by it, every other change is
+ * prepared (prepareEvents). Returns the events' ids and the covers, in order. `renders` names the collections whose
+ * creates may be covered: the settling of a cover renders their records.
+ */
+export async function beginChanges(
+  db: Connection,
+  drafts: ChangeDraft[],
+  { abandonedAfterMs, renders }: { abandonedAfterMs: number; renders: (collection: string) => boolean },
+): Promise<{ ids: string[]; covers: (CreateCover | undefined)[] }> {
+  const covers = drafts.map((draft) => {
+    const [collection, id] = draft.record;
+    if (!isCreate(draft) || !renders(collection)) return undefined;
+    coverCreates(db, collection, draft.type, abandonedAfterMs);
+    const cover = coverOfId(db, collection, id);
+    return cover instanceof CreateCover && cover.begin() ? cover : undefined;
+  });
+  const uncovered = drafts.filter((_, i) => !covers[i]);
+  const prepared = (
+    await prepareEvents(db, uncovered).catch((err) => {
+      for (const cover of covers) cover?.end(); // nothing was written
+      throw err;
+    })
+  ).values();
+  return { ids: drafts.map((draft, i) => (covers[i] ? eventIdOfDraft(draft) : prepared.next().value!)), covers };
 }
 
 /**
@@ -476,6 +600,33 @@ export async function resolvePrepared(
   }
   await abortEvents(db, [event._id]);
   return "dropped";
+}
+
+/**
+ * Settles an abandoned block cover (CreateCover): commits the created event of each record of the block whose event
+ * is not in the log, with its `render`ed current state, then drops the cover. The block's ids are global, so its
+ * records belong to any account. Returns how many events it committed.
+ */
+export async function settleIdBlock(
+  db: Connection,
+  cover: Pick<StoredEvent, "_id" | "type" | "subject" | "ids">,
+  render: (record: Record<string, unknown>) => Promise<Record<string, unknown>>,
+): Promise<number> {
+  const collection = cover.subject.slice(0, cover.subject.indexOf("/"));
+  const { first, last } = cover.ids!;
+  // Every account's records: the block's ids are global.
+  const records = await db.collection<{ _id: number; account_id: number }>(collection).find({ _id: { $gte: first, $lte: last } }).toArray();
+  const created = records.map((record) => ({ record, subject: `${collection}/${record._id}`, id: eventIdFor(cover.type, `${collection}/${record._id}`) }));
+  const logged = new Set((await log(db).find({ _id: { $in: created.map((c) => c.id) }, state: "committed" }, { projection: { _id: 1 } }).toArray()).map((e) => e._id));
+  const missing = created.filter((c) => !logged.has(c.id));
+  if (missing.length) {
+    const events = await Promise.all(
+      missing.map(async ({ record, subject, id }) => ({ id, type: cover.type, account_id: record.account_id, subject, data: await render(record) })),
+    );
+    await commitEvents(db, events);
+  }
+  await log(db).deleteOne({ _id: cover._id, state: "prepared" });
+  return missing.length;
 }
 
 /**

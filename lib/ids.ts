@@ -21,8 +21,25 @@ export function nextId(db: Connection, sequence: string, count = 1): Promise<num
 
 const allocators = new WeakMap<Connection, (sequence: string, count: number) => Promise<number>>();
 
-/** Record ids a process reserves per counter update (nextRecordId). */
-export const RECORD_ID_BLOCK = 16;
+/** Record ids a process reserves per counter update (nextRecordId); each block of a covered sequence costs a cover too. */
+export const RECORD_ID_BLOCK = 64;
+
+/**
+ * What stands in the database for a block of record ids while this process hands them out: the event log writes
+ * one per block of a collection whose creates it records (lib/events.ts coverCreates), so a create with an id of a
+ * fresh block needs no prepared entry of its own.
+ */
+export interface IdBlockCover {
+  readonly first: number;
+  readonly last: number;
+  /** False once the cover is too old to hand its ids out; the rest of the block is then covered anew. */
+  fresh(): boolean;
+  /** The block hands no more ids out under this cover. */
+  retire(): void;
+}
+
+/** Writes the cover of ids first..last before any of them is handed out. */
+export type CoverIds = (first: number, last: number) => Promise<IdBlockCover>;
 
 /**
  * The next id of a record sequence (tools, users, ...), taken from a block of RECORD_ID_BLOCK ids this process
@@ -32,34 +49,65 @@ export const RECORD_ID_BLOCK = 16;
  * seqs and change counts take nextId: their values must be the database's.
  */
 export function nextRecordId(db: Connection, sequence: string): Promise<number> {
+  return idBlock(db, sequence).take();
+}
+
+/** From now on, every block of `sequence` this process reserves is covered by `cover` before its ids go out. */
+export function coverRecordIds(db: Connection, sequence: string, cover: CoverIds): void {
+  idBlock(db, sequence).cover = cover;
+}
+
+/** The cover the id is handed out under, while it is the block's current one. */
+export function coverOfId(db: Connection, sequence: string, id: number): IdBlockCover | undefined {
+  const covered = recordIdBlocks.get(db)?.get(sequence)?.covered;
+  return covered && covered.first <= id && id <= covered.last ? covered : undefined;
+}
+
+function idBlock(db: Connection, sequence: string): IdBlock {
   let blocks = recordIdBlocks.get(db);
   if (!blocks) recordIdBlocks.set(db, (blocks = new Map()));
   let block = blocks.get(sequence);
   if (!block) blocks.set(sequence, (block = new IdBlock(() => nextId(db, sequence, RECORD_ID_BLOCK))));
-  return block.take();
+  return block;
 }
 
 const recordIdBlocks = new WeakMap<Connection, Map<string, IdBlock>>();
 
-/** The ids left of the last reserved block; callers that find it empty wait for one refill together. */
+/**
+ * The ids left of the last reserved block; callers that find it empty wait for one refill together. Where a cover
+ * is set, ids go out under a fresh cover: a caller that finds none (or a stale one) first waits for one over the
+ * rest of the block, and takes its id even should that one be stale already (its create is then prepared).
+ */
 class IdBlock {
   private next = 1;
   private last = 0;
   private refill?: Promise<void>;
+  cover?: CoverIds;
+  covered?: IdBlockCover;
 
   constructor(private readonly reserve: () => Promise<number>) {}
 
   async take(): Promise<number> {
-    while (this.next > this.last) {
-      this.refill ??= this.reserve()
-        .then((last) => {
-          this.next = last - RECORD_ID_BLOCK + 1;
-          this.last = last;
-        })
-        .finally(() => (this.refill = undefined));
-      await this.refill;
-    }
+    if (this.cover && !this.covered?.fresh()) await this.renewing();
+    while (this.next > this.last) await this.renewing();
     return this.next++;
+  }
+
+  private renewing(): Promise<void> {
+    return (this.refill ??= this.renew().finally(() => (this.refill = undefined)));
+  }
+
+  /** A new block when this one is used up; then, where creates are covered, a cover for what is left of it. */
+  private async renew(): Promise<void> {
+    this.covered?.retire();
+    this.covered = undefined;
+    if (this.next > this.last) {
+      const last = await this.reserve();
+      this.next = last - RECORD_ID_BLOCK + 1;
+      this.last = last;
+    }
+    // Without a cover (its write failed) the ids still go out: their creates are prepared, as uncovered ones are.
+    if (this.cover) this.covered = await this.cover(this.next, this.last).catch(() => undefined);
   }
 }
 

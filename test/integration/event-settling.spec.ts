@@ -2,9 +2,25 @@ import { ServiceBroker, type Service } from "moleculer";
 import type { Connection } from "mongoose";
 import { loadConfig } from "../../lib/config";
 import { closeAllDatabases } from "../../lib/db";
-import { abortEvents, changeOf, commitEvents, commitEventsGrouped, EVENT_QUEUE_COLLECTION, EVENTS_COLLECTION, flushCommits, groupsFor, prepareEvents, preparedId, subjectOf, type ChangeDraft } from "../../lib/events";
+import {
+  abortEvents,
+  beginChanges,
+  changeOf,
+  commitEvents,
+  commitEventsGrouped,
+  EVENT_QUEUE_COLLECTION,
+  EVENTS_COLLECTION,
+  eventIdFor,
+  flushCommits,
+  groupsFor,
+  prepareEvents,
+  preparedId,
+  subjectOf,
+  type ChangeDraft,
+} from "../../lib/events";
 import { decodeFreeJson } from "../../lib/free-json";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
+import { nextRecordId } from "../../lib/ids";
 import { MongoMixin } from "../../lib/mongo.mixin";
 import { configured } from "../../services";
 import { databaseUrl } from "../harness/servers";
@@ -174,5 +190,74 @@ describe("settling events of cut-off and failed writes", () => {
     failRender = new Set();
     await service.settleAbandonedEvents();
     expect(await eventsOf(broken)).toMatchObject({ states: ["committed"], queued: queuedOnce([ids[0]!]) });
+  });
+
+  describe("creates covered by their ids' block (no prepared entry each)", () => {
+    const createdId = (id: number) => eventIdFor("tool.created", subjectOf(["tools", id]));
+    const coverOf = (id: number) => service.db.collection(EVENTS_COLLECTION).findOne({ "ids.first": { $lte: id }, "ids.last": { $gte: id } } as never);
+    const create = (id: number, data: object = { id }) =>
+      service.recordChange(draftOf(id), async () => {
+        await store(id);
+        return data;
+      });
+    /** An id the service hands out under a fresh cover: it covers its tools' blocks once it has recorded a create of one. */
+    async function coveredId(): Promise<number> {
+      const id = await nextRecordId(service.db, "tools");
+      if (await coverOf(id)) return id;
+      await create(id);
+      return coveredId();
+    }
+
+    it("a covered create queues its event under an id derived from its record, and logs it without ever preparing it", async () => {
+      const id = await coveredId();
+      await create(id);
+      expect(await preparedEntry(createdId(id))).toBeNull();
+      expect((await eventsOf(id)).queued).toEqual(queuedOnce([createdId(id)]));
+      await flushCommits(service.db);
+      expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([createdId(id)]), data: [{ id }] });
+    });
+
+    it("a covered create cut off before its commit is committed, once, by the settling of its block's abandoned cover", async () => {
+      const [logged, cutOff, neverWritten] = [await coveredId(), await coveredId(), await coveredId()];
+      await create(logged, { id: logged, as: "committed" });
+      // A kill after the record's write, before its commit: begun under the cover, stored, never committed.
+      const { covers } = await beginChanges(service.db, [draftOf(cutOff)], { abandonedAfterMs: 60_000, renders: () => true });
+      expect(covers[0]).toBeDefined();
+      await store(cutOff);
+      await flushCommits(service.db);
+      const cover = await coverOf(cutOff);
+      expect(cover).toMatchObject({ state: "prepared", type: "tool.created" });
+      expect(await eventsOf(cutOff)).toEqual({ states: [], queued: [], data: [] });
+
+      await service.db.collection(EVENTS_COLLECTION).updateOne({ _id: cover!._id }, { $set: { occurred_at: new Date(Date.now() - 120_000) } });
+      await service.settleAbandonedEvents();
+      expect(await eventsOf(cutOff)).toMatchObject({ states: ["committed"], queued: queuedOnce([createdId(cutOff)]), data: [{ id: cutOff, name: `tool ${cutOff}` }] });
+      expect(await eventsOf(logged)).toMatchObject({ states: ["committed"], queued: queuedOnce([createdId(logged)]), data: [{ id: logged, as: "committed" }] });
+      expect(await eventsOf(neverWritten)).toEqual({ states: [], queued: [], data: [] });
+      expect(await coverOf(cutOff)).toBeNull();
+    });
+
+    it("a covered create that stored its record and then threw still commits its created event", async () => {
+      const id = await coveredId();
+      await expect(
+        service.recordChange(draftOf(id), async () => {
+          await store(id);
+          throw new Error("rendering the answer failed");
+        }),
+      ).rejects.toThrow("rendering the answer failed");
+      expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([createdId(id)]), data: [{ id, name: `tool ${id}` }] });
+    });
+
+    it("a block's cover is dropped once the block is used up and its covered creates are logged", async () => {
+      const id = await coveredId();
+      await create(id);
+      const cover = await coverOf(id);
+      expect(cover).not.toBeNull();
+      // The next block's first id retires this block's cover.
+      while ((await nextRecordId(service.db, "tools")) <= (cover!.ids as { last: number }).last);
+      await flushCommits(service.db);
+      expect(await service.db.collection(EVENTS_COLLECTION).findOne({ _id: cover!._id })).toBeNull();
+      expect(await eventsOf(id)).toMatchObject({ states: ["committed"], queued: queuedOnce([createdId(id)]) });
+    });
   });
 });

@@ -1,6 +1,6 @@
 import type { Connection } from "mongoose";
 import { closeAllDatabases, connectDatabase } from "../../lib/db";
-import { nextRecordId, RECORD_ID_BLOCK } from "../../lib/ids";
+import { coverRecordIds, nextRecordId, RECORD_ID_BLOCK } from "../../lib/ids";
 import { databaseUrl } from "../harness/servers";
 
 /**
@@ -20,7 +20,7 @@ describe("record ids from a block per process", () => {
   });
   afterAll(() => closeAllDatabases());
 
-  it("gives concurrent calls distinct ids in call order, reserving one block per 16", async () => {
+  it("gives concurrent calls distinct ids in call order, reserving one block per RECORD_ID_BLOCK", async () => {
     const ids = await Promise.all(Array.from({ length: 2 * RECORD_ID_BLOCK + 3 }, () => nextRecordId(first, "widgets")));
     expect(ids).toEqual(ids.map((_, i) => i + 1));
     expect(await counter("widgets")).toBe(3 * RECORD_ID_BLOCK);
@@ -39,5 +39,31 @@ describe("record ids from a block per process", () => {
     expect(new Set(all).size).toBe(all.length);
     for (const own of taken) expect(own).toEqual([...own].sort((a, b) => a - b));
     expect(Math.max(...all)).toBe(await counter("gadgets"));
+  });
+
+  it("hands a covered sequence's ids out under a fresh cover, covering the rest of a block anew when its cover grows stale, skipping none", async () => {
+    const before = await nextRecordId(first, "covered"); // taken before the sequence was covered: no cover
+    const covers: { first: number; last: number; stale: boolean; retired: boolean }[] = [];
+    coverRecordIds(first, "covered", async (from, to) => {
+      const cover = { first: from, last: to, stale: false, retired: false };
+      covers.push(cover);
+      return { first: from, last: to, fresh: () => !cover.stale && !cover.retired, retire: () => void (cover.retired = true) };
+    });
+    const ids = [await nextRecordId(first, "covered"), await nextRecordId(first, "covered")];
+    expect(covers).toEqual([{ first: before + 1, last: RECORD_ID_BLOCK, stale: false, retired: false }]);
+    covers[0]!.stale = true;
+    ids.push(await nextRecordId(first, "covered"));
+    expect(covers.map((c) => [c.first, c.last, c.retired])).toEqual([
+      [before + 1, RECORD_ID_BLOCK, true],
+      [before + 3, RECORD_ID_BLOCK, false],
+    ]);
+    // The next block's first take retires the last cover of this one.
+    while (ids.at(-1)! < RECORD_ID_BLOCK + 1) ids.push(await nextRecordId(first, "covered"));
+    expect(ids).toEqual(ids.map((_, i) => before + 1 + i));
+    expect(covers.map((c) => [c.first, c.last, c.retired])).toEqual([
+      [before + 1, RECORD_ID_BLOCK, true],
+      [before + 3, RECORD_ID_BLOCK, true],
+      [RECORD_ID_BLOCK + 1, 2 * RECORD_ID_BLOCK, false],
+    ]);
   });
 });
