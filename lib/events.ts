@@ -1,4 +1,4 @@
-import { createHash, randomFillSync } from "node:crypto";
+import { hash, randomFillSync } from "node:crypto";
 import type { Connection } from "mongoose";
 import { insertNew } from "./db";
 import { decodeFreeJson, encodeFreeJson } from "./free-json";
@@ -148,7 +148,7 @@ export function newEventId(): string {
 
 /** A deterministic event id, for events that happen once per record (user.registered): replays insert nothing. */
 export function eventIdFor(type: string, subject: string): string {
-  return `evt_${createHash("sha256").update(`${type}\n${subject}`).digest("base64url").slice(0, 24)}`;
+  return `evt_${hash("sha256", `${type}\n${subject}`, "base64url").slice(0, 24)}`;
 }
 
 /**
