@@ -20,12 +20,13 @@ import {
   subjectOf,
   type ChangeDraft,
   type ChangeEvent,
+  type CreateCover,
 } from "./events";
 import { tenantFilter } from "./tenancy-guard";
 
 type Data = Record<string, unknown>;
 /** A change to commit: its event's id, its draft, and for a covered create its block's cover (lib/events.ts beginChanges). */
-type Change = { id: string; draft: ChangeDraft; cover?: Awaited<ReturnType<typeof beginChanges>>["covers"][number] };
+type Change = { id: string; draft: ChangeDraft; cover?: CreateCover };
 
 /**
  * Emitted after every commit with the consumer groups it queued work for: one replica of each such consumer looks
@@ -109,7 +110,7 @@ type Self = Service &
  * Settles the events of a write that threw. It may have reached the database before failing (a create whose
  * answer failed to render), so a create or delete is settled by what the database shows, as an abandoned event
  * is; any other change is dropped, since an update that failed cannot be told from one that never happened.
- * When settling throws too, the events stay prepared for the sweep.
+ * When settling throws too, the events stay prepared (or covered) for the sweep.
  */
 async function settleFailedWrite(self: Self, options: EventsOptions, changes: Change[]): Promise<void> {
   for (const { id: _id, draft, cover } of changes) {

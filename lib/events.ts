@@ -391,6 +391,8 @@ function coverCreates(db: Connection, collection: string, created: string, aband
   });
 }
 const coveredCollections = new WeakMap<Connection, Set<string>>();
+/** The cover a change was begun under (its writer ends it), as recordChanges carries it. */
+export type { CreateCover };
 
 /**
  * Starts changes: each create whose record id went out under a fresh cover is covered by it, every other change is
