@@ -41,3 +41,30 @@ describe("typesense: a chunks collection from before citation ranges", () => {
     }
   });
 });
+
+// Replicas of the search service start together on a fresh deployment (a chart rollout): each must find the
+// collections the others are creating, never mistake them for the layout before 2026-11-24.
+describe("typesense: engines starting together on a fresh collection", () => {
+  it("all start, and each finds what another wrote", async () => {
+    for (let round = 0; round < 3; round++) {
+      const collection = `together_${randomBytes(4).toString("hex")}`;
+      const engines = Array.from({ length: 6 }, () => new TypesenseEngine({ url, apiKey: process.env.TEST_TYPESENSE_API_KEY ?? "", collection, dimensions: CONTRACT_DIMENSIONS }));
+      try {
+        await Promise.all(engines.map((engine) => engine.start()));
+        const vector = Float32Array.from({ length: CONTRACT_DIMENSIONS }, (_, i) => (i === round ? 1 : 0));
+        await engines[round]!.upsertChunks([
+          { accountId: 5, sourceId: 1, documentId: "d", title: "T", url: "https://x.example", vector, indexedAt: Date.now(), id: "c0", position: 0, content: "Quokka habitat notes" },
+        ]);
+        for (const engine of engines) {
+          for (const mode of ["keyword", "semantic"] as const) {
+            const res = await engine.search({ accountId: 5, text: "quokka", mode, vector, depth: 10, alpha: 0.5, maxDistance: 1 });
+            expect(res.hits.map((h) => h.id)).toEqual(["c0"]);
+          }
+        }
+      } finally {
+        await engines[0]!.dropCollection();
+        await Promise.all(engines.map((engine) => engine.stop()));
+      }
+    }
+  });
+});

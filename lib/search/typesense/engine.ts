@@ -155,18 +155,27 @@ export class TypesenseEngine implements SearchIndex {
 
   /** The vectors collection the alias names, or undefined before the first start. */
   private async servingVectors(): Promise<string | undefined> {
-    try {
-      return ((await this.client.aliases(this.options.collection).retrieve()) as { collection_name: string }).collection_name;
-    } catch (err) {
-      if (!(err instanceof Errors.ObjectNotFound)) throw err;
-    }
+    const named = await this.aliasTarget();
+    if (named) return named;
     try {
       await this.client.collections(this.options.collection).retrieve();
     } catch (err) {
       if (!(err instanceof Errors.ObjectNotFound)) throw err;
       return undefined;
     }
+    // A retrieve by name goes through an alias: one that another replica starting at the same time has just named.
+    const namedMeanwhile = await this.aliasTarget();
+    if (namedMeanwhile) return namedMeanwhile;
     throw new Error(`Typesense collection ${this.options.collection} is of the one-collection layout (before 2026-11-24): drop it (MongoDB holds every chunk) or set TYPESENSE_COLLECTION`);
+  }
+
+  private async aliasTarget(): Promise<string | undefined> {
+    try {
+      return ((await this.client.aliases(this.options.collection).retrieve()) as { collection_name: string }).collection_name;
+    } catch (err) {
+      if (!(err instanceof Errors.ObjectNotFound)) throw err;
+      return undefined;
+    }
   }
 
   /** Copies chunks' vectors of the new model into its collection during a model switch (text is shared). */
