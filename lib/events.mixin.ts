@@ -176,10 +176,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
           subject: subjectOf(draft.record),
           data: (data[i] ?? {}) as Data,
         }));
-        const groups = await commitEventsGrouped(
-          this.db,
-          events.map((event, i) => ({ ...event, ...(preparedAt === undefined ? {} : { preparedAt }), ...(changes[i]!.cover ? { cover: changes[i]!.cover } : {}) })),
-        );
+        const groups = await commitEventsGrouped(this.db, events.map((event, i) => ({ ...event, preparedAt, cover: changes[i]!.cover })));
         // Live notification for in-cluster listeners that may miss some; consumers that must not read the log.
         const occurred_at = new Date();
         for (const event of events) this.broker.emit(event.type, { ...event, occurred_at });

@@ -374,13 +374,9 @@ class CreateCover implements IdBlockCover {
 
 /**
  * Covers the creates of `collection`, whose events are of type `created`: from this process's next block of its
- * record ids on, each block gets a CreateCover. Once per collection and connection.
+ * record ids on, each block gets a CreateCover (the first call per collection and connection sets it).
  */
 function coverCreates(db: Connection, collection: string, created: string, abandonedAfterMs: number): void {
-  let known = coveredCollections.get(db);
-  if (!known) coveredCollections.set(db, (known = new Set()));
-  if (known.has(collection)) return;
-  known.add(collection);
   coverRecordIds(db, collection, async (first, last) => {
     const entryId = `${newEventId()}:ids`;
     const coveredAt = performance.now();
@@ -390,7 +386,6 @@ function coverCreates(db: Connection, collection: string, created: string, aband
     return new CreateCover(db, entryId, first, last, coveredAt, abandonedAfterMs / 6);
   });
 }
-const coveredCollections = new WeakMap<Connection, Set<string>>();
 /** The cover a change was begun under (its writer ends it), as recordChanges carries it. */
 export type { CreateCover };
 
@@ -616,19 +611,24 @@ export async function settleIdBlock(
 ): Promise<number> {
   const collection = cover.subject.slice(0, cover.subject.indexOf("/"));
   const { first, last } = cover.ids!;
-  // Every account's records: the block's ids are global.
-  const records = await db.collection<{ _id: number; account_id: number }>(collection).find({ _id: { $gte: first, $lte: last } }).toArray();
-  const created = records.map((record) => ({ record, subject: `${collection}/${record._id}`, id: eventIdFor(cover.type, `${collection}/${record._id}`) }));
-  const logged = new Set((await log(db).find({ _id: { $in: created.map((c) => c.id) }, state: "committed" }, { projection: { _id: 1 } }).toArray()).map((e) => e._id));
-  const missing = created.filter((c) => !logged.has(c.id));
-  if (missing.length) {
+  // Every account's records: the block's ids are global. Only the ids first; a record is read whole to be rendered.
+  const records = db.collection<{ _id: number; account_id: number }>(collection);
+  const stored = await records.find({ _id: { $gte: first, $lte: last } }, { projection: { _id: 1 } }).toArray();
+  const eventIds = new Map(stored.map(({ _id }) => [eventIdFor(cover.type, subjectOf([collection, _id])), _id]));
+  for (const logged of await log(db).find({ _id: { $in: [...eventIds.keys()] }, state: "committed" }, { projection: { _id: 1 } }).toArray()) eventIds.delete(logged._id);
+  let committed = 0;
+  if (eventIds.size) {
+    const unlogged = await records.find({ _id: { $in: [...eventIds.values()] } }).toArray();
     const events = await Promise.all(
-      missing.map(async ({ record, subject, id }) => ({ id, type: cover.type, account_id: record.account_id, subject, data: await render(record) })),
+      unlogged.map(async (record) => {
+        const subject = subjectOf([collection, record._id]);
+        return { id: eventIdFor(cover.type, subject), type: cover.type, account_id: record.account_id, subject, data: await render(record) };
+      }),
     );
-    await commitEvents(db, events);
+    committed = await commitEvents(db, events);
   }
   await log(db).deleteOne({ _id: cover._id, state: "prepared" });
-  return missing.length;
+  return committed;
 }
 
 /**

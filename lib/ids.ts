@@ -52,9 +52,9 @@ export function nextRecordId(db: Connection, sequence: string): Promise<number> 
   return idBlock(db, sequence).take();
 }
 
-/** From now on, every block of `sequence` this process reserves is covered by `cover` before its ids go out. */
+/** From now on, every block of `sequence` this process reserves is covered by `cover` before its ids go out (the first cover set stays). */
 export function coverRecordIds(db: Connection, sequence: string, cover: CoverIds): void {
-  idBlock(db, sequence).cover = cover;
+  idBlock(db, sequence).cover ??= cover;
 }
 
 /** The cover the id is handed out under, while it is the block's current one. */
