@@ -73,7 +73,7 @@ function webhooksConfig(env: Env) {
     /** A claim outlives the request it covers, so a live dispatcher's attempt is never taken over mid-flight. */
     leaseMs: Math.max(numberEnv(env, "WEBHOOK_LEASE_MS", 60_000, { min: 1 }), timeoutMs + 5000),
     /** Deliveries one dispatcher sends at the same time. */
-    concurrency: Math.floor(numberEnv(env, "WEBHOOK_CONCURRENCY", 10, { min: 1 })),
+    concurrency: Math.floor(numberEnv(env, "WEBHOOK_CONCURRENCY", 32, { min: 1 })),
     /** How long the previous secret keeps signing after a rotation (a second signature in webhook-signature); 0 = not at all. */
     rotationOverlapSeconds: numberEnv(env, "WEBHOOK_ROTATION_OVERLAP_SECONDS", 24 * 3600, { min: 0 }),
     /** Finished deliveries (delivered or failed) are deleted after this many days. */

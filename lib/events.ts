@@ -640,14 +640,16 @@ export async function settleIdBlock(
 export async function claimEvents(db: Connection, group: string, owner: string, leaseMs: number, limit: number): Promise<QueuedEvent[]> {
   const claimed = await eventQueue(db).claimBatch(owner, leaseMs, limit, { filter: { group }, sort: { queued_at: 1 } });
   if (!claimed.length) return [];
+  // By subject only, the group checked here: with the group in the filter the local server's SQLite took the group's
+  // index and read the group's whole backlog per claim (docs/adr/0060-claims-cost-their-batch.md).
   const older = await queue(db)
     .find(
-      { group, subject: { $in: [...new Set(claimed.map((e) => e.subject))] }, seq: { $lt: Math.max(...claimed.map((e) => e.seq)) }, _id: { $nin: claimed.map((e) => e._id) } },
-      { projection: { subject: 1, seq: 1 } },
+      { subject: { $in: [...new Set(claimed.map((e) => e.subject))] }, seq: { $lt: Math.max(...claimed.map((e) => e.seq)) }, _id: { $nin: claimed.map((e) => e._id) } },
+      { projection: { group: 1, subject: 1, seq: 1 } },
     )
     .toArray();
   const firstWaiting = new Map<string, number>();
-  for (const o of older) firstWaiting.set(o.subject, Math.min(firstWaiting.get(o.subject) ?? Infinity, o.seq));
+  for (const o of older) if (o.group === group) firstWaiting.set(o.subject, Math.min(firstWaiting.get(o.subject) ?? Infinity, o.seq));
   const ready = claimed.filter((e) => e.seq < (firstWaiting.get(e.subject) ?? Infinity)).sort((a, b) => a.seq - b.seq);
   await releaseEvents(db, owner, claimed.filter((e) => !ready.includes(e)).map((e) => e._id), 0);
   return ready;

@@ -100,6 +100,8 @@ fi
 #   and countDocuments ($match + $group {$sum: 1}) runs count(*) without decoding documents;
 # - a long $in list of _ids next to a condition that leads an index holding _id is compared through that index
 #   (probing the _id index made SQLite parse every record found to check the other condition).
+# - a short list of _ids (at most 50) is looked up through the _id index, the other conditions kept off theirs:
+#   without statistics SQLite preferred any equality's index and read, for a claim of 50 items, the whole backlog.
 #
 # patches/speed.patch (against the tree as patched above) removes per-document costs that dominated reads:
 # - sjson.Unmarshal decodes in one pass with the document's schema parsed once per shape (cached by its text),

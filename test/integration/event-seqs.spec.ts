@@ -65,6 +65,13 @@ describe("event seqs from the change counters", () => {
     expect((await claimEvents(first, group, "consumer-2", 60_000, 50)).map((item) => item.event.id)).toEqual(["evt_legacy", newer]);
   });
 
+  it("holds a record's events back only behind older events of the same group", async () => {
+    const other = { _id: "search:evt_other_group", group: "search", subject: "tools/30", seq: 1, event: { id: "evt_other_group", type: "tool.created", account_id: accountId, subject: "tools/30", data: {}, occurred_at: new Date() } };
+    await first.collection(EVENT_QUEUE_COLLECTION).insertOne({ ...other, claim_until: new Date(0), claimed_by: null, queued_at: new Date() } as never);
+    const mine = await change(first, "tool.updated", 30);
+    expect((await claimEvents(first, group, "consumer-3", 60_000, 50)).map((item) => item.event.id)).toEqual([mine]);
+  });
+
   it("a settler's commit of an event counts and sequences it like a writer's", async () => {
     const draft = changeOf("tool.created", "tools", { _id: 20, account_id: accountId });
     const [eventId] = await prepareEvents(first, [draft]);

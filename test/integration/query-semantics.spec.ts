@@ -56,6 +56,27 @@ describe("query semantics on indexed fields", () => {
     expect(await find({ _id: { $in: many } })).toEqual(docs.filter((d) => many.includes(d._id)).map((d) => d._id));
   });
 
+  it("matches short lists of _ids within the other conditions: equalities, ranges, array elements, sorts and pages", async () => {
+    const few = [2, 3, 5, 8, 9, 11, 12, 13, 16, 20, 25];
+    const chosen = (pick: (d: Doc) => boolean) => mine((d) => few.includes(d._id) && pick(d));
+    expect(await find({ account_id: 1, _id: { $in: few } })).toEqual(chosen(() => true));
+    expect(await find({ account_id: 1, _id: { $in: few }, tags: "x" })).toEqual(chosen((d) => has(d.tags, "x")));
+    expect(await find({ account_id: 1, _id: { $in: few }, rank: { $gte: 2 } })).toEqual(chosen((d) => d.rank! >= 2));
+    expect(await find({ account_id: 1, _id: 3, v: 2 })).toEqual(chosen((d) => d._id === 3 && has(d.v, 2)));
+    const byRank = chosen(() => true).sort((a, b) => docs[a - 1]!.rank! - docs[b - 1]!.rank! || a - b);
+    expect(await find({ account_id: 1, _id: { $in: few } }, { rank: 1, _id: 1 }, 1, 3)).toEqual(byRank.slice(1, 4));
+    expect(await conn.db!.collection<Doc>("records").countDocuments({ account_id: 1, _id: { $in: few }, tags: "x" })).toBe(chosen((d) => has(d.tags, "x")).length);
+  });
+
+  // A claim updates the items it has just read by _id beside conditions on indexed fields that match a whole backlog
+  // ({group, claim_until, _id: {$in}}); its cost must follow the list, not the backlog (docs/adr/0060-claims-cost-their-batch.md).
+  unlessMongoJava("it has no explain command")("on the local server, looks a short list of _ids up through the _id index beside an indexed equality (EXPLAIN QUERY PLAN)", async () => {
+    const explained = await conn.db!.command({ explain: { find: "records", filter: { account_id: 1, _id: { $in: [2, 3, 5, 8, 9, 11, 12, 13, 16, 20, 25, 27] } } }, verbosity: "queryPlanner" });
+    const plan = explained.queryPlanner?.Plan as string[] | undefined;
+    if (!plan) return; // a real MongoDB: its planner races the candidate plans
+    expect(plan.join("\n")).toMatch(/USING INDEX \S+__id_ /);
+  });
+
   it("matches array elements, and a missing or null field only by null", async () => {
     expect(await find({ account_id: 1, tags: "x" })).toEqual(mine((d) => d.tags === "x" || (Array.isArray(d.tags) && d.tags.includes("x"))));
     expect(await find({ account_id: 1, v: "a" })).toEqual(mine((d) => d.v === "a" || (Array.isArray(d.v) && d.v.includes("a"))));
