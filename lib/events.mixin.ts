@@ -29,15 +29,54 @@ type Data = Record<string, unknown>;
 type Change = { id: string; draft: ChangeDraft; cover?: CreateCover };
 
 /**
- * Emitted after every commit with the consumer groups it queued work for: one replica of each such consumer looks
- * at the log now instead of at its next poll (emitted, not broadcast: replicas woken together claimed the same
- * items and all but one came away empty; docs/adr/0050-write-path-speed.md).
+ * Emitted after commits with the consumer groups they queued work for (at most once per WAKE_EVERY_MS): one replica
+ * of each such consumer looks at the log now instead of at its next poll (emitted, not broadcast: replicas woken
+ * together claimed the same items and all but one came away empty; docs/adr/0050-write-path-speed.md).
  */
 export const EVENTS_COMMITTED = "events.committed";
 
-/** Tells the consumers of `groups` that work is queued for them. */
+/**
+ * A process wakes a group's consumers at most this often: the first commit after a quiet spell at once, later ones
+ * together when the period is over. Each wake goes to one replica, which claims what was queued since the last, so
+ * a claim's batch follows the period, not the number of replicas (docs/adr/0060-claims-cost-their-batch.md).
+ */
+const WAKE_EVERY_MS = 50;
+
+/** Sends the groups it is given at most once per `everyMs`: at once after a quiet spell, else together at the period's end. */
+export class WakeGate {
+  private readonly groups = new Set<string>();
+  private lastAt = -Infinity;
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly everyMs: number,
+    private readonly send: (groups: string[]) => void,
+  ) {}
+
+  add(groups: string[]): void {
+    for (const group of groups) this.groups.add(group);
+    if (this.timer || !this.groups.size) return;
+    const wait = this.lastAt + this.everyMs - Date.now();
+    if (wait <= 0) this.flush();
+    else this.timer = setTimeout(() => this.flush(), wait).unref();
+  }
+
+  private flush(): void {
+    this.timer = undefined;
+    this.lastAt = Date.now();
+    const groups = [...this.groups];
+    this.groups.clear();
+    this.send(groups);
+  }
+}
+
+const wakeGates = new WeakMap<Service["broker"], WakeGate>();
+
+/** Tells the consumers of `groups` that work is queued for them (a hint: consumers poll anyway). */
 function announce(broker: Service["broker"], groups: string[]): void {
-  if (groups.length) broker.emit(EVENTS_COMMITTED, { groups });
+  let gate = wakeGates.get(broker);
+  if (!gate) wakeGates.set(broker, (gate = new WakeGate(WAKE_EVERY_MS, (woken) => void Promise.resolve(broker.emit(EVENTS_COMMITTED, { groups: woken })).catch(() => undefined))));
+  gate.add(groups);
 }
 
 /** How often abandoned events are looked for, at most (twice per abandonment age when that is shorter). */
