@@ -75,7 +75,11 @@ const wakeGates = new WeakMap<Service["broker"], WakeGate>();
 /** Tells the consumers of `groups` that work is queued for them (a hint: consumers poll anyway). */
 function announce(broker: Service["broker"], groups: string[]): void {
   let gate = wakeGates.get(broker);
-  if (!gate) wakeGates.set(broker, (gate = new WakeGate(WAKE_EVERY_MS, (woken) => void Promise.resolve(broker.emit(EVENTS_COMMITTED, { groups: woken })).catch(() => undefined))));
+  if (!gate) {
+    // Sent later from a timer, maybe after the broker stopped: a failed emit is dropped, never thrown there.
+    const send = (woken: string[]) => void Promise.resolve().then(() => broker.emit(EVENTS_COMMITTED, { groups: woken })).catch(() => undefined);
+    wakeGates.set(broker, (gate = new WakeGate(WAKE_EVERY_MS, send)));
+  }
   gate.add(groups);
 }
 
