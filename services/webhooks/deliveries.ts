@@ -1,5 +1,5 @@
 import type { Model } from "mongoose";
-import type { WebhookDeliveryRecord, WebhookSubscriptionRecord } from "./model";
+import type { DeliveryStatus, WebhookDeliveryRecord, WebhookSubscriptionRecord } from "./model";
 import { isDuplicateKeyError } from "../../lib/errors";
 import type { ChangeEvent } from "../../lib/events";
 import { deliveryBody, messageIdFor, receives, type AttemptResult } from "./rules";
@@ -138,8 +138,17 @@ export function finishAttemptGrouped(deliveries: Deliveries, delivery: Finished,
 
 const finishers = new WeakMap<Deliveries, (owner: string, attempt: { delivery: Finished; result: AttemptResult }) => Promise<void>>();
 
+/**
+ * Finished deliveries last changed before `olderThan`. A finished delivery's last attempt was due before it ended
+ * (next_attempt_at <= updated_at), so bounding next_attempt_at too leaves out none of them and lets the
+ * {status, next_attempt_at} index bound a sweep to what it deletes, not every finished delivery of the retention period.
+ */
+export function finishedBefore(olderThan: Date) {
+  return { status: { $in: ["delivered", "failed"] as DeliveryStatus[] }, next_attempt_at: { $lt: olderThan }, updated_at: { $lt: olderThan } };
+}
+
 /** Deletes finished deliveries older than the retention period (no TTL indexes on this database). */
 export async function pruneDeliveries(deliveries: Deliveries, olderThan: Date): Promise<number> {
-  const res = await crossAccount("retention sweep over every account", deliveries.deleteMany({ status: { $in: ["delivered", "failed"] }, updated_at: { $lt: olderThan } }));
+  const res = await crossAccount("retention sweep over every account", deliveries.deleteMany(finishedBefore(olderThan)));
   return res.deletedCount;
 }

@@ -1,6 +1,6 @@
 import type { Connection } from "mongoose";
 import { closeAllDatabases, connectDatabase } from "../../lib/db";
-import { claimDeliveries } from "../../services/webhooks/deliveries";
+import { claimDeliveries, finishedBefore, pruneDeliveries } from "../../services/webhooks/deliveries";
 import { deliveryModel, subscriptionModel } from "../../services/webhooks/model";
 import { databaseUrl } from "../harness/servers";
 
@@ -69,5 +69,26 @@ describe("dispatchers claim deliveries in batches", () => {
     expect(await claimDeliveries(subscriptionModel(db), deliveryModel(db), "c", 60_000, 10, now)).toEqual([]);
     const held = await deliveryModel(db).collection.find({ lease_owner: { $in: ["a", "b"] } }).toArray();
     expect(held.map((d) => [d._id, d.attempts]).sort()).toEqual([["msg_4", 1], ["msg_5", 1], ["msg_6", 1]]);
+  });
+
+  it("prunes finished deliveries last changed before the cutoff, and nothing pending or newer", async () => {
+    const days = (n: number) => new Date(now.getTime() - n * 86_400_000);
+    const finished = (n: number, status: string, due: Date, changed: Date) =>
+      ({ _id: `old_${n}`, subscription_id: 1, account_id: 1, type: "tool.created", body: "{}", attempts: 1, next_attempt_at: due, status, lease_owner: null, lease_expires_at: new Date(0), updated_at: changed });
+    await deliveryModel(db).collection.insertMany([
+      finished(1, "delivered", days(40), days(40)),
+      finished(2, "failed", days(33), days(31)),
+      // Due before the cutoff, ended after it (retried for a day and a half): kept.
+      finished(3, "failed", days(31), days(29)),
+      finished(4, "delivered", days(2), days(2)),
+      finished(5, "pending", days(45), days(45)),
+    ] as never[]);
+    expect(await pruneDeliveries(deliveryModel(db), days(30))).toBe(2);
+    const left = await deliveryModel(db).collection.find({ _id: { $regex: "^old_" } } as never).toArray();
+    expect(left.map((d) => d._id).sort()).toEqual(["old_3", "old_4", "old_5"]);
+    // On the local server the sweep reads a range of the {status, next_attempt_at} index, not every finished delivery.
+    const explained = await db.db!.command({ explain: { find: "webhook_deliveries", filter: finishedBefore(days(30)) }, verbosity: "queryPlanner" });
+    const plan = explained.queryPlanner?.Plan as string[] | undefined;
+    if (plan) expect(plan.join("\n")).toMatch(/USING INDEX \S+_status_1_next_attempt_at_1 \(<expr>=\? AND <expr><\?\)/);
   });
 });
