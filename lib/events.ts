@@ -670,13 +670,20 @@ export async function releaseEvents(db: Connection, owner: string, itemIds: stri
   if (itemIds.length) await eventQueue(db).release({ _id: { $in: itemIds } }, owner, { retryAt: new Date(Date.now() + delayMs) });
 }
 
+/** Log entries committed before `before`: only committed entries have a committed_at (null while prepared). */
+export function committedBefore(before: Date) {
+  // Without `state`: SQLite took the {state, occurred_at} index for its equality and read every committed entry of
+  // the retention period; the committed_at index gives the range to delete (docs/adr/0060-claims-cost-their-batch.md).
+  return { committed_at: { $lt: before } };
+}
+
 /**
  * Deletes committed events from the log after `retainedBefore`, and queued items no group took since
  * `pendingBefore` (a group absent that long loses them). Prepared events are settled, never pruned here.
  */
 export async function pruneEvents(db: Connection, retainedBefore: Date, pendingBefore: Date): Promise<number> {
   const [events, items] = await Promise.all([
-    log(db).deleteMany({ state: "committed", committed_at: { $lt: retainedBefore } }),
+    log(db).deleteMany(committedBefore(retainedBefore)),
     queue(db).deleteMany({ queued_at: { $lt: pendingBefore } }),
   ]);
   return events.deletedCount + items.deletedCount;

@@ -1,6 +1,6 @@
 import type { Connection } from "mongoose";
 import { closeAllDatabases, connectDatabase } from "../../lib/db";
-import { changeCounts, changeOf, claimEvents, commitEvents, commitEventsGrouped, EVENT_QUEUE_COLLECTION, prepareEvents, subjectOf } from "../../lib/events";
+import { changeCounts, changeOf, claimEvents, commitEvents, commitEventsGrouped, committedBefore, ensureEventIndexes, EVENT_QUEUE_COLLECTION, EVENTS_COLLECTION, prepareEvents, pruneEvents, subjectOf } from "../../lib/events";
 import { databaseUrl } from "../harness/servers";
 
 /**
@@ -70,6 +70,26 @@ describe("event seqs from the change counters", () => {
     await first.collection(EVENT_QUEUE_COLLECTION).insertOne({ ...other, claim_until: new Date(0), claimed_by: null, queued_at: new Date() } as never);
     const mine = await change(first, "tool.updated", 30);
     expect((await claimEvents(first, group, "consumer-3", 60_000, 50)).map((item) => item.event.id)).toEqual([mine]);
+  });
+
+  it("prunes log entries committed before the cutoff, never a prepared one, through the committed_at index", async () => {
+    const day = 86_400_000;
+    const at = (days: number) => new Date(Date.now() - days * day);
+    const entry = (id: string, state: string, occurred: Date, committed: Date | null) =>
+      ({ _id: id, type: "tool.created", account_id: accountId, subject: "tools/90", data: {}, occurred_at: occurred, state, seq: null, committed_at: committed });
+    await ensureEventIndexes(first); // as every service that writes events does at start
+    await first.collection(EVENTS_COLLECTION).insertMany([
+      entry("evt_prune_old", "committed", at(40), at(40)),
+      entry("evt_prune_new", "committed", at(2), at(2)),
+      entry("evt_prune_prepared", "prepared", at(40), null),
+    ] as never[]);
+    await pruneEvents(first, at(30), at(365));
+    const left = await first.collection(EVENTS_COLLECTION).find({ _id: { $regex: "^evt_prune_" } } as never).toArray();
+    expect(left.map((e) => e._id).sort()).toEqual(["evt_prune_new", "evt_prune_prepared"]);
+    // On the local server the sweep reads a range of the committed_at index, not every committed entry.
+    const explained = await first.db!.command({ explain: { find: EVENTS_COLLECTION, filter: committedBefore(at(30)) }, verbosity: "queryPlanner" });
+    const plan = explained.queryPlanner?.Plan as string[] | undefined;
+    if (plan) expect(plan.join("\n")).toMatch(/USING INDEX \S+_committed_at_1 \(<expr><\?\)/);
   });
 
   it("a settler's commit of an event counts and sequences it like a writer's", async () => {
