@@ -149,3 +149,13 @@ export function captureQueryShapes(): { shapes: () => QueryShape[]; finds: () =>
   });
   return { shapes: () => captured, finds: () => [...finds.values()], stop: () => void mongoose.set("debug", false) };
 }
+
+/**
+ * The local server's SQLite plan of a find (EXPLAIN QUERY PLAN, each line's detail), or undefined on a real MongoDB,
+ * whose explain has no such plan and whose planner races the candidate plans.
+ */
+export async function localPlan(db: mongoose.mongo.Db, find: { collection: string; filter: object; sort?: object; limit?: number }): Promise<string[] | undefined> {
+  const { collection, filter, sort, limit } = find;
+  const explained = await db.command({ explain: { find: collection, filter, ...(sort ? { sort } : {}), ...(limit ? { limit } : {}) }, verbosity: "queryPlanner" });
+  return (explained.queryPlanner?.Plan as string[] | undefined)?.map((line) => line.replace(/^.*detail=/, ""));
+}

@@ -2,6 +2,7 @@ import type { Connection } from "mongoose";
 import { closeAllDatabases, connectDatabase } from "../../lib/db";
 import { claimDeliveries, finishedBefore, pruneDeliveries } from "../../services/webhooks/deliveries";
 import { deliveryModel, subscriptionModel } from "../../services/webhooks/model";
+import { localPlan } from "../harness/query-shapes";
 import { databaseUrl } from "../harness/servers";
 
 /**
@@ -87,8 +88,7 @@ describe("dispatchers claim deliveries in batches", () => {
     const left = await deliveryModel(db).collection.find({ _id: { $regex: "^old_" } } as never).toArray();
     expect(left.map((d) => d._id).sort()).toEqual(["old_3", "old_4", "old_5"]);
     // On the local server the sweep reads a range of the {status, next_attempt_at} index, not every finished delivery.
-    const explained = await db.db!.command({ explain: { find: "webhook_deliveries", filter: finishedBefore(days(30)) }, verbosity: "queryPlanner" });
-    const plan = explained.queryPlanner?.Plan as string[] | undefined;
+    const plan = await localPlan(db.db!, { collection: "webhook_deliveries", filter: finishedBefore(days(30)) });
     if (plan) expect(plan.join("\n")).toMatch(/USING INDEX \S+_status_1_next_attempt_at_1 \(<expr>=\? AND <expr><\?\)/);
   });
 });

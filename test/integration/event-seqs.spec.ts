@@ -1,6 +1,7 @@
 import type { Connection } from "mongoose";
 import { closeAllDatabases, connectDatabase } from "../../lib/db";
 import { changeCounts, changeOf, claimEvents, commitEvents, commitEventsGrouped, committedBefore, ensureEventIndexes, EVENT_QUEUE_COLLECTION, EVENTS_COLLECTION, prepareEvents, pruneEvents, subjectOf } from "../../lib/events";
+import { localPlan } from "../harness/query-shapes";
 import { databaseUrl } from "../harness/servers";
 
 /**
@@ -87,8 +88,7 @@ describe("event seqs from the change counters", () => {
     const left = await first.collection(EVENTS_COLLECTION).find({ _id: { $regex: "^evt_prune_" } } as never).toArray();
     expect(left.map((e) => e._id).sort()).toEqual(["evt_prune_new", "evt_prune_prepared"]);
     // On the local server the sweep reads a range of the committed_at index, not every committed entry.
-    const explained = await first.db!.command({ explain: { find: EVENTS_COLLECTION, filter: committedBefore(at(30)) }, verbosity: "queryPlanner" });
-    const plan = explained.queryPlanner?.Plan as string[] | undefined;
+    const plan = await localPlan(first.db!, { collection: EVENTS_COLLECTION, filter: committedBefore(at(30)) });
     if (plan) expect(plan.join("\n")).toMatch(/USING INDEX \S+_committed_at_1 \(<expr><\?\)/);
   });
 
