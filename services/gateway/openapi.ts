@@ -251,6 +251,7 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; w
       ...securityOf(route.auth),
     };
   }
+  linkCreatedRecords(paths, declaredSchemas);
   const usedTags = new Set(Object.values(paths).flatMap((ops) => Object.values(ops).flatMap((op) => (op as { tags: string[] }).tags)));
   if (info.webhookEvents.length) usedTags.add("webhooks");
   return {
@@ -267,6 +268,32 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; w
     webhooks: Object.fromEntries(info.webhookEvents.map((event) => [event.type, webhookOperation(event)])),
     components: { ...COMPONENTS, schemas: { ...COMPONENTS.schemas, ...declaredSchemas } },
   };
+}
+
+/**
+ * OpenAPI links from each authenticated create's 201 to the operations on the record it created: those under the
+ * collection's path whose one path parameter names the record, given the created `id` (`$response.body#/id`). Clients and tools (e.g.
+ * schemathesis' stateful phase) follow them; a parameter named `agent_id_or_identifier` is not one they guess.
+ */
+function linkCreatedRecords(paths: Record<string, Record<string, unknown>>, schemas: Record<string, JsonSchema>): void {
+  type Operation = { operationId: string; security?: unknown[]; responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }>; links?: object }> };
+  for (const [collection, operations] of Object.entries(paths)) {
+    const create = operations.post as Operation | undefined;
+    // A create without credentials (signup) makes a record of another account than the caller's.
+    const created = create?.security?.length === 0 ? undefined : create?.responses["201"];
+    const ref = created?.content?.["application/json"]?.schema?.$ref;
+    const schema = ref ? (schemas[ref.slice(ref.lastIndexOf("/") + 1)] as { properties?: Record<string, unknown> } | undefined) : undefined;
+    if (!created || !schema?.properties?.id) continue;
+    const links: Record<string, object> = {};
+    for (const [path, pathOperations] of Object.entries(paths)) {
+      const params = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+      if (params.length !== 1 || !path.startsWith(`${collection}/{${params[0]}}`)) continue;
+      for (const operation of Object.values(pathOperations) as Operation[]) {
+        links[operation.operationId] = { operationId: operation.operationId, parameters: { [params[0]!]: "$response.body#/id" } };
+      }
+    }
+    if (Object.keys(links).length) created.links = links;
+  }
 }
 
 /** A path or query parameter; its description comes from the rule (`description`), which every routed param declares. */
