@@ -18,7 +18,8 @@
 # test/integration/schemathesis.spec.ts runs it (part of `npm test`) against a platform it starts on loopback
 # with a seeded account. DELETE /users/{user_id} is left out: small ids reach the seeded user itself, whose
 # self-delete would end the token of the whole run (test/integration/security.spec.ts and the route fuzz test
-# cover it). SCHEMATHESIS_WORKERS (default 2) and SCHEMATHESIS_SEED (fixed default) tune a run.
+# cover it). SCHEMATHESIS_WORKERS (default 2) and SCHEMATHESIS_SEED (fixed default) tune a run; SCHEMATHESIS_SEEDS
+# names a TOML fragment appended to the config (the spec's seeded records, bound to path parameters).
 set -euo pipefail
 VERSION=4.32.5
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -34,9 +35,14 @@ fi
 
 # schemathesis keeps its state (.schemathesis/) in the working directory: keep it under .cache/ too.
 cd "$ROOT/.cache"
+CONFIG="$ROOT/scripts/fuzz/schemathesis.toml"
+if [ -n "${SCHEMATHESIS_SEEDS:-}" ]; then
+  cat "$CONFIG" "$SCHEMATHESIS_SEEDS" > "$ROOT/.cache/schemathesis-run.toml"
+  CONFIG="$ROOT/.cache/schemathesis-run.toml"
+fi
 # A fresh Idempotency-Key per request (scripts/fuzz/schemathesis_hooks.py says why).
 # The interface's one documented 500 is allowed where it is documented (scripts/fuzz/schemathesis.toml).
-SCHEMATHESIS_HOOKS="$ROOT/scripts/fuzz/schemathesis_hooks.py" exec "$VENV/bin/schemathesis" --config-file "$ROOT/scripts/fuzz/schemathesis.toml" run "$BASE_URL/openapi.json" \
+SCHEMATHESIS_HOOKS="$ROOT/scripts/fuzz/schemathesis_hooks.py" exec "$VENV/bin/schemathesis" --config-file "$CONFIG" run "$BASE_URL/openapi.json" \
   --url "$BASE_URL" \
   --header "Authorization: Bearer $TOKEN" \
   --checks all \
