@@ -271,30 +271,32 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; w
 }
 
 /**
- * OpenAPI links from each authenticated create's 201 to the operations on the record it created: those under the
- * collection's path whose one path parameter names the record, given the created `id` (`$response.body#/id`). Clients and tools (e.g.
- * schemathesis' stateful phase) follow them; a parameter named `agent_id_or_identifier` is not one they guess.
+ * OpenAPI links from each create's 201 to the operations on the record it created: those under the
+ * collection's path with one more path parameter, naming the record, given the created `id` (`$response.body#/id`)
+ * and the create's own path parameters (a source's documents). Clients and tools (e.g. schemathesis' stateful phase)
+ * follow them; a parameter named `agent_id_or_identifier` is not one they guess.
  */
 function linkCreatedRecords(paths: Record<string, Record<string, unknown>>, schemas: Record<string, JsonSchema>): void {
-  type Operation = { operationId: string; security?: unknown[]; responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }>; links?: object }> };
+  type Operation = { operationId: string; responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }>; links?: object }> };
   for (const [collection, operations] of Object.entries(paths)) {
-    const create = operations.post as Operation | undefined;
-    // A create without credentials (signup) makes a record of another account than the caller's.
-    const created = create?.security?.length === 0 ? undefined : create?.responses["201"];
+    const created = (operations.post as Operation | undefined)?.responses["201"];
     const ref = created?.content?.["application/json"]?.schema?.$ref;
     const schema = ref ? (schemas[ref.slice(ref.lastIndexOf("/") + 1)] as { properties?: Record<string, unknown> } | undefined) : undefined;
     if (!created || !schema?.properties?.id) continue;
+    const owners = pathParams(collection);
     const links: Record<string, object> = {};
     for (const [path, pathOperations] of Object.entries(paths)) {
-      const params = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
-      if (params.length !== 1 || !path.startsWith(`${collection}/{${params[0]}}`)) continue;
-      for (const operation of Object.values(pathOperations) as Operation[]) {
-        links[operation.operationId] = { operationId: operation.operationId, parameters: { [params[0]!]: "$response.body#/id" } };
-      }
+      const params = pathParams(path);
+      const record = params[owners.length];
+      if (params.length !== owners.length + 1 || !path.startsWith(`${collection}/{${record}}`)) continue;
+      const parameters = { ...Object.fromEntries(owners.map((name) => [name, `$request.path.${name}`])), [record]: "$response.body#/id" };
+      for (const operation of Object.values(pathOperations) as Operation[]) links[operation.operationId] = { operationId: operation.operationId, parameters };
     }
     if (Object.keys(links).length) created.links = links;
   }
 }
+
+const pathParams = (path: string) => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
 
 /** A path or query parameter; its description comes from the rule (`description`), which every routed param declares. */
 function parameter(name: string, where: "path" | "query", rule: unknown, required: boolean) {

@@ -88,7 +88,7 @@ describe("OpenAPI description over NATS", () => {
     expect([byRoute["POST /api/v1/teams/config"], byRoute["POST /api/v1/teams/push"]]).toEqual(["teams.pushConfig", "teams.push"]);
   });
 
-  it("links each authenticated create to the operations on the record it made, by the created id", async () => {
+  it("links each create to the operations on the record it made, by the created id", async () => {
     const doc = (await api("GET", "/openapi.json")).body;
     const ids = new Set(Object.values(doc.paths as Record<string, Record<string, Operation>>).flatMap((ops) => Object.values(ops).map((op) => op.operationId)));
     const links = (path: string) => doc.paths[path].post.responses["201"].links as Record<string, { operationId: string; parameters: Record<string, string> }>;
@@ -96,12 +96,18 @@ describe("OpenAPI description over NATS", () => {
     expect(Object.keys(links("/api/v1/agents"))).toEqual(expect.arrayContaining(["agents.get", "agents.patch", "agents.remove", "agents.traits", "agents.attachKnowledgeRetrieval"]));
     expect(Object.keys(links("/api/v1/teams"))).toEqual(expect.arrayContaining(["teams.get", "teams.patch", "teams.remove", "teams.pull"]));
     expect(links("/api/v1/tools")["tools.get"]).toEqual({ operationId: "tools.get", parameters: { tool_id: "$response.body#/id" } });
-    // Every link names an operation of the document; a route with two record parameters gets none.
+    // A record made under another takes the create's own path parameters too; a source's create links to the
+    // source's routes, not to its documents'.
+    expect(links("/api/v1/knowledge/{knowledge_source_id}/documents")["knowledge.replaceDocument"]).toEqual({
+      operationId: "knowledge.replaceDocument",
+      parameters: { knowledge_source_id: "$request.path.knowledge_source_id", document_id: "$response.body#/id" },
+    });
+    expect(Object.keys(links("/api/v1/knowledge"))).not.toContain("knowledge.getSourceDocument");
+    // Every link names an operation of the document.
     const linked = Object.values(doc.paths as Record<string, Record<string, { responses: Record<string, { links?: object }> }>>).flatMap((ops) =>
       Object.values(ops).flatMap((op) => Object.values((op.responses["201"]?.links ?? {}) as Record<string, { operationId: string }>)),
     );
     expect(linked.filter((link) => !ids.has(link.operationId))).toEqual([]);
-    expect(linked.map((link) => link.operationId)).not.toContain("knowledge.getSourceDocument");
   });
 
   it("declares each enum once in the interface's case, free-form objects as open, and the push body", async () => {
