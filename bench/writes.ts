@@ -265,9 +265,10 @@ function medianRow(rows: EventRow[]): EventRow {
 }
 
 /**
- * Creates at 1 and 8 clients, then reads and creates at 32 in turn PAIR_ROUNDS times, on a fresh deployment; then the bursts on another fresh deployment with a subscription,
- * BURST_ROUNDS with one webhooks replica alternating with as many with a second replica started for the burst and
- * stopped after it, each after a warm-up whose deliveries have all arrived.
+ * Creates at 1 and 8 clients, then reads and creates at 32 in turn PAIR_ROUNDS times, on a fresh deployment; then
+ * the bursts on another fresh deployment with a subscription, BURST_ROUNDS with one webhooks replica alternating with
+ * as many with a second replica started for the burst and stopped after it, each after a warm-up whose deliveries
+ * have all arrived.
  */
 async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mongoUrl: string, mongoPid: number, receiver: Receiver): Promise<DeploymentResult> {
   console.error(`${name}: starting`);

@@ -271,10 +271,10 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; w
 }
 
 /**
- * OpenAPI links from each create's 201 to the operations on the record it created: those under the
- * collection's path with one more path parameter, naming the record, given the created `id` (`$response.body#/id`)
- * and the create's own path parameters (a source's documents). Clients and tools (e.g. schemathesis' stateful phase)
- * follow them; a parameter named `agent_id_or_identifier` is not one they guess.
+ * OpenAPI links from each create's 201 to the operations on the record it created: those under the collection's path
+ * with one more path parameter, naming the record, given the created `id` (`$response.body#/id`) and the create's own
+ * path parameters (a source's documents). Clients and tools (e.g. schemathesis' stateful phase) follow them; a
+ * parameter named `agent_id_or_identifier` is not one they guess.
  */
 function linkCreatedRecords(paths: Record<string, Record<string, unknown>>, schemas: Record<string, JsonSchema>): void {
   type Operation = { operationId: string; responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }>; links?: object }> };

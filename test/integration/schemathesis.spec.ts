@@ -24,11 +24,12 @@ function failuresOf(output: string): string {
 }
 
 /**
- * Records whose ids the fuzzer would seldom hold: no create links to them with a usable id (agents and teams by id or
- * identifier were out of reach before the document linked them; a schedule's create rarely passes its cron rules;
- * documents are made by another route than the one that reads them). The run's config binds their path parameters
- * to these, half of the generated values (the other half keep the 404 paths exercised), in every operation but
- * deletes, which would take them from the rest of the run. Written as a TOML fragment schemathesis.sh appends.
+ * Records whose ids the fuzzer would seldom hold: agents and teams (their creates link to them, but within its time
+ * the stateful phase follows few of those links), schedules (a create rarely passes the cron rules), documents (read
+ * by a route no create links to) and task dependencies (two records at once). The run's config binds their path
+ * parameters to these for half of the generated values (the other half keep the 404 paths exercised), in every
+ * operation but deletes, which would take them from the rest of the run. Written as a TOML fragment that
+ * scripts/fuzz/schemathesis.sh appends to its config.
  */
 async function seededParameters(call: (method: string, path: string, body?: unknown) => Promise<any>): Promise<string> {
   const agent = await call("POST", "/agents", { name: "Seeded agent" });
