@@ -29,6 +29,11 @@ export function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/** The first of `rows` with each of the figures `keys` names replaced by its median over all of them. */
+export function medianFields<T extends object>(rows: T[], keys: (keyof T)[]): T {
+  return { ...rows[0]!, ...Object.fromEntries(keys.map((key) => [key, median(rows.map((row) => row[key] as number))])) };
+}
+
 /** Per scenario and connection count, the median of each figure over the rounds (ratios were taken within rounds). */
 export function medianRows(rounds: Row[][]): Row[] {
   return rounds[0]!.map((first) => {

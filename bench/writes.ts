@@ -11,7 +11,7 @@ import { positiveIntEnv } from "../lib/env";
 import { runBench, type Lifecycle } from "./lifecycle";
 import { measure, measureLoad, type Measurement } from "./load";
 import { signupWhenReady, startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
-import { machine, median, writeResults } from "./report";
+import { machine, median, medianFields, writeResults } from "./report";
 
 /**
  * The write path and its events (issue 29, docs/adr/0050-write-path-speed.md): creates/s (POST /api/v1/tools,
@@ -249,18 +249,13 @@ async function allDelivered(d: Deployment, receiver: Receiver, count: number): P
 
 /** Medians of the bursts of one replica count (counts summed), so one slow moment of the machine does not decide. */
 function medianRow(rows: EventRow[]): EventRow {
-  const medianOf = (pick: (row: EventRow) => number) => median(rows.map(pick));
   const sum = (pick: (row: EventRow) => number) => rows.reduce((total, row) => total + pick(row), 0);
   return {
-    replicas: rows[0]!.replicas,
+    ...medianFields(rows, ["createsPerSecond", "eventsPerSecond", "drainMs", "cpuMsPerEvent"]),
     bursts: rows.length,
     creates: sum((r) => r.creates),
-    createsPerSecond: medianOf((r) => r.createsPerSecond),
     delivered: sum((r) => r.delivered),
     repeated: sum((r) => r.repeated),
-    eventsPerSecond: medianOf((r) => r.eventsPerSecond),
-    drainMs: medianOf((r) => r.drainMs),
-    cpuMsPerEvent: medianOf((r) => r.cpuMsPerEvent),
   };
 }
 
@@ -295,9 +290,8 @@ async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mon
   } finally {
     await stopAll();
   }
-  const medianOf = <T extends object>(rows: T[], keys: (keyof T)[]): T => ({ ...rows[0]!, ...Object.fromEntries(keys.map((k) => [k, median(rows.map((r) => r[k] as number))])) });
-  const reads = medianOf(pairs.map((p) => p.reads), ["requestsPerSecond", "p50Ms", "p99Ms", "totalRequests"]);
-  creates.push(medianOf(pairs.map((p) => p.creates), ["requestsPerSecond", "p50Ms", "p99Ms", "totalRequests", "cpuMsPerCreate"]));
+  const reads = medianFields(pairs.map((p) => p.reads), ["requestsPerSecond", "p50Ms", "p99Ms", "totalRequests"]);
+  creates.push(medianFields(pairs.map((p) => p.creates), ["requestsPerSecond", "p50Ms", "p99Ms", "totalRequests", "cpuMsPerCreate"]));
   const ratios = pairs.map((p) => p.creates.requestsPerSecond / p.reads.requestsPerSecond);
   const cpuPerCreate = creates[creates.length - 1]!.cpuMsPerCreate;
   const bursts: EventRow[] = [];
@@ -331,16 +325,19 @@ async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mon
   return { name, reads, creates, ratios, events, bursts };
 }
 
+/** A latency as measured (two decimals): the median of an even number of rounds is the mean of the middle two. */
+const ms = (value: number) => Number(value.toFixed(2));
+
 function table(results: DeploymentResult[]): string {
   const lines = [
     "| deployment | measure | clients | per s | p50 ms | p99 ms | CPU ms each | note |",
     "|---|---|---:|---:|---:|---:|---:|---|",
   ];
   for (const r of results) {
-    lines.push(`| ${r.name} | reads (GET /users/me) | ${r.reads.connections} | ${Math.round(r.reads.requestsPerSecond)} | ${r.reads.p50Ms} | ${r.reads.p99Ms} | — | medians of ${r.ratios.length} rounds |`);
+    lines.push(`| ${r.name} | reads (GET /users/me) | ${r.reads.connections} | ${Math.round(r.reads.requestsPerSecond)} | ${ms(r.reads.p50Ms)} | ${ms(r.reads.p99Ms)} | — | medians of ${r.ratios.length} rounds |`);
     for (const c of r.creates) {
       const note = c.connections === READ_CLIENTS ? `medians of ${r.ratios.length} rounds after reads; ${median(r.ratios).toFixed(2)} of reads (rounds: ${r.ratios.map((x) => x.toFixed(2)).join(", ")})` : "";
-      lines.push(`| ${r.name} | creates (POST /tools) | ${c.connections} | ${Math.round(c.requestsPerSecond)} | ${c.p50Ms} | ${c.p99Ms} | ${c.cpuMsPerCreate.toFixed(2)} | ${note} |`);
+      lines.push(`| ${r.name} | creates (POST /tools) | ${c.connections} | ${Math.round(c.requestsPerSecond)} | ${ms(c.p50Ms)} | ${ms(c.p99Ms)} | ${c.cpuMsPerCreate.toFixed(2)} | ${note} |`);
     }
     for (const e of r.events) {
       lines.push(
