@@ -156,6 +156,8 @@ const TAGS: Record<string, string> = {
 
 /** An OpenAPI path from a route's: `:name` segments become `{name}`. */
 const templated = (path: string) => path.replace(/:(\w+)/g, "{$1}");
+/** The parameter names of a templated path, in order. */
+const pathParams = (path: string) => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
 
 /** Where in its action's `rest` list a route is (0: its main route). */
 function routeIndex(route: RoutedAction): number {
@@ -215,7 +217,7 @@ export function openApiDocument(routes: RoutedAction[], info: { title: string; w
   for (const route of [...routes].sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method))) {
     const method = route.method.toLowerCase();
     const path = templated(route.path);
-    const pathKeys = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]!);
+    const pathKeys = pathParams(path);
     const params = Object.fromEntries(Object.entries(route.params ?? {}).filter(([key]) => !key.startsWith("$")));
     const inBody = ["post", "put", "patch"].includes(method);
     // Writes take their params in the body, but for those the interface puts in the query (`in: "query"`).
@@ -296,7 +298,6 @@ function linkCreatedRecords(paths: Record<string, Record<string, unknown>>, sche
   }
 }
 
-const pathParams = (path: string) => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
 
 /** A path or query parameter; its description comes from the rule (`description`), which every routed param declares. */
 function parameter(name: string, where: "path" | "query", rule: unknown, required: boolean) {
