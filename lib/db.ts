@@ -156,9 +156,9 @@ export interface NamedRecord {
  */
 export function namedRecordSchema<T extends NamedRecord>(
   fields: SchemaDefinition,
-  options: { hidden?: string[] } & Pick<SchemaOptions, "collection" | "minimize"> = {},
+  options: { hidden?: string[]; sortable?: readonly string[] } & Pick<SchemaOptions, "collection" | "minimize"> = {},
 ): Schema<T> {
-  const { hidden = [], ...schemaOptions } = options;
+  const { hidden = [], sortable = [], ...schemaOptions } = options;
   // Built untyped, then typed once: mongoose's generics cannot follow a schema assembled from parts.
   const schema = new Schema(
     {
@@ -174,9 +174,10 @@ export function namedRecordSchema<T extends NamedRecord>(
   );
   schema.plugin(freeJsonFields);
   schema.index({ account_id: 1, identifier: 1 }, { unique: true });
-  // Lists sort by name or by last update, ties broken by _id: the index gives the whole order.
-  schema.index({ account_id: 1, sort_name: 1, _id: 1 });
-  schema.index({ account_id: 1, updated_at: -1, _id: -1 });
+  // Lists that clients sort by name or by last update, ties broken by _id: the index gives the whole order. Only the
+  // orders a list offers are indexed (tools' list has one fixed order): every index is one more entry per write.
+  if (sortable.includes("name")) schema.index({ account_id: 1, sort_name: 1, _id: 1 });
+  if (sortable.includes("updated_at")) schema.index({ account_id: 1, updated_at: -1, _id: -1 });
   schema.pre("validate", function () {
     this.set("sort_name", String(this.get("name")).toLowerCase());
   });

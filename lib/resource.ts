@@ -248,7 +248,7 @@ const optionalRule = (rule: Rule): Rule => {
 /** A resource: its declaration and what derives from it. */
 export function defineResource<const F extends Fields, const M extends ModelOptions>(options: ResourceOptions<F> & { storage: M }) {
   const fields = { ...RECORD_FIELDS, ...options.fields };
-  const stored = defineModel(options.fields, options.storage);
+  const stored = defineModel(options.fields, { ...options.storage, sortable: options.list.sortable });
   const view = defineView(options.name, fields);
   const writable = (on: "create" | "update") =>
     Object.entries(options.fields).filter(([, f]) => f.write && (!f.on || f.on === on)) as [string, FieldDecl & { write: Rule }][];

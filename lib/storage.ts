@@ -131,6 +131,8 @@ export interface ModelOptions {
   name: string;
   /** A named record (lib/db namedRecordSchema): name, identifier unique per account, description, their indexes. */
   named?: boolean;
+  /** The orders clients may choose for a named record's list (lib/resource `list.sortable`): each by name or last update is indexed. */
+  sortable?: readonly string[];
   /** The fields declare every stored path, `_id` and `account_id` included (e.g. a queue keyed by a string id). */
   keyed?: boolean;
   /** Keyed, and none of the records' shared options: no timestamps, no JSON shape (bookkeeping: counters, registries). */
@@ -159,7 +161,7 @@ export function defineModel<const F extends Readonly<Record<string, StoredField>
   const { collection, minimize } = options;
   const schemaOptions = { ...(collection ? { collection } : {}), ...(minimize === false ? { minimize } : {}) };
   const schema: Schema<any> = options.named
-    ? namedRecordSchema(definitions, { hidden, ...schemaOptions })
+    ? namedRecordSchema(definitions, { hidden, sortable: options.sortable, ...schemaOptions })
     : options.plain
       ? new Schema(definitions, { ...schemaOptions, versionKey: false })
       : new Schema(
