@@ -1,7 +1,7 @@
 import { MongoServerError, type Collection, type Document as BsonDocument } from "mongodb";
-import mongoose, { Schema, type Connection, type HydratedDocument, type Model, type SchemaDefinition, type SchemaOptions } from "mongoose";
+import mongoose, { Schema, type Connection, type Model, type SchemaDefinition, type SchemaOptions } from "mongoose";
 import { writeErrorsOf } from "./errors";
-import { freeJsonFields } from "./free-json";
+import { decodeFreeJsonFields, freeJsonFields } from "./free-json";
 import { groupCommit } from "./group-commit";
 import { tenancyGuard } from "./tenancy-guard";
 
@@ -136,6 +136,25 @@ export function leanToJSON(model: Model<any>, record: object): Json {
   return transform ? transform(undefined, full) : full;
 }
 
+/** Per schema, how its records derive fields from their others (deriveFields). */
+const derivations = new WeakMap<Schema, ((doc: any) => void)[]>();
+
+/**
+ * Fields of a schema's records derived from their other fields by `derive`, given the document: set before every
+ * validation (so on every save) and on every create (createRecord, which does not validate).
+ */
+export function deriveFields<D>(schema: Schema<any>, derive: (doc: D) => void): void {
+  derivations.set(schema, [...(derivations.get(schema) ?? []), derive]);
+  schema.pre("validate", function () {
+    derive(this as D);
+  });
+}
+
+/** A named record's sort_name, from its name. */
+function deriveSortName(doc: { name?: unknown; sort_name?: unknown }): void {
+  doc.sort_name = String(doc.name).toLowerCase();
+}
+
 /** What every named tenant record has: an integer id, its account, a name and an identifier unique per account. */
 export interface NamedRecord {
   _id: number;
@@ -178,9 +197,7 @@ export function namedRecordSchema<T extends NamedRecord>(
   // orders a list offers are indexed (tools' list has one fixed order): every index is one more entry per write.
   if (sortable.includes("name")) schema.index({ account_id: 1, sort_name: 1, _id: 1 });
   if (sortable.includes("updated_at")) schema.index({ account_id: 1, updated_at: -1, _id: -1 });
-  schema.pre("validate", function () {
-    this.set("sort_name", String(this.get("name")).toLowerCase());
-  });
+  deriveFields(schema, deriveSortName);
   // Updates that rename ($set name) keep sort_name in step, whoever writes them.
   schema.pre(["updateOne", "updateMany", "findOneAndUpdate"], function () {
     const update = this.getUpdate() as { $set?: Record<string, unknown> } | null;
@@ -209,19 +226,24 @@ export async function insertNew<D extends BsonDocument>(collection: Collection<D
 }
 
 /**
- * model.create for one record: the document is built, timestamped and validated as create does, and inserted
- * together with the creates of the same collection that arrived while an insert was on its way (group commit,
+ * model.create for one record, returned as a lean read returns it (render it with leanToJSON). Mongoose casts the
+ * fields and fills in the defaults by building the document; the stored record is that document's BSON with the
+ * schema's timestamps and derived fields. Mongoose's validators run only where they can fail a create whose params
+ * passed their rules: on a value mongoose could not cast, or a required value missing (a caller's bug). Validating,
+ * timestamping and rendering through the document were a sixth of a create's CPU
+ * (docs/adr/0062-creates-without-documents.md). It is inserted together with
+ * the creates of the same collection that arrived while an insert was on its way (group commit,
  * docs/adr/0050-write-path-speed.md, fourth pass). A create refused by a unique index fails alone, with the
  * duplicate-key error (code 11000) of a single insert; any other failure of the insert fails each create in it.
  */
-export async function createRecord<T>(model: Model<T>, fields: object): Promise<HydratedDocument<T>> {
-  const doc = new model(fields) as HydratedDocument<T> & { initializeTimestamps?(): void };
-  doc.initializeTimestamps?.();
-  await doc.validate();
-  const refused = await insertGrouped(model.collection)(doc.toBSON());
+export async function createRecord<T>(model: Model<T>, fields: object): Promise<T> {
+  const doc = new model(fields);
+  for (const derive of derivations.get(model.schema) ?? []) derive(doc);
+  const record = model.applyTimestamps(doc.toBSON() as Json) as Json;
+  if (doc.errors || model.schema.requiredPaths().some((path) => record[path] == null || record[path] === "")) await doc.validate();
+  const refused = await insertGrouped(model.collection)(record);
   if (refused) throw refused;
-  doc.isNew = false;
-  return doc;
+  return decodeFreeJsonFields(model.schema, record) as T;
 }
 
 /** Per collection, the group commit of createRecord's inserts: each insert's own write error, or undefined. */

@@ -136,20 +136,30 @@ export function freeJson(options: { default?: unknown; required?: boolean } = {}
 
 const LEAN_READS: MongooseQueryMiddleware[] = ["find", "findOne", "findOneAndUpdate", "findOneAndReplace", "findOneAndDelete"];
 
+const freeJsonPaths = new WeakMap<Schema<any>, string[]>();
+/** The schema's top-level free-form fields. */
+function freeJsonPathsOf(schema: Schema<any>): string[] {
+  let paths = freeJsonPaths.get(schema);
+  if (!paths) freeJsonPaths.set(schema, (paths = Object.entries(schema.paths).flatMap(([path, type]) => (type instanceof FreeJson ? [path] : []))));
+  return paths;
+}
+
+/** A stored record of the schema as lean reads return it: its free-form fields decoded (in place). */
+export function decodeFreeJsonFields<R>(schema: Schema<any>, record: R): R {
+  if (record && typeof record === "object") {
+    for (const field of freeJsonPathsOf(schema)) if (field in record) (record as Record<string, unknown>)[field] = decodeFreeJson((record as Record<string, unknown>)[field]);
+  }
+  return record;
+}
+
 /**
  * Schema plugin every schema with free-form fields uses: `toJSON`/`toObject` apply the decoding getters (not
  * virtuals), and lean reads (`find().lean()`, lean cursors, `findOneAndUpdate().lean()`) return decoded values.
  */
 export function freeJsonFields(schema: Schema<any>): void {
-  const fields = Object.entries(schema.paths).flatMap(([path, type]) => (type instanceof FreeJson ? [path] : []));
-  if (!fields.length) return;
+  if (!freeJsonPathsOf(schema).length) return;
   for (const option of ["toJSON", "toObject"] as const) schema.set(option, { ...schema.get(option), getters: true, virtuals: false } as never);
-  const decodeRecord = (record: unknown) => {
-    if (record && typeof record === "object") {
-      for (const field of fields) if (field in record) (record as Record<string, unknown>)[field] = decodeFreeJson((record as Record<string, unknown>)[field]);
-    }
-    return record;
-  };
+  const decodeRecord = (record: unknown) => decodeFreeJsonFields(schema, record);
   schema.pre(LEAN_READS, function (this: mongoose.Query<unknown, unknown>) {
     // A transform, not a post hook: it also runs on each record a lean cursor yields.
     if (this.mongooseOptions().lean) this.transform((res: unknown) => (Array.isArray(res) ? res.map(decodeRecord) : decodeRecord(res)));

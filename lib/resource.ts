@@ -388,10 +388,11 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
         const fields = hooks.creating ? await hooks.creating.call(this, ctx, applied) : applied;
         const _id = await nextRecordId(this.db, resource.collection);
         const body = await recorded.call(this, "created", { _id, account_id: this.accountOf(ctx) }, async () => {
-          const doc = resource.identifier
+          const record = resource.identifier
             ? await this.createIdentified(ctx, model(this), { ...fields, _id }, { name: String(picked.name), identifier: picked.identifier as string | undefined, label })
             : await this.createOwned(ctx, model(this), { ...fields, _id });
-          return (await render.call(this, ctx, [doc as Doc]))[0]!;
+          // A created record comes back as a lean read's (lib/db createRecord), so it renders as a list row does.
+          return hooks.render ? (await hooks.render.call(this, ctx, [record]))[0]! : leanToJSON(model(this), record);
         });
         return respondCreated(ctx, resource.location(_id), body);
       },

@@ -1,5 +1,5 @@
 import { Schema, type Connection, type IndexOptions, type Model, type SchemaDefinition, type SchemaDefinitionProperty } from "mongoose";
-import { namedRecordSchema, recordSchemaOptions, type NamedRecord } from "./db";
+import { deriveFields, namedRecordSchema, recordSchemaOptions, type NamedRecord } from "./db";
 import { freeJson, freeJsonFields } from "./free-json";
 import type { Rule } from "./resource";
 
@@ -147,7 +147,9 @@ export interface ModelOptions {
   order?: readonly string[];
   /** A stored field shown under the name of a field the record lacks (lib/db recordSchemaOptions). */
   standIns?: Record<string, string>;
-  /** Hooks of the schema (e.g. fields derived on every save). */
+  /** Fields derived from a record's others, on every save and create (lib/db deriveFields); given the document. */
+  derive?: (doc: any) => void;
+  /** Other settings of the schema (e.g. its JSON shape). */
   setup?: (schema: Schema<any>) => void;
 }
 
@@ -170,6 +172,7 @@ export function defineModel<const F extends Readonly<Record<string, StoredField>
         );
   if (!options.named) schema.plugin(freeJsonFields);
   for (const [index, indexOptions] of options.indexes ?? []) schema.index(index, indexOptions);
+  if (options.derive) deriveFields(schema, options.derive);
   options.setup?.(schema);
   return {
     schema: schema as unknown as Schema<Record>,

@@ -52,14 +52,15 @@ export interface TenancyMethods {
     filter: object,
     opts: SelectListOptions<K>,
   ): Promise<{ rows: Pick<T, K | "_id">[]; total: number }>;
-  createOwned<T extends OwnedRecord>(ctx: Ctx<unknown>, model: Model<T>, fields: object): Promise<HydratedDocument<T>>;
+  /** Creates a record of the caller's account; returns it as a lean read would (lib/db createRecord). */
+  createOwned<T extends OwnedRecord>(ctx: Ctx<unknown>, model: Model<T>, fields: object): Promise<T>;
   findOwnedByRef<T extends IdentifiedRecord>(ctx: Ctx<unknown>, model: Model<T>, ref: string | number, label: string): Promise<HydratedDocument<T>>;
   createIdentified<T extends IdentifiedRecord>(
     ctx: Ctx<unknown>,
     model: Model<T>,
     fields: object,
     naming: { name: string; identifier?: string; label: string },
-  ): Promise<HydratedDocument<T>>;
+  ): Promise<T>;
   saveIdentified<T extends IdentifiedRecord>(doc: HydratedDocument<T>, label: string): Promise<void>;
 }
 

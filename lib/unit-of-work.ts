@@ -51,7 +51,7 @@ export class UnitOfWork {
   /** Inserts a record, remembering to delete it on rollback; `event` names its change event (e.g. agent.created). */
   async insert<T extends AnyRecord>(model: Model<T>, doc: T, event?: string): Promise<T> {
     if (event) await this.prepare(model, doc, event);
-    const created = (await createRecord(model, doc)).toObject() as T;
+    const created = await createRecord(model, doc);
     this.undos.push({ model, id: doc._id, accountId: doc.account_id, before: null });
     return created;
   }

@@ -1,5 +1,6 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
+import { leanToJSON } from "../../lib/db";
 import { ERRORS } from "../../lib/errors";
 import type { Ctx } from "../../lib/meta";
 import { MongoMixin } from "../../lib/mongo.mixin";
@@ -75,7 +76,7 @@ const ApiKeysService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMet
             prefix,
             ...keyCreator(ctx.meta, creatingKey),
           };
-          return (await this.createOwned(ctx, this.models.keys, fields)).toJSON();
+          return leanToJSON(this.models.keys, await this.createOwned(ctx, this.models.keys, fields));
         });
         return respondCreated(ctx, apiKeys.location(id), { ...record, key });
       },

@@ -96,15 +96,14 @@ export const entities = defineResource({
     collection: "entities",
     minimize: false,
     indexes: [[{ account_id: 1, created_at: -1, _id: -1 }], [{ account_id: 1, agent_id: 1 }]],
-    // Every write goes through save(), so the derived fields are always in step with what they derive from.
-    setup: (schema) =>
-      schema.pre("validate", function (this: Derived) {
-        // Read once: each read of a free-form field decodes it.
-        const attributes = this.attributes ?? {};
-        this.search_text = searchText(this.agent_name, this.entity_type_name, attributes);
-        this.entity_type_key = templateKey(this.entity_type_name);
-        this.attribute_keys = attributeKeys(attributes);
-      }),
+    // Every write goes through save() or a create (lib/db createRecord): the derived fields stay in step with their sources.
+    derive(entity: Derived) {
+      // Read once: each read of a free-form field decodes it.
+      const attributes = entity.attributes ?? {};
+      entity.search_text = searchText(entity.agent_name, entity.entity_type_name, attributes);
+      entity.entity_type_key = templateKey(entity.entity_type_name);
+      entity.attribute_keys = attributeKeys(attributes);
+    },
   },
   path: "/entities",
   idParam: "entity_id",

@@ -1,5 +1,6 @@
 import type { Connection, Model } from "mongoose";
 import type { ActionSchema, Service, ServiceSchema } from "moleculer";
+import { leanToJSON } from "../../lib/db";
 import { ERRORS } from "../../lib/errors";
 import { httpUrlProblem } from "../../lib/http-url";
 import type { Ctx } from "../../lib/meta";
@@ -130,11 +131,13 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
           ...(ctx.params.chunking ? { chunking: chunkingFields(ctx.params.chunking, null, configOf(this).search) } : {}),
         };
         const id = await nextRecordId(this.db, KNOWLEDGE_SOURCES_COLLECTION);
-        const source = await this.recordChange(changeOf("knowledge_source.created", KNOWLEDGE_SOURCES_COLLECTION, { _id: id, account_id: this.accountOf(ctx) }), async () => {
-          return this.createIdentified(ctx, this.models.sources, { ...fields, _id: id }, { name, label: "Knowledge source" });
+        let source!: KnowledgeSourceRecord;
+        const body = await this.recordChange(changeOf("knowledge_source.created", KNOWLEDGE_SOURCES_COLLECTION, { _id: id, account_id: this.accountOf(ctx) }), async () => {
+          source = await this.createIdentified(ctx, this.models.sources, { ...fields, _id: id }, { name, label: "Knowledge source" });
+          return leanToJSON(this.models.sources, source);
         });
         if (auto_load) await this.queueLoad(source, false);
-        return respondCreated(ctx, knowledgeSources.location(source._id), source.toJSON());
+        return respondCreated(ctx, knowledgeSources.location(id), body);
       },
     },
 

@@ -218,7 +218,7 @@ const TasksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const status = statusFields(null, fields.status ?? "pending", new Date());
       const id = await nextRecordId(this.db, "tasks");
       return this.recordChange(changeOf("task.created", "tasks", { _id: id, account_id: this.accountOf(ctx) }), async () => {
-        return (await this.createOwned(ctx, this.models.tasks, { ...fields, ...status, _id: id })).toJSON() as unknown as TaskView;
+        return leanToJSON(this.models.tasks, await this.createOwned(ctx, this.models.tasks, { ...fields, ...status, _id: id })) as unknown as TaskView;
       });
     },
 

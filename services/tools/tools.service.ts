@@ -1,5 +1,6 @@
 import type { Connection, Model } from "mongoose";
 import type { ServiceSchema } from "moleculer";
+import { leanToJSON } from "../../lib/db";
 import { nextRecordId } from "../../lib/ids";
 import type { Ctx } from "../../lib/meta";
 import { MongoMixin } from "../../lib/mongo.mixin";
@@ -35,7 +36,7 @@ const ToolsService: ServiceSchema<{ rest: string }, TenancyMethods & EventsMetho
           const id = await nextRecordId(this.db, "tools");
           return await this.recordChange(changeOf("tool.created", "tools", { _id: id, account_id: scope.account_id }), async () => {
             const naming = { name: ctx.params.name, identifier: ctx.params.identifier, label: "Tool" };
-            return (await this.createIdentified(ctx, this.models.tools, { ...tools.pick(ctx.params, "create"), _id: id }, naming)).toJSON();
+            return leanToJSON(this.models.tools, await this.createIdentified(ctx, this.models.tools, { ...tools.pick(ctx.params, "create"), _id: id }, naming));
           });
         } catch (err) {
           // A concurrent ensure created it first.
