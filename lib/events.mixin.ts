@@ -53,7 +53,7 @@ export class WakeGate {
     private readonly send: (groups: string[]) => void,
   ) {}
 
-  add(groups: string[]): void {
+  add(groups: readonly string[]): void {
     for (const group of groups) this.groups.add(group);
     if (this.timer || !this.groups.size) return;
     const wait = this.lastAt + this.everyMs - Date.now();
@@ -73,7 +73,7 @@ export class WakeGate {
 const wakeGates = new WeakMap<Service["broker"], WakeGate>();
 
 /** Tells the consumers of `groups` that work is queued for them (a hint: consumers poll anyway). */
-function announce(broker: Service["broker"], groups: string[]): void {
+function announce(broker: Service["broker"], groups: readonly string[]): void {
   let gate = wakeGates.get(broker);
   if (!gate) {
     // Sent later from a timer, maybe after the broker stopped: a failed emit is dropped, never thrown there.

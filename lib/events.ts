@@ -77,9 +77,13 @@ export interface QueuedEvent {
 }
 
 /** The groups that handle events of this type (an event is queued for those of them that act for its account: queuedGroups). */
-export function groupsFor(type: string): string[] {
-  return Object.entries(CONSUMER_GROUPS).flatMap(([group, { handles }]) => (handles(type) ? [group] : []));
+export function groupsFor(type: string): readonly string[] {
+  let groups = groupsByType.get(type);
+  if (!groups) groupsByType.set(type, (groups = Object.entries(CONSUMER_GROUPS).flatMap(([group, { handles }]) => (handles(type) ? [group] : []))));
+  return groups;
 }
+/** groupsFor's answers: the groups are fixed, and every commit asks for each of its events. */
+const groupsByType = new Map<string, readonly string[]>();
 
 /**
  * Per connection, what commits learnt of the accounts a group acts for (CONSUMER_GROUPS' onlyForAccountsWith), by

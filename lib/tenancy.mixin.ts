@@ -135,10 +135,10 @@ export const TenancyMixin: Partial<ServiceSchema> = {
       naming: { name: string; identifier?: string; label: string },
     ) {
       const account_id = this.accountOf(ctx);
-      const base = slugify(naming.name);
       for (let attempt = 1; ; attempt++) {
         let identifier = naming.identifier;
         if (!identifier) {
+          const base = slugify(naming.name);
           const taken = await model.find({ account_id, identifier: identifierFamily(base) }, { identifier: 1 }).lean();
           identifier = firstFreeIdentifier(base, taken.map((t) => t.identifier));
         }
