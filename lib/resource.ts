@@ -335,9 +335,13 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
   async function render(this: Host, ctx: Ctx<any>, docs: Doc[]): Promise<object[]> {
     return hooks.render ? hooks.render.call(this, ctx, docs) : docs.map((d) => d.toJSON());
   }
+  /** Response objects of records as lean reads and creates return them. */
+  async function renderRecords(this: Host, ctx: Ctx<any>, records: object[]): Promise<object[]> {
+    return hooks.render ? hooks.render.call(this, ctx, records) : records.map((record) => leanToJSON(model(this), record));
+  }
   async function listed(this: Host, ctx: Ctx<any>, filter: object, opts: ListOptions): Promise<{ data: object[]; total: number }> {
     const { rows, total } = await this.listOwned(ctx, model(this), filter, opts);
-    return { data: hooks.render ? await hooks.render.call(this, ctx, rows) : rows.map((row) => leanToJSON(model(this), row)), total };
+    return { data: await renderRecords.call(this, ctx, rows), total };
   }
   async function find(this: Host, ctx: Ctx<any>): Promise<Doc> {
     const ref = ctx.params[idParam];
@@ -392,7 +396,7 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
             ? await this.createIdentified(ctx, model(this), { ...fields, _id }, { name: String(picked.name), identifier: picked.identifier as string | undefined, label })
             : await this.createOwned(ctx, model(this), { ...fields, _id });
           // A created record comes back as a lean read's (lib/db createRecord), so it renders as a list row does.
-          return hooks.render ? (await hooks.render.call(this, ctx, [record]))[0]! : leanToJSON(model(this), record);
+          return (await renderRecords.call(this, ctx, [record]))[0]!;
         });
         return respondCreated(ctx, resource.location(_id), body);
       },
