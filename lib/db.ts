@@ -230,7 +230,7 @@ export async function insertNew<D extends BsonDocument>(collection: Collection<D
  * fields and fills in the defaults by building the document; the stored record is that document's BSON with the
  * schema's timestamps and derived fields. Mongoose's validators run only where they can fail a create whose params
  * passed their rules: on a value mongoose could not cast, or a required value missing (a caller's bug). Validating,
- * timestamping and rendering through the document were a sixth of a create's CPU (docs/adr/0062-creates-without-documents.md).
+ * timestamping and rendering through the document were an eighth of a create's CPU (docs/adr/0062-creates-without-documents.md).
  * The record is inserted together with the creates of the same collection that arrived while an insert was on its
  * way (group commit, docs/adr/0050-write-path-speed.md, fourth pass). A create refused by a unique index fails alone,
  * with the duplicate-key error (code 11000) of a single insert; any other failure of the insert fails each create in it.
