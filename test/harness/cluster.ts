@@ -95,8 +95,7 @@ export async function startCluster(options: ClusterOptions): Promise<Cluster> {
         nodeID: `${namespace}-node-${index}`,
         transporter: (options.embedded ? null : natsUrl) as BrokerOptions["transporter"],
         logger: { type: "Console", options: { level: process.env.TEST_LOG_LEVEL ?? "warn" } },
-        heartbeatInterval: 2,
-        heartbeatTimeout: 6,
+        // The platform's heartbeats (5 s, 15 s): with 6 s, a loaded 2-core run once lost a whole cluster's nodes.
       }),
     );
 
