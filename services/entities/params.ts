@@ -10,7 +10,7 @@ const text = (max: number) => ({ type: "string", max, optional: true, nullable: 
 const flag = { type: "boolean", convert: true, default: false, optional: true } as const;
 const status = { type: "enum", values: [...ENTITY_STATUSES] } as const;
 
-/** What the fields derived on every save are read from and written to. */
+/** What the fields derived on every save and create (`derive` below) are read from and written to. */
 type Derived = {
   agent_name: string;
   entity_type_name: string;

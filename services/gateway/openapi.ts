@@ -298,7 +298,6 @@ function linkCreatedRecords(paths: Record<string, Record<string, unknown>>, sche
   }
 }
 
-
 /** A path or query parameter; its description comes from the rule (`description`), which every routed param declares. */
 function parameter(name: string, where: "path" | "query", rule: unknown, required: boolean) {
   const { description, ...schema } = ruleToSchema(rule);
