@@ -29,15 +29,23 @@ type Data = Record<string, unknown>;
 type Change = { id: string; draft: ChangeDraft; cover?: CreateCover };
 
 /**
- * Emitted after commits with the consumer groups they queued work for (at most once per WAKE_EVERY_MS): one replica
- * of each such consumer looks at the log now instead of at its next poll (emitted, not broadcast: replicas woken
- * together claimed the same items and all but one came away empty; docs/adr/0050-write-path-speed.md).
+ * Broadcast after commits with the consumer groups they queued work for (at most once per WAKE_EVERY_MS). Each group
+ * acts on it in one replica, the first of its available nodes by node ID (wakeTarget): that replica claims the fresh
+ * work alone while the others only take what waited a poll period, so replicas neither split a burst into small
+ * claims nor race for the same items (docs/adr/0063-one-replica-takes-the-wakes.md).
  */
 export const EVENTS_COMMITTED = "events.committed";
 
+/** The replica of a consumer group that acts on its wakes: the first of the group's available nodes by node ID. */
+export function wakeTarget(nodeIDs: readonly string[]): string | undefined {
+  let first: string | undefined;
+  for (const id of nodeIDs) if (first === undefined || id < first) first = id;
+  return first;
+}
+
 /**
  * A process wakes a group's consumers at most this often: the first commit after a quiet spell at once, later ones
- * together when the period is over. Each wake goes to one replica, which claims what was queued since the last, so
+ * together when the period is over. One replica acts on each wake and claims what was queued since the last, so
  * a claim's batch follows the period, not the number of replicas (docs/adr/0060-claims-cost-their-batch.md).
  */
 const WAKE_EVERY_MS = 50;
@@ -76,8 +84,8 @@ const wakeGates = new WeakMap<Service["broker"], WakeGate>();
 function announce(broker: Service["broker"], groups: readonly string[]): void {
   let gate = wakeGates.get(broker);
   if (!gate) {
-    // Sent later from a timer, maybe after the broker stopped: a failed emit is dropped, never thrown there.
-    const send = (woken: string[]) => void Promise.resolve().then(() => broker.emit(EVENTS_COMMITTED, { groups: woken })).catch(() => undefined);
+    // Sent later from a timer, maybe after the broker stopped: a failed broadcast is dropped, never thrown there.
+    const send = (woken: string[]) => void Promise.resolve().then(() => broker.broadcast(EVENTS_COMMITTED, { groups: woken })).catch(() => undefined);
     wakeGates.set(broker, (gate = new WakeGate(WAKE_EVERY_MS, send)));
   }
   gate.add(groups);
@@ -160,7 +168,8 @@ async function settleFailedWrite(self: Self, options: EventsOptions, changes: Ch
     const { type, accountId, record } = draft;
     const render = options.records?.[record[0]];
     if (!render || !/\.(created|deleted)$/.test(type)) await abortEvents(self.db, [_id]);
-    else await resolvePrepared(self.db, { _id, type, account_id: accountId, subject: subjectOf(record) }, async (stored) => (await render.call(self, stored)) as Data);
+    else if ((await resolvePrepared(self.db, { _id, type, account_id: accountId, subject: subjectOf(record) }, async (stored) => (await render.call(self, stored)) as Data)) === "committed")
+      announce(self.broker, groupsFor(type));
     cover?.end();
   }
 }
@@ -178,6 +187,8 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
             const self = this as unknown as Self;
             const groups = ctx.params?.groups;
             if (groups && !groups.includes(options.consumer!.group)) return;
+            const replicas = self.broker.registry.getServiceList({ onlyAvailable: true }).flatMap((s) => (s.fullName === self.fullName && s.nodeID ? [s.nodeID] : []));
+            if (wakeTarget(replicas) !== self.broker.nodeID) return;
             if (self.wake) self.wake();
             else self.wakeMissed = true;
           },
@@ -246,8 +257,12 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
         const { group, handle, handleBatch } = options.consumer!;
         const settings = configOf(this).events;
         let prunedAt = 0;
+        // Woken (or just started): claims whatever is queued. After a poll's timeout, only what has waited a poll
+        // period: fresh work is the woken replica's, and this one takes what it left (it is gone, or behind).
+        let woken = true;
         while (this.consumerRunning) {
-          const batch = await claimEvents(this.db, group, this.broker.nodeID, settings.leaseMs, CLAIM_BATCH).catch((err) => {
+          const queuedBefore = woken ? undefined : new Date(Date.now() - settings.pollMs);
+          const batch = await claimEvents(this.db, group, this.broker.nodeID, settings.leaseMs, CLAIM_BATCH, queuedBefore).catch((err) => {
             this.logger.warn(`Claiming ${group} events failed`, err);
             return [];
           });
@@ -281,6 +296,7 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
           if (batch.length === CLAIM_BATCH) continue;
           if (this.wakeMissed) {
             this.wakeMissed = false;
+            woken = true;
             await new Promise((resolve) => setTimeout(resolve, GATHER_MS));
             continue;
           }
@@ -291,9 +307,9 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
               (err) => this.logger.warn("Pruning events failed", err),
             );
           }
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(() => (this.wake = undefined, resolve()), settings.pollMs);
-            this.wake = () => (clearTimeout(timer), (this.wake = undefined), resolve());
+          woken = await new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => ((this.wake = undefined), resolve(false)), settings.pollMs);
+            this.wake = () => (clearTimeout(timer), (this.wake = undefined), resolve(true));
           });
         }
       },
@@ -305,9 +321,11 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
         for (const event of abandoned) {
           const render = records[event.subject.split("/")[0]!]!;
           const rendered = async (record: Data) => (await render.call(this, record)) as Data;
-          await (event.ids ? settleIdBlock(this.db, event, rendered) : resolvePrepared(this.db, event, rendered)).catch((err) =>
+          const settled = await (event.ids ? settleIdBlock(this.db, event, rendered) : resolvePrepared(this.db, event, rendered)).catch((err) =>
             this.logger.warn(`Settling the abandoned event ${event._id} (${event.type} ${event.subject}) failed`, err),
           );
+          // Committed now: its consumers are woken as for a writer's commit, not left to a poll.
+          if (settled && settled !== "dropped") announce(this.broker, groupsFor(event.type));
         }
       },
     },

@@ -639,10 +639,11 @@ export async function settleIdBlock(
  * Claims up to `limit` of a group's oldest unhandled events for `owner` until now + leaseMs, then holds back
  * every event whose record has an older event this group has not acknowledged (another replica holds it, or
  * it failed): per record, a group sees events in seq order. Returns the claimed items in seq order, which is
- * that order for each record.
+ * that order for each record. With `queuedBefore`, only events queued before it (a replica that was not woken).
  */
-export async function claimEvents(db: Connection, group: string, owner: string, leaseMs: number, limit: number): Promise<QueuedEvent[]> {
-  const claimed = await eventQueue(db).claimBatch(owner, leaseMs, limit, { filter: { group }, sort: { queued_at: 1 } });
+export async function claimEvents(db: Connection, group: string, owner: string, leaseMs: number, limit: number, queuedBefore?: Date): Promise<QueuedEvent[]> {
+  const filter = queuedBefore ? { group, queued_at: { $lt: queuedBefore } } : { group };
+  const claimed = await eventQueue(db).claimBatch(owner, leaseMs, limit, { filter, sort: { queued_at: 1 } });
   if (!claimed.length) return [];
   // By subject only, the group checked here: with the group in the filter the local server's SQLite took the group's
   // index and read the group's whole backlog per claim (docs/adr/0060-claims-cost-their-batch.md).

@@ -73,6 +73,16 @@ describe("event seqs from the change counters", () => {
     expect((await claimEvents(first, group, "consumer-3", 60_000, 50)).map((item) => item.event.id)).toEqual([mine]);
   });
 
+  it("gives a claim with a cutoff (a replica that was not woken) only what was queued before it, and a woken one the rest", async () => {
+    const older = await change(first, "tool.created", 31);
+    await new Promise((r) => setTimeout(r, 20));
+    const cutoff = new Date();
+    await new Promise((r) => setTimeout(r, 5));
+    const newer = await change(first, "tool.created", 32);
+    expect((await claimEvents(first, group, "polled", 60_000, 50, cutoff)).map((item) => item.event.id)).toEqual([older]);
+    expect((await claimEvents(first, group, "woken", 60_000, 50)).map((item) => item.event.id)).toEqual([newer]);
+  });
+
   it("prunes log entries committed before the cutoff, never a prepared one, through the committed_at index", async () => {
     const day = 86_400_000;
     const at = (days: number) => new Date(Date.now() - days * day);

@@ -1,0 +1,111 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import mongoose from "mongoose";
+import { deliveryModel } from "../../services/webhooks/model";
+import { startCluster, type Cluster } from "../harness/cluster";
+import { apiClient, signup, type Api } from "../harness/http";
+import { scaled, until } from "../harness/wait";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Long enough that no poll's claim falls inside a case: what the replicas take, they take on wakes. */
+const POLL_MS = 60_000;
+
+/** A receiver that holds every delivery until released, so the deliveries stay leased by whoever claimed them. */
+async function startHoldingReceiver() {
+  const held: http.ServerResponse[] = [];
+  let holding = true;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => (holding ? held.push(res) : res.writeHead(204).end()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+    held,
+    release() {
+      holding = false;
+      for (const res of held.splice(0)) res.writeHead(204).end();
+    },
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
+}
+
+/**
+ * Consumer wakes over NATS (lib/events.mixin.ts, docs/adr/0063-one-replica-takes-the-wakes.md): a commit's wake
+ * reaches every replica of a consumer group and only the first available one by node ID acts on it, so a burst's
+ * events go to one replica in batches; when that replica leaves, the next one takes the wakes.
+ */
+describe("consumer wakes over NATS, two webhooks replicas", () => {
+  let cluster: Cluster;
+  let api: Api;
+  let receiver: Awaited<ReturnType<typeof startHoldingReceiver>>;
+  let db: mongoose.Connection;
+  let token: string;
+  let accountId: number;
+  /** The webhooks nodes, first by node ID first. */
+  let replicas: string[];
+
+  beforeAll(async () => {
+    cluster = await startCluster({
+      database: "event_wakes",
+      env: { EVENTS_POLL_MS: String(POLL_MS), WEBHOOK_POLL_MS: String(POLL_MS) },
+      nodes: [["gateway"], ["users", "api-keys", "tools"], ["webhooks"], ["webhooks"]],
+    });
+    replicas = [cluster.brokers[2]!.nodeID, cluster.brokers[3]!.nodeID].sort();
+    api = apiClient(cluster.baseUrl);
+    receiver = await startHoldingReceiver();
+    db = await mongoose.createConnection(cluster.mongoUrl).asPromise();
+    const owner = await signup(api, "wakes");
+    token = owner.token;
+    accountId = owner.user.account_id;
+    const subscription = await api("POST", "/api/v1/webhook-subscriptions", { token, body: { url: receiver.url, event_types: ["tool.created"] } });
+    expect(subscription.status).toBe(201);
+  }, scaled(60_000));
+  afterAll(async () => {
+    receiver?.release();
+    await cluster?.stop();
+    await receiver?.close();
+    await db?.close();
+  });
+
+  /** Creates `count` tools over several wake periods (50 ms each), so that wakes alternating between replicas would split them. */
+  async function createTools(prefix: string, count: number): Promise<void> {
+    for (let i = 0; i < count; i++) {
+      const created = await api("POST", "/api/v1/tools", { token, body: { name: `${prefix}-${i}`, identifier: `${prefix}-${i}`, tool_type: "function" } });
+      expect(created.status).toBe(201);
+      if (i % 4 === 3) await sleep(60);
+    }
+  }
+
+  /** Who holds the lease of each delivery still out (the receiver holds them), by node. */
+  async function leaseOwners(): Promise<Record<string, number>> {
+    const rows = await deliveryModel(db).find({ account_id: accountId, status: "pending" }, { lease_owner: 1 }).lean();
+    const owners: Record<string, number> = {};
+    for (const row of rows) owners[String(row.lease_owner)] = (owners[String(row.lease_owner)] ?? 0) + 1;
+    return owners;
+  }
+
+  it("gives every wake of a burst to the first replica by node ID: it claims all the burst's events", async () => {
+    await createTools("burst", 16);
+    await until(async () => receiver.held.length, (n) => n === 16, scaled(15_000), "16 deliveries held by the receiver");
+    expect(await leaseOwners()).toEqual({ [replicas[0]!]: 16 });
+    receiver.release();
+    await until(async () => (await deliveryModel(db).countDocuments({ account_id: accountId, status: "delivered" })), (n) => n === 16, scaled(15_000), "16 deliveries delivered");
+  });
+
+  it("gives the wakes to the next replica once the first has left", async () => {
+    const [first, next] = replicas.map((id) => cluster.brokers.find((b) => b.nodeID === id)!);
+    await first!.stop();
+    await until(
+      async () => next!.registry.getServiceList({ onlyAvailable: true }).filter((s) => s.name === "webhooks").length,
+      (n) => n === 1,
+      scaled(15_000),
+      "the first replica gone from the next one's registry",
+    );
+    const before = Date.now();
+    await createTools("after", 8);
+    // Far sooner than a poll: the wakes reached the remaining replica.
+    await until(async () => (await deliveryModel(db).countDocuments({ account_id: accountId, status: "delivered" })), (n) => n === 24, scaled(15_000), "8 more deliveries delivered");
+    expect(Date.now() - before).toBeLessThan(POLL_MS / 2);
+  });
+});
