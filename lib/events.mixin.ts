@@ -30,14 +30,19 @@ type Change = { id: string; draft: ChangeDraft; cover?: CreateCover };
 
 /**
  * Broadcast after commits with the consumer groups they queued work for (at most once per WAKE_EVERY_MS). Each group
- * acts on it in one replica, the first of its available nodes by node ID (wakeTarget): that replica claims the fresh
- * work alone while the others only take what waited a poll period, so replicas neither split a burst into small
- * claims nor race for the same items (docs/adr/0063-one-replica-takes-the-wakes.md).
+ * acts on it in one replica (wakeTarget): that replica claims the fresh work alone while the others only take what
+ * waited a poll period, so replicas neither split a burst into small claims nor race for the same items
+ * (docs/adr/0063-one-replica-takes-the-wakes.md).
  */
 export const EVENTS_COMMITTED = "events.committed";
 
-/** The replica of a consumer group that acts on its wakes: the first of the group's available nodes by node ID. */
-export function wakeTarget(nodeIDs: readonly string[]): string | undefined {
+/**
+ * The replica of a consumer group that acts on a wake: the sender's own, when it runs the group (its commits are
+ * consumed where they were made, as the balancer's preferLocal did), else the first of the group's available nodes by
+ * node ID, the same node for every sender.
+ */
+export function wakeTarget(sender: string, nodeIDs: readonly string[]): string | undefined {
+  if (nodeIDs.includes(sender)) return sender;
   let first: string | undefined;
   for (const id of nodeIDs) if (first === undefined || id < first) first = id;
   return first;
@@ -183,12 +188,12 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
   return {
     events: options.consumer
       ? {
-          [EVENTS_COMMITTED](ctx: { params?: { groups?: string[] } }) {
+          [EVENTS_COMMITTED](ctx: { nodeID?: string | null; params?: { groups?: string[] } }) {
             const self = this as unknown as Self;
             const groups = ctx.params?.groups;
             if (groups && !groups.includes(options.consumer!.group)) return;
             const replicas = self.broker.registry.getServiceList({ onlyAvailable: true }).flatMap((s) => (s.fullName === self.fullName && s.nodeID ? [s.nodeID] : []));
-            if (wakeTarget(replicas) !== self.broker.nodeID) return;
+            if (wakeTarget(ctx.nodeID ?? self.broker.nodeID, replicas) !== self.broker.nodeID) return;
             if (self.wake) self.wake();
             else self.wakeMissed = true;
           },

@@ -22,6 +22,9 @@ async function startHoldingReceiver() {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
     held,
+    hold() {
+      holding = true;
+    },
     release() {
       holding = false;
       for (const res of held.splice(0)) res.writeHead(204).end();
@@ -32,33 +35,37 @@ async function startHoldingReceiver() {
 
 /**
  * Consumer wakes over NATS (lib/events.mixin.ts, docs/adr/0063-one-replica-takes-the-wakes.md): a commit's wake
- * reaches every replica of a consumer group and only the first available one by node ID acts on it, so a burst's
- * events go to one replica in batches; when that replica leaves, the next one takes the wakes.
+ * reaches every replica of a consumer group and one acts on it (the sender's own, else the first available by node
+ * ID), so a burst's events go to one replica in batches; when that replica leaves, the next one takes the wakes.
  */
-describe("consumer wakes over NATS, two webhooks replicas", () => {
+describe("consumer wakes over NATS, three webhooks replicas", () => {
   let cluster: Cluster;
   let api: Api;
   let receiver: Awaited<ReturnType<typeof startHoldingReceiver>>;
   let db: mongoose.Connection;
   let token: string;
   let accountId: number;
-  /** The webhooks nodes, first by node ID first. */
+  /** The webhooks nodes that commit nothing, first by node ID first. */
   let replicas: string[];
+  /** The node of the traits service and a webhooks replica. */
+  let traitsNode: string;
 
   beforeAll(async () => {
     cluster = await startCluster({
       database: "event_wakes",
       env: { EVENTS_POLL_MS: String(POLL_MS), WEBHOOK_POLL_MS: String(POLL_MS) },
-      nodes: [["gateway"], ["users", "api-keys", "tools"], ["webhooks"], ["webhooks"]],
+      // Tools commit on a node without the group; traits on one of its replicas, the last by node ID.
+      nodes: [["gateway"], ["users", "api-keys", "tools"], ["webhooks"], ["webhooks"], ["traits", "webhooks"]],
     });
     replicas = [cluster.brokers[2]!.nodeID, cluster.brokers[3]!.nodeID].sort();
+    traitsNode = cluster.brokers[4]!.nodeID;
     api = apiClient(cluster.baseUrl);
     receiver = await startHoldingReceiver();
     db = await mongoose.createConnection(cluster.mongoUrl).asPromise();
     const owner = await signup(api, "wakes");
     token = owner.token;
     accountId = owner.user.account_id;
-    const subscription = await api("POST", "/api/v1/webhook-subscriptions", { token, body: { url: receiver.url, event_types: ["tool.created"] } });
+    const subscription = await api("POST", "/api/v1/webhook-subscriptions", { token, body: { url: receiver.url, event_types: ["tool.created", "trait.created"] } });
     expect(subscription.status).toBe(201);
   }, scaled(60_000));
   afterAll(async () => {
@@ -68,10 +75,11 @@ describe("consumer wakes over NATS, two webhooks replicas", () => {
     await db?.close();
   });
 
-  /** Creates `count` tools over several wake periods (50 ms each), so that wakes alternating between replicas would split them. */
-  async function createTools(prefix: string, count: number): Promise<void> {
+  /** Creates `count` records over several wake periods (50 ms each), so that wakes alternating between replicas would split them. */
+  async function create(collection: "tools" | "traits", prefix: string, count: number): Promise<void> {
     for (let i = 0; i < count; i++) {
-      const created = await api("POST", "/api/v1/tools", { token, body: { name: `${prefix}-${i}`, identifier: `${prefix}-${i}`, tool_type: "function" } });
+      const name = `${prefix}-${i}`;
+      const created = await api("POST", `/api/v1/${collection}`, { token, body: collection === "tools" ? { name, identifier: name, tool_type: "function" } : { name } });
       expect(created.status).toBe(201);
       if (i % 4 === 3) await sleep(60);
     }
@@ -86,11 +94,20 @@ describe("consumer wakes over NATS, two webhooks replicas", () => {
   }
 
   it("gives every wake of a burst to the first replica by node ID: it claims all the burst's events", async () => {
-    await createTools("burst", 16);
+    await create("tools", "burst", 16);
     await until(async () => receiver.held.length, (n) => n === 16, scaled(15_000), "16 deliveries held by the receiver");
     expect(await leaseOwners()).toEqual({ [replicas[0]!]: 16 });
     receiver.release();
-    await until(async () => (await deliveryModel(db).countDocuments({ account_id: accountId, status: "delivered" })), (n) => n === 16, scaled(15_000), "16 deliveries delivered");
+    await until(async () => await deliveryModel(db).countDocuments({ account_id: accountId, status: "delivered" }), (n) => n === 16, scaled(15_000), "16 deliveries delivered");
+  });
+
+  it("gives the wakes of a node running the group to its own replica", async () => {
+    receiver.hold();
+    await create("traits", "own", 8);
+    await until(async () => receiver.held.length, (n) => n === 8, scaled(15_000), "8 deliveries held by the receiver");
+    expect(await leaseOwners()).toEqual({ [traitsNode]: 8 });
+    receiver.release();
+    await until(async () => await deliveryModel(db).countDocuments({ account_id: accountId, status: "delivered" }), (n) => n === 24, scaled(15_000), "8 more deliveries delivered");
   });
 
   it("gives the wakes to the next replica once the first has left", async () => {
@@ -98,14 +115,14 @@ describe("consumer wakes over NATS, two webhooks replicas", () => {
     await first!.stop();
     await until(
       async () => next!.registry.getServiceList({ onlyAvailable: true }).filter((s) => s.name === "webhooks").length,
-      (n) => n === 1,
+      (n) => n === 2,
       scaled(15_000),
       "the first replica gone from the next one's registry",
     );
     const before = Date.now();
-    await createTools("after", 8);
-    // Far sooner than a poll: the wakes reached the remaining replica.
-    await until(async () => (await deliveryModel(db).countDocuments({ account_id: accountId, status: "delivered" })), (n) => n === 24, scaled(15_000), "8 more deliveries delivered");
+    await create("tools", "after", 8);
+    // Far sooner than a poll: the wakes reached a remaining replica.
+    await until(async () => await deliveryModel(db).countDocuments({ account_id: accountId, status: "delivered" }), (n) => n === 32, scaled(15_000), "8 more deliveries delivered");
     expect(Date.now() - before).toBeLessThan(POLL_MS / 2);
   });
 });
