@@ -29,24 +29,15 @@ type Data = Record<string, unknown>;
 type Change = { id: string; draft: ChangeDraft; cover?: CreateCover };
 
 /**
- * Broadcast after commits with the consumer groups they queued work for (at most once per WAKE_EVERY_MS). Each group
- * acts on it in one replica (wakeTarget): that replica claims the fresh work alone while the others only take what
- * waited a poll period, so replicas neither split a burst into small claims nor race for the same items
- * (docs/adr/0063-one-replica-takes-the-wakes.md).
+ * Emitted after commits with the consumer groups they queued work for (at most once per WAKE_EVERY_MS). Each group's
+ * wakes go to one replica: the sender's own when it runs the group (the balancer's preferLocal), else the node that
+ * Moleculer's hash ring gives the constant WAKE_SHARD, the same for every sender while the group's nodes stay. That
+ * replica claims the fresh work alone and the others take only what waited a poll period, so replicas neither split
+ * a burst into small claims nor race for the same items (docs/adr/0063-one-replica-takes-the-wakes.md).
  */
 export const EVENTS_COMMITTED = "events.committed";
-
-/**
- * The replica of a consumer group that acts on a wake: the sender's own, when it runs the group (its commits are
- * consumed where they were made, as the balancer's preferLocal did), else the first of the group's available nodes by
- * node ID, the same node for every sender.
- */
-export function wakeTarget(sender: string, nodeIDs: readonly string[]): string | undefined {
-  if (nodeIDs.includes(sender)) return sender;
-  let first: string | undefined;
-  for (const id of nodeIDs) if (first === undefined || id < first) first = id;
-  return first;
-}
+/** The shard key every wake carries (a string: the strategy's options reach emitters on other nodes as JSON). */
+const WAKE_SHARD = { shardKey: "shard", value: "wakes" } as const;
 
 /**
  * A process wakes a group's consumers at most this often: the first commit after a quiet spell at once, later ones
@@ -89,8 +80,8 @@ const wakeGates = new WeakMap<Service["broker"], WakeGate>();
 function announce(broker: Service["broker"], groups: readonly string[]): void {
   let gate = wakeGates.get(broker);
   if (!gate) {
-    // Sent later from a timer, maybe after the broker stopped: a failed broadcast is dropped, never thrown there.
-    const send = (woken: string[]) => void Promise.resolve().then(() => broker.broadcast(EVENTS_COMMITTED, { groups: woken })).catch(() => undefined);
+    // Sent later from a timer, maybe after the broker stopped: a failed emit is dropped, never thrown there.
+    const send = (woken: string[]) => void Promise.resolve().then(() => broker.emit(EVENTS_COMMITTED, { groups: woken, [WAKE_SHARD.shardKey]: WAKE_SHARD.value })).catch(() => undefined);
     wakeGates.set(broker, (gate = new WakeGate(WAKE_EVERY_MS, send)));
   }
   gate.add(groups);
@@ -188,14 +179,16 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
   return {
     events: options.consumer
       ? {
-          [EVENTS_COMMITTED](ctx: { nodeID?: string | null; params?: { groups?: string[] } }) {
-            const self = this as unknown as Self;
-            const groups = ctx.params?.groups;
-            if (groups && !groups.includes(options.consumer!.group)) return;
-            const replicas = self.broker.registry.getServiceList({ onlyAvailable: true }).flatMap((s) => (s.fullName === self.fullName && s.nodeID ? [s.nodeID] : []));
-            if (wakeTarget(ctx.nodeID ?? self.broker.nodeID, replicas) !== self.broker.nodeID) return;
-            if (self.wake) self.wake();
-            else self.wakeMissed = true;
+          [EVENTS_COMMITTED]: {
+            strategy: "Shard",
+            strategyOptions: { shardKey: WAKE_SHARD.shardKey },
+            handler(ctx: { params?: { groups?: string[] } }) {
+              const self = this as unknown as Self;
+              const groups = ctx.params?.groups;
+              if (groups && !groups.includes(options.consumer!.group)) return;
+              if (self.wake) self.wake();
+              else self.wakeMissed = true;
+            },
           },
         }
       : {},

@@ -1,4 +1,4 @@
-import { WakeGate, wakeTarget } from "../../lib/events.mixin";
+import { WakeGate } from "../../lib/events.mixin";
 
 describe("consumer wakes (WakeGate)", () => {
   beforeEach(() => jest.useFakeTimers({ now: 1_000_000 }));
@@ -31,17 +31,5 @@ describe("consumer wakes (WakeGate)", () => {
     gate.add([]);
     jest.advanceTimersByTime(100);
     expect(sent).toEqual([]);
-  });
-});
-
-describe("the replica a group's wakes are for (wakeTarget)", () => {
-  it("is the sender's own replica when the sender runs the group", () => {
-    expect(wakeTarget("api-7f-10", ["api-7f-2", "api-7f-10", "api-1c-5"])).toBe("api-7f-10");
-  });
-
-  it("is otherwise the first node by node ID, whatever order the registry lists them in; none without nodes", () => {
-    expect(wakeTarget("gateway-1", ["api-7f-2", "api-7f-10", "api-1c-5"])).toBe("api-1c-5");
-    expect(wakeTarget("node-1", ["node-3", "node-2"])).toBe("node-2");
-    expect(wakeTarget("node-1", [])).toBeUndefined();
   });
 });
