@@ -143,6 +143,9 @@ interface Release {
 /** How a holder ends an item: released, or completed with `set` written (its final status). */
 export type ItemEnding = { release: Release } | { complete: { set: Filter } };
 
+/** How often a batch claim looks for candidates when other claimers keep taking all it found. */
+const LOOKS_PER_BATCH_CLAIM = 3;
+
 /** A queue of items held one holder at a time under a lease: claim, renew, write, release, complete. */
 export class LeaseQueue<T> {
   constructor(
@@ -172,21 +175,25 @@ export class LeaseQueue<T> {
   /**
    * Claims up to `limit` claimable items (the first by `sort`) for `owner`: picks candidates, claims those still
    * claimable in one conditional update, and returns the ones this owner got (a concurrent claimer may win some),
-   * in `sort` order.
+   * in `sort` order. A claimer that lost every candidate looks again at once (LOOKS_PER_BATCH_CLAIM in all): the
+   * items after them are free, and an empty answer sent two replicas draining one backlog to sleep by turns.
    */
   async claimBatch(owner: string, leaseMs: number, limit: number, { filter = {}, sort, now = new Date() }: ClaimOptions = {}): Promise<T[]> {
     const claimable = { ...filter, ...this.claimable(now) };
     const reason = this.options.crossAccount;
     const { onClaim = {}, changedOnlyByClaims } = this.options;
     const projection = changedOnlyByClaims ? undefined : { _id: 1 as const };
-    const candidates = (await this.store.find(claimable, { sort, limit, projection }, reason)) as (T & { _id: unknown })[];
-    if (!candidates.length) return [];
-    const ids = candidates.map((c) => c._id);
     const lease = this.lease(owner, new Date(now.getTime() + leaseMs));
-    const taken = await this.store.update({ ...claimable, _id: { $in: ids } }, { ...onClaim, $set: { ...onClaim.$set, ...lease } }, reason);
-    if (!taken) return []; // another replica claimed them first
-    if (changedOnlyByClaims && taken === candidates.length) return candidates.map((c) => ({ ...c, ...lease }));
-    return this.store.find({ _id: { $in: ids }, [this.options.owner]: owner, [this.options.until]: { $gt: now } }, { sort }, reason);
+    for (let look = 0; look < LOOKS_PER_BATCH_CLAIM; look++) {
+      const candidates = (await this.store.find(claimable, { sort, limit, projection }, reason)) as (T & { _id: unknown })[];
+      if (!candidates.length) return [];
+      const ids = candidates.map((c) => c._id);
+      const taken = await this.store.update({ ...claimable, _id: { $in: ids } }, { ...onClaim, $set: { ...onClaim.$set, ...lease } }, reason);
+      if (!taken) continue; // another claimer took them all between the find and the update
+      if (changedOnlyByClaims && taken === candidates.length) return candidates.map((c) => ({ ...c, ...lease }));
+      return this.store.find({ _id: { $in: ids }, [this.options.owner]: owner, [this.options.until]: { $gt: now } }, { sort }, reason);
+    }
+    return [];
   }
 
   /** Extends the lease while `owner` still holds it; false means it was lost (taken over, or the item ended). */

@@ -126,6 +126,29 @@ describe.each(SETUPS)("lease queue over $name", ({ store: storeOf }) => {
     expect(won.flat().sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
   });
 
+  it("a batch claimer that lost every candidate to another between its find and its update claims the next ones", async () => {
+    const now = new Date();
+    await seed(10, at(now, -120 * SECOND));
+    const rival = queue(UNTIL_IS_DUE);
+    let raced = false;
+    // The real store, with the rival's claim run once right after this claimer's first find.
+    const racedStore: QueueStore<Item> = {
+      ...store,
+      find: async (filter, options, reason) => {
+        const found = await store.find(filter, options, reason);
+        if (!raced && options.limit) {
+          raced = true;
+          await rival.claimBatch("rival", 60 * SECOND, 4, { sort: { _id: 1 }, now });
+        }
+        return found;
+      },
+    };
+    const batch = await new LeaseQueue(racedStore, UNTIL_IS_DUE).claimBatch("late", 60 * SECOND, 4, { sort: { _id: 1 }, now });
+    expect(batch.map((item) => item._id)).toEqual([5, 6, 7, 8]);
+    const stored = await store.find({ account_id: { $in: [1, 2, 3] } }, { sort: { _id: 1 } });
+    expect(stored.slice(0, 8).map((item) => item.lease_owner)).toEqual(["rival", "rival", "rival", "rival", "late", "late", "late", "late"]);
+  });
+
   it("due-claim: only due items are claimed, most overdue first", async () => {
     const now = new Date();
     await seed(5, now);
