@@ -200,9 +200,8 @@ export function namedRecordSchema<T extends NamedRecord>(
   deriveFields(schema, deriveSortName);
   // Updates that rename ($set name) keep sort_name in step, whoever writes them.
   schema.pre(["updateOne", "updateMany", "findOneAndUpdate"], function () {
-    const update = this.getUpdate() as { $set?: Record<string, unknown> } | null;
-    const name = update?.$set?.name;
-    if (typeof name === "string") update!.$set!.sort_name = name.toLowerCase();
+    const set = (this.getUpdate() as { $set?: Record<string, unknown> } | null)?.$set;
+    if (typeof set?.name === "string") deriveSortName(set);
   });
   return schema as unknown as Schema<T>;
 }
