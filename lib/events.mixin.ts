@@ -260,9 +260,9 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
         let woken = true;
         while (this.consumerRunning) {
           const queuedBefore = woken ? undefined : new Date(Date.now() - settings.pollMs);
-          const batch = await claimEvents(this.db, group, this.broker.nodeID, settings.leaseMs, CLAIM_BATCH, queuedBefore).catch((err) => {
+          const { ready: batch, claimed } = await claimEvents(this.db, group, this.broker.nodeID, settings.leaseMs, CLAIM_BATCH, queuedBefore).catch((err) => {
             this.logger.warn(`Claiming ${group} events failed`, err);
-            return [];
+            return { ready: [], claimed: 0 };
           });
           const done: string[] = [];
           const failedSubjects = new Set<string>();
@@ -291,7 +291,8 @@ export function EventsMixin(options: EventsOptions): Partial<ServiceSchema> {
           }
           await acknowledgeEvents(this.db, this.broker.nodeID, done).catch((err) => this.logger.warn("Acknowledging events failed", err));
           await releaseEvents(this.db, this.broker.nodeID, retry, RETRY_AFTER_MS).catch(() => undefined);
-          if (batch.length === CLAIM_BATCH) continue;
+          // A full claim, held-back events included: more may be queued behind it.
+          if (claimed === CLAIM_BATCH) continue;
           if (this.wakeMissed) {
             this.wakeMissed = false;
             woken = true;

@@ -636,15 +636,27 @@ export async function settleIdBlock(
 }
 
 /**
+ * How long an event held back behind an older one of its record stays out of claims: the claimer's next claim in
+ * the same pass takes other events instead of the same ones again, and the held event is looked at again after it.
+ */
+export const HELD_BACK_MS = 250;
+
+/** What a claim took: the events ready to handle, and how many it claimed, those it held back included. */
+export interface EventClaim {
+  ready: QueuedEvent[];
+  claimed: number;
+}
+
+/**
  * Claims up to `limit` of a group's oldest unhandled events for `owner` until now + leaseMs, then holds back
  * every event whose record has an older event this group has not acknowledged (another replica holds it, or
- * it failed): per record, a group sees events in seq order. Returns the claimed items in seq order, which is
- * that order for each record. With `queuedBefore`, only events queued before it (a replica that was not woken).
+ * it failed) for HELD_BACK_MS: per record, a group sees events in seq order. The ready events come in seq order,
+ * which is that order for each record. With `queuedBefore`, only events queued before it (a replica that was not woken).
  */
-export async function claimEvents(db: Connection, group: string, owner: string, leaseMs: number, limit: number, queuedBefore?: Date): Promise<QueuedEvent[]> {
+export async function claimEvents(db: Connection, group: string, owner: string, leaseMs: number, limit: number, queuedBefore?: Date): Promise<EventClaim> {
   const filter = queuedBefore ? { group, queued_at: { $lt: queuedBefore } } : { group };
   const claimed = await eventQueue(db).claimBatch(owner, leaseMs, limit, { filter, sort: { queued_at: 1 } });
-  if (!claimed.length) return [];
+  if (!claimed.length) return { ready: [], claimed: 0 };
   // By subject only, the group checked here: with the group in the filter the local server's SQLite took the group's
   // index and read the group's whole backlog per claim (docs/adr/0060-claims-cost-their-batch.md).
   const older = await queue(db)
@@ -656,8 +668,8 @@ export async function claimEvents(db: Connection, group: string, owner: string, 
   const firstWaiting = new Map<string, number>();
   for (const o of older) if (o.group === group) firstWaiting.set(o.subject, Math.min(firstWaiting.get(o.subject) ?? Infinity, o.seq));
   const ready = claimed.filter((e) => e.seq < (firstWaiting.get(e.subject) ?? Infinity)).sort((a, b) => a.seq - b.seq);
-  await releaseEvents(db, owner, claimed.filter((e) => !ready.includes(e)).map((e) => e._id), 0);
-  return ready;
+  await releaseEvents(db, owner, claimed.filter((e) => !ready.includes(e)).map((e) => e._id), HELD_BACK_MS);
+  return { ready, claimed: claimed.length };
 }
 
 /** The work-item queue (lib/lease-queue.ts): an item is free once claim_until is past, which a release with a delay sets ahead. */

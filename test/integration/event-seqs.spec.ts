@@ -1,6 +1,6 @@
 import type { Connection } from "mongoose";
 import { closeAllDatabases, connectDatabase } from "../../lib/db";
-import { changeCounts, changeOf, claimEvents, commitEvents, commitEventsGrouped, committedBefore, ensureEventIndexes, EVENT_QUEUE_COLLECTION, EVENTS_COLLECTION, prepareEvents, pruneEvents, subjectOf } from "../../lib/events";
+import { changeCounts, changeOf, claimEvents, commitEvents, commitEventsGrouped, committedBefore, ensureEventIndexes, EVENT_QUEUE_COLLECTION, EVENTS_COLLECTION, HELD_BACK_MS, prepareEvents, pruneEvents, subjectOf } from "../../lib/events";
 import { localPlan } from "../harness/query-shapes";
 import { databaseUrl } from "../harness/servers";
 
@@ -48,7 +48,7 @@ describe("event seqs from the change counters", () => {
     expect(new Set(seqs).size).toBe(6);
     expect(await changeCounts(first, accountId, ["tools"])).toEqual([before + 6]);
 
-    const claimed = await claimEvents(first, group, "consumer", 60_000, 50);
+    const { ready: claimed } = await claimEvents(first, group, "consumer", 60_000, 50);
     expect(claimed.filter((item) => item.subject === "tools/1").map((item) => item.event.id)).toEqual(made);
     expect(claimed).toHaveLength(6);
   });
@@ -59,18 +59,30 @@ describe("event seqs from the change counters", () => {
     const newer = await change(first, "tool.updated", 9);
     await first.collection(EVENT_QUEUE_COLLECTION).insertOne({ ...legacy, claim_until: new Date(0), claimed_by: null, queued_at: new Date() } as never);
 
-    const claimed = await claimEvents(first, group, "consumer-2", 60_000, 1);
-    expect(claimed).toEqual([]); // the new event is held back, and released for the next claim
-    await new Promise((resolve) => setTimeout(resolve, 5)); // released "now": claimable from the next millisecond
-    // Claimed together, they come in the record's order.
-    expect((await claimEvents(first, group, "consumer-2", 60_000, 50)).map((item) => item.event.id)).toEqual(["evt_legacy", newer]);
+    expect(await claimEvents(first, group, "consumer-2", 60_000, 1)).toEqual({ ready: [], claimed: 1 }); // the new event is held back
+    await new Promise((resolve) => setTimeout(resolve, HELD_BACK_MS + 5));
+    // Claimed together once the hold is over, they come in the record's order.
+    expect((await claimEvents(first, group, "consumer-2", 60_000, 50)).ready.map((item) => item.event.id)).toEqual(["evt_legacy", newer]);
+  });
+
+  it("keeps held-back events out of the claims that follow for a while, and counts them as claimed", async () => {
+    const blocker = await change(first, "tool.created", 40);
+    expect((await claimEvents(first, group, "elsewhere", 60_000, 1)).ready.map((item) => item.event.id)).toEqual([blocker]);
+    await change(first, "tool.updated", 40);
+    await change(first, "tool.updated", 40);
+    const other = await change(first, "tool.created", 41);
+    // The two updates are the oldest: held behind the created event that another claimer holds.
+    expect(await claimEvents(first, group, "consumer-4", 60_000, 2)).toEqual({ ready: [], claimed: 2 });
+    // The next claim, at once, takes what is behind them instead of the same two again.
+    expect((await claimEvents(first, group, "consumer-4", 60_000, 2)).ready.map((item) => item.event.id)).toEqual([other]);
+    await first.collection(EVENT_QUEUE_COLLECTION).deleteMany({ subject: { $in: ["tools/40", "tools/41"] } });
   });
 
   it("holds a record's events back only behind older events of the same group", async () => {
     const other = { _id: "search:evt_other_group", group: "search", subject: "tools/30", seq: 1, event: { id: "evt_other_group", type: "tool.created", account_id: accountId, subject: "tools/30", data: {}, occurred_at: new Date() } };
     await first.collection(EVENT_QUEUE_COLLECTION).insertOne({ ...other, claim_until: new Date(0), claimed_by: null, queued_at: new Date() } as never);
     const mine = await change(first, "tool.updated", 30);
-    expect((await claimEvents(first, group, "consumer-3", 60_000, 50)).map((item) => item.event.id)).toEqual([mine]);
+    expect((await claimEvents(first, group, "consumer-3", 60_000, 50)).ready.map((item) => item.event.id)).toEqual([mine]);
   });
 
   it("gives a claim with a cutoff (a replica that was not woken) only what was queued before it, and a woken one the rest", async () => {
@@ -79,8 +91,8 @@ describe("event seqs from the change counters", () => {
     const cutoff = new Date();
     await new Promise((r) => setTimeout(r, 5));
     const newer = await change(first, "tool.created", 32);
-    expect((await claimEvents(first, group, "polled", 60_000, 50, cutoff)).map((item) => item.event.id)).toEqual([older]);
-    expect((await claimEvents(first, group, "woken", 60_000, 50)).map((item) => item.event.id)).toEqual([newer]);
+    expect((await claimEvents(first, group, "polled", 60_000, 50, cutoff)).ready.map((item) => item.event.id)).toEqual([older]);
+    expect((await claimEvents(first, group, "woken", 60_000, 50)).ready.map((item) => item.event.id)).toEqual([newer]);
   });
 
   it("prunes log entries committed before the cutoff, never a prepared one, through the committed_at index", async () => {

@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import mongoose from "mongoose";
+import { EVENT_QUEUE_COLLECTION, type QueuedEvent } from "../../lib/events";
 import { deliveryModel } from "../../services/webhooks/model";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
@@ -129,5 +130,33 @@ describe("consumer wakes over NATS, three webhooks replicas", () => {
     // Far sooner than a poll: the wakes reached a remaining replica.
     await until(async () => await deliveryModel(db).countDocuments({ account_id: accountId, status: "delivered" }), (n) => n === 32, scaled(15_000), "8 more deliveries delivered");
     expect(Date.now() - before).toBeLessThan(POLL_MS / 2);
+  });
+
+  it("claims again at once when a woken claim was all held back behind an older event another claimer holds", async () => {
+    const queue = db.collection<QueuedEvent>(EVENT_QUEUE_COLLECTION);
+    const subject = "tools/999999999";
+    const queuedAt = new Date(Date.now() - 1_000);
+    const item = (seq: number, claimedBy: string | null, claimUntil: Date): QueuedEvent => ({
+      _id: `webhooks:evt_held_${seq}`,
+      group: "webhooks",
+      subject,
+      seq,
+      event: { id: `evt_held_${seq}`, type: "tool.updated", account_id: accountId, subject, data: {}, occurred_at: queuedAt },
+      claim_until: claimUntil,
+      claimed_by: claimedBy,
+      queued_at: queuedAt,
+    });
+    // A record's event held elsewhere for longer than the case, and a whole claim's worth (50) of its later events,
+    // queued before anything else: the woken replica's first claim takes only those, and holds them all back.
+    await queue.insertMany([item(1, "elsewhere", new Date(Date.now() + 10 * POLL_MS)), ...Array.from({ length: 50 }, (_, i) => item(i + 2, null, new Date(0)))]);
+    try {
+      const before = Date.now();
+      await create("tools", "behind", 1);
+      // Far sooner than a poll: the replica claimed again after the held-back batch instead of sleeping.
+      await until(async () => await deliveryModel(db).countDocuments({ account_id: accountId, status: "delivered" }), (n) => n === 33, scaled(15_000), "the new tool's delivery");
+      expect(Date.now() - before).toBeLessThan(POLL_MS / 2);
+    } finally {
+      await queue.deleteMany({ subject });
+    }
   });
 });
