@@ -163,11 +163,12 @@ export function firstFreeIdentifier(base: string, taken: Iterable<string>): stri
   for (let n = 2; ; n++) if (!used.has(`${base}-${n}`)) return `${base}-${n}`;
 }
 
-/** URL-safe identifiers with at least one letter, so a path segment that is all digits is always an id. */
-export const IDENTIFIER_PATTERN = /^(?=.*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_.-]*$/;
-
-/** fastest-validator rule for a client-chosen identifier. */
-export const identifierRule = { type: "string", min: 1, max: 100, pattern: IDENTIFIER_PATTERN, optional: true } as const;
+/**
+ * fastest-validator rule for a client-chosen identifier: URL-safe, with at least one letter, so a path segment that
+ * is all digits is always an id. The pattern is a string, as every rule's is: the node info that carries actions'
+ * params to other nodes is JSON, where a RegExp arrives as {} (the gateway's OpenAPI document lost it).
+ */
+export const identifierRule = { type: "string", min: 1, max: 100, pattern: "^(?=.*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_.-]*$", optional: true } as const;
 
 /** True when a reference (path segment or association entry) names a numeric id rather than an identifier. */
 export function isIdRef(ref: string | number): boolean {

@@ -15,6 +15,9 @@ function ruleObject(rule: unknown): Record<string, unknown> {
   return (rule ?? { type: "any" }) as Record<string, unknown>;
 }
 
+/** Canonical base64, which fastest-validator's `base64` strings accept (its own pattern also takes a backslash). */
+const BASE64_PATTERN = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$";
+
 /** JSON Schema (2020-12, as OpenAPI 3.1 uses) for one fastest-validator rule. */
 export function ruleToSchema(rule: unknown): JsonSchema {
   const r = ruleObject(rule);
@@ -35,8 +38,8 @@ export function ruleToSchema(rule: unknown): JsonSchema {
       if (typeof r.min === "number") schema.minLength = r.min;
       if (typeof r.max === "number") schema.maxLength = r.max;
       if (typeof r.length === "number") schema.minLength = schema.maxLength = r.length;
-      if (r.pattern instanceof RegExp) schema.pattern = r.pattern.source;
-      else if (typeof r.pattern === "string") schema.pattern = r.pattern;
+      if (typeof r.pattern === "string") schema.pattern = r.pattern;
+      if (r.base64 === true) Object.assign(schema, { contentEncoding: "base64", pattern: BASE64_PATTERN });
       if (Array.isArray(r.enum)) schema.enum = r.enum;
       // An enum the validator folds to one case: the document lists that case only (generators read values
       // that differ only in case as duplicates), and says that any case is accepted.
@@ -46,7 +49,8 @@ export function ruleToSchema(rule: unknown): JsonSchema {
       schema = { type: "string", format: "email" };
       break;
     case "url":
-      schema = { type: "string", format: "uri" };
+      // fastest-validator's url rule takes http(s) addresses only, which "uri" alone does not say.
+      schema = { type: "string", format: "uri", pattern: "^https?://\\S+" };
       break;
     case "uuid":
       schema = { type: "string", format: "uuid" };
@@ -67,6 +71,7 @@ export function ruleToSchema(rule: unknown): JsonSchema {
       schema = { type: "array", ...(r.items ? { items: ruleToSchema(r.items) } : {}) };
       if (typeof r.min === "number") schema.minItems = r.min;
       if (typeof r.max === "number") schema.maxItems = r.max;
+      if (r.unique === true) schema.uniqueItems = true;
       break;
     case "object":
       // Said explicitly either way: generators read an object without additionalProperties as an empty one.
@@ -110,7 +115,7 @@ export function objectSchema(params: Record<string, unknown>): JsonSchema {
 
 
 /** Keywords that constrain what a client may send, not what a stored record holds. */
-const REQUEST_ONLY = new Set(["minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "pattern", "default", "minItems", "maxItems"]);
+const REQUEST_ONLY = new Set(["minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "pattern", "default", "minItems", "maxItems", "uniqueItems"]);
 
 /**
  * The schema of a value as responses carry it, from the rule that validates (or describes) it: its types, enums,

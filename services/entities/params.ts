@@ -67,7 +67,7 @@ const provenanceRule = freeJsonRule({
     type: "string",
     min: 1,
     max: MAX_ATTRIBUTE_NAME,
-    pattern: /^(?!__proto__$)/,
+    pattern: "^(?!__proto__$)",
     messages: { stringPattern: "Provenance cannot be recorded for an attribute named __proto__" },
   },
   value: {

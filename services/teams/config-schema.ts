@@ -41,7 +41,7 @@ export const documentSchema = {
             optional: true,
             props: {
               access_level: { type: "enum", values: PUBLICATION_LEVELS },
-              chat_uri: { type: "string", min: 1, max: 200, pattern: /^[A-Za-z0-9][A-Za-z0-9_-]*$/, optional: true },
+              chat_uri: { type: "string", min: 1, max: 200, pattern: "^[A-Za-z0-9][A-Za-z0-9_-]*$", optional: true },
               domain: { type: "string", min: 1, max: 253, optional: true },
               password: { type: "string", min: 8, max: 128, optional: true },
             },

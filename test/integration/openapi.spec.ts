@@ -60,6 +60,19 @@ describe("OpenAPI description over NATS", () => {
     expect(paths["/api/v1/scheduled-tasks/{scheduled_task_id}"].delete).toBeDefined();
   });
 
+  it("states the validators' patterns, URL schemes, base64 and unique items, as they cross the transporter", async () => {
+    const doc = (await api("GET", "/openapi.json")).body;
+    const body = (path: string, method: string) => {
+      const schema = doc.paths[path][method].requestBody.content["application/json"].schema;
+      return schema.$ref ? doc.components.schemas[schema.$ref.split("/").pop()] : schema;
+    };
+    expect(body("/api/v1/agents", "post").properties.identifier).toMatchObject({ pattern: "^(?=.*[A-Za-z])[A-Za-z0-9][A-Za-z0-9_.-]*$" });
+    const document = body("/api/v1/knowledge/{knowledge_source_id}/documents", "post").properties;
+    expect(document.url).toMatchObject({ format: "uri", pattern: "^https?://\\S+" });
+    expect(document.file.properties.data).toMatchObject({ contentEncoding: "base64", pattern: expect.any(String) });
+    expect(body("/api/v1/account-api-keys/{api_key_id}", "put").properties.permissions).toMatchObject({ uniqueItems: true });
+  });
+
   it("declares every success body with a typed schema (lib/resource.ts), pages as {data, pagination}", async () => {
     const doc = (await api("GET", "/openapi.json")).body;
     const untyped: string[] = [];

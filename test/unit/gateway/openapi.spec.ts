@@ -1,3 +1,4 @@
+import Validator from "fastest-validator";
 import { objectSchema, ruleToSchema } from "../../../lib/json-schema";
 import { defineResource, defineView, NO_CONTENT } from "../../../lib/resource";
 import { openApiDocument } from "../../../services/gateway/openapi";
@@ -19,7 +20,7 @@ describe("ruleToSchema", () => {
   it("maps numbers, strings, enums, arrays, objects and dates to JSON Schema", () => {
     expect(ruleToSchema({ type: "number", integer: true, min: 1, max: 200, default: 50, convert: true })).toEqual({ type: "integer", minimum: 1, maximum: 200, default: 50 });
     expect(ruleToSchema({ type: "number", positive: true })).toEqual({ type: "number", exclusiveMinimum: 0 });
-    expect(ruleToSchema({ type: "string", min: 1, max: 100, pattern: /^[a-z]+$/ })).toEqual({ type: "string", minLength: 1, maxLength: 100, pattern: "^[a-z]+$" });
+    expect(ruleToSchema({ type: "string", min: 1, max: 100, pattern: "^[a-z]+$" })).toEqual({ type: "string", minLength: 1, maxLength: 100, pattern: "^[a-z]+$" });
     expect(ruleToSchema({ type: "enum", values: ["asc", "desc"], default: "desc" })).toEqual({ enum: ["asc", "desc"], default: "desc" });
     expect(ruleToSchema({ type: "array", items: "number", max: 8 })).toEqual({ type: "array", items: { type: "number" }, maxItems: 8 });
     expect(ruleToSchema({ type: "object", props: { a: "string", b: { type: "boolean", optional: true } } })).toEqual({
@@ -36,6 +37,19 @@ describe("ruleToSchema", () => {
     expect(ruleToSchema({ type: "object" })).toEqual({ type: "object", additionalProperties: true });
     expect(ruleToSchema({ type: "object", strict: true, props: { a: "string" } })).toEqual({ type: "object", properties: { a: { type: "string" } }, required: ["a"], additionalProperties: false });
     expect(ruleToSchema({ type: "record", value: "number" })).toEqual({ type: "object", additionalProperties: { type: "number" } });
+  });
+
+  it("states the checks a generator must know beyond the type: http(s) URLs, base64, unique items", () => {
+    expect(ruleToSchema({ type: "url" })).toEqual({ type: "string", format: "uri", pattern: "^https?://\\S+" });
+    expect(ruleToSchema({ type: "array", items: "string", unique: true })).toEqual({ type: "array", items: { type: "string" }, uniqueItems: true });
+    const base64 = ruleToSchema({ type: "string", base64: true });
+    expect(base64).toMatchObject({ type: "string", contentEncoding: "base64" });
+    // What the stated patterns take, the validator takes, and the other way round.
+    const check = new Validator().compile({ url: { type: "url", optional: true }, data: { type: "string", base64: true, optional: true } });
+    const urlPattern = new RegExp(ruleToSchema({ type: "url" }).pattern as string);
+    for (const url of ["https://example.com/a", "http://x", "ftp://example.com", "example.com", "https://", "mailto:a@b.c"]) expect(urlPattern.test(url)).toBe(check({ url }) === true);
+    const base64Pattern = new RegExp(base64.pattern as string);
+    for (const data of ["", "QQ==", "QUI=", "QUJD", "QUJDRA==", "Q", "QQ=", "QQ", "Q Q=", "QUJD*A=="]) expect(base64Pattern.test(data)).toBe(check({ data }) === true);
   });
 
   it("lists a case-folded enum in its stored case only, and carries descriptions", () => {
