@@ -24,7 +24,7 @@ import { preloadDecision, rechunkNeeded } from "./states";
 import { resolveSourceType } from "../knowledge-loader";
 import { NO_CONTENT } from "../../lib/resource";
 import { respondNoContent } from "../../lib/responses";
-import { documentBodyParams, mustTakeUploads, UPLOAD_DATA_TYPE, uploadDocument, uploadUrl, type DocumentBody, type UploadDocument } from "./uploads";
+import { documentBodyParams, mustTakeUploads, replacementUrlRule, UPLOAD_DATA_TYPE, uploadDocument, uploadUrl, type DocumentBody, type UploadDocument } from "./uploads";
 import { documentIdParam, listDocumentsParams, searchDocumentsParams, searchSourcesParams } from "../search";
 import { chunkingSettings, effectiveChunking, plainChunking, type ChunkingInput, type ChunkingSettings } from "../../lib/search/chunking";
 
@@ -274,7 +274,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     replaceDocument: {
       rest: "PUT /knowledge/:knowledge_source_id/documents/:document_id",
       summary: "Replace an uploaded document (same id and url; a new file or text, title and metadata)",
-      params: { ...idParam, ...documentIdParam, ...documentBodyParams },
+      params: { ...idParam, ...documentIdParam, ...documentBodyParams, url: replacementUrlRule },
       multipartFiles: ["file"],
       response: DocumentDetail.one(),
       async handler(ctx: Ctx<DocumentBody & { knowledge_source_id: number; document_id: string }>) {

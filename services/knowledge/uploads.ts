@@ -43,6 +43,17 @@ export const documentBodyParams = {
   url: { type: "url", max: 4096, optional: true, description: "Where the document lives, if anywhere (shown in search results); its key in the source" },
   metadata: freeJsonRule({ type: "object", optional: true, default: {}, description: "Free-form attributes kept with the document" }),
 } as const;
+/**
+ * PUT's url: the document's url as stored, which never changes, so a document read and sent back is accepted, an
+ * uploaded one's own `upload://` url included.
+ */
+export const replacementUrlRule = {
+  type: "string",
+  max: 4096,
+  pattern: "^(?:https?|upload)://\\S+",
+  optional: true,
+  description: "The document's url as stored (it does not change); may be left out",
+} as const;
 export type DocumentBody = { file?: UploadedFile; text?: string; title?: string; url?: string; metadata: Record<string, unknown> };
 
 /** Limits from configuration (lib/config.ts `uploads`). */

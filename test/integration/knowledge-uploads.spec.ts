@@ -150,6 +150,12 @@ describe.each(searchEngines("uploads"))("documents added to an upload knowledge 
 
     const moved = await call("PUT", `/knowledge/${source.id}/documents/${ids.json}`, { text: "x", url: "https://example.com/elsewhere" });
     expect(moved.status).toBe(422);
+    // A document read and sent back keeps its url, an upload's own upload:// one included.
+    const asRead = (await call("GET", `/knowledge/${source.id}/documents/${ids.txt}`)).body;
+    expect(asRead.url).toMatch(/^upload:\/\//);
+    const sentBack = await call("PUT", `/knowledge/${source.id}/documents/${ids.txt}`, { title: asRead.title, text: asRead.content, url: asRead.url, metadata: { rev: 4 } });
+    expect(sentBack.status).toBe(200);
+    expect(sentBack.body).toMatchObject({ id: ids.txt, url: asRead.url, metadata: { rev: 4 } });
 
     const removed = await call("DELETE", `/knowledge/${source.id}/documents/${ids.html}`);
     expect(removed.status).toBe(204);
