@@ -667,8 +667,9 @@ export async function claimEvents(db: Connection, group: string, owner: string, 
     .toArray();
   const firstWaiting = new Map<string, number>();
   for (const o of older) if (o.group === group) firstWaiting.set(o.subject, Math.min(firstWaiting.get(o.subject) ?? Infinity, o.seq));
-  const ready = claimed.filter((e) => e.seq < (firstWaiting.get(e.subject) ?? Infinity)).sort((a, b) => a.seq - b.seq);
-  await releaseEvents(db, owner, claimed.filter((e) => !ready.includes(e)).map((e) => e._id), HELD_BACK_MS);
+  const isReady = (e: QueuedEvent) => e.seq < (firstWaiting.get(e.subject) ?? Infinity);
+  const ready = claimed.filter(isReady).sort((a, b) => a.seq - b.seq);
+  await releaseEvents(db, owner, claimed.filter((e) => !isReady(e)).map((e) => e._id), HELD_BACK_MS);
   return { ready, claimed: claimed.length };
 }
 
