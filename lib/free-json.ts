@@ -1,4 +1,5 @@
 import mongoose, { type MongooseQueryMiddleware, type Schema, type SchemaTypeOptions } from "mongoose";
+import { clipChars } from "./text";
 
 /**
  * Free-form JSON: values clients send whole and read back whole (tool and agent configuration, task input and
@@ -31,7 +32,7 @@ export function describeJsonPath(path: (string | number)[]): string {
   const text = path
     .map((key, i) => (typeof key === "number" ? `[${key}]` : identifierKey.test(key) ? (i ? `.${key}` : key) : `[${JSON.stringify(key)}]`))
     .join("");
-  return text.length > SHOWN_PATH_LENGTH ? `${text.slice(0, SHOWN_PATH_LENGTH)}...` : text;
+  return text.length > SHOWN_PATH_LENGTH ? `${clipChars(text, SHOWN_PATH_LENGTH)}...` : text;
 }
 
 /**

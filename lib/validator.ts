@@ -1,7 +1,11 @@
 import { Validators } from "moleculer";
+import { SURROGATE_PAIR } from "./text";
+// fastest-validator's own string rule, which the platform's wraps (the package exports no path to it).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const builtInString = require("fastest-validator/lib/rules/string") as StringRule;
 
 /** A field rule, or a `$$` schema option such as `$$async: true`. */
-type Rule = string | boolean | { type?: string; optional?: boolean; nullable?: boolean; props?: Record<string, Rule>; values?: readonly unknown[] } | Rule[];
+type Rule = string | boolean | { type?: string; optional?: boolean; nullable?: boolean; props?: Record<string, Rule>; [option: string]: unknown } | Rule[];
 type Checker = ReturnType<InstanceType<typeof Validators.Fastest>["compile"]>;
 
 /** Messages of every validator of the platform where fastest-validator's own mislead. */
@@ -13,6 +17,27 @@ export const PLATFORM_MESSAGES = {
   objectStrict: "Unknown fields: {actual}; this object takes {expected}.",
 };
 
+/** A fastest-validator rule compiler: it returns the source of a check, run with `value` in scope. */
+type StringRule = (this: unknown, rule: { schema: Record<string, unknown> }, path: string, context: unknown) => { sanitized?: boolean; source: string };
+
+const UTF16_LENGTH = "var len = value.length;";
+const CODE_POINT_LENGTH = `${UTF16_LENGTH} if (len > 1) { var pairs = value.match(/${SURROGATE_PAIR}/g); if (pairs) len -= pairs.length; }`;
+
+/**
+ * fastest-validator's string rule, counting `min`, `max` and `length` in characters (code points, lib/text.ts) as
+ * JSON Schema and the interface count them, not in UTF-16 units: 200 emoji fit a field of at most 200 characters.
+ */
+function stringInCharacters(this: unknown, rule: { schema: Record<string, unknown> }, path: string, context: unknown) {
+  const compiled = builtInString.call(this, rule, path, context);
+  const { min, max, length } = rule.schema;
+  if (min == null && max == null && length == null) return compiled;
+  if (compiled.source.split(UTF16_LENGTH).length !== 2) throw new Error("fastest-validator's string rule no longer measures `value.length` once");
+  return { ...compiled, source: compiled.source.replace(UTF16_LENGTH, CODE_POINT_LENGTH) };
+}
+
+/** Options of every fastest-validator instance of the platform. */
+export const PLATFORM_VALIDATOR_OPTIONS = { messages: PLATFORM_MESSAGES, customRules: { string: stringInCharacters } };
+
 /**
  * fastest-validator accepts null in an optional field that is not nullable (it reads null as missing) but
  * leaves the null in the params. The platform's contract is the same reading everywhere: such a null is
@@ -21,7 +46,7 @@ export const PLATFORM_MESSAGES = {
  */
 export class PlatformValidator extends Validators.Fastest {
   constructor() {
-    super({ messages: PLATFORM_MESSAGES });
+    super(PLATFORM_VALIDATOR_OPTIONS);
   }
 
   override compile(schema: Record<string, Rule>): Checker {

@@ -1,4 +1,5 @@
 import type { FieldProblem } from "../errors";
+import { charBoundary } from "../text";
 
 /** The interface's default chunk size for knowledge processing (characters). */
 export const DEFAULT_CHUNK_SIZE = 1000;
@@ -128,13 +129,16 @@ function fixedSpans(text: string, from: number, to: number, size: number, overla
   let start = from;
   while (start < to) {
     let end = Math.min(start + size, to);
-    if (end < to) end = breakPoint(text, end - Math.floor(size * BREAK_SEARCH_FRACTION), end);
+    // A cut without a natural break keeps a surrogate pair whole (a chunk of one character may take two units).
+    if (end < to) end = charBoundary(text, breakPoint(text, end - Math.floor(size * BREAK_SEARCH_FRACTION), end));
+    if (end <= start) end = start + 2;
     spans.push([start, end]);
     if (end >= to) break;
     let next = Math.max(end - overlap, start + 1);
     // Start the overlap at a word boundary so no chunk begins mid-word.
     while (next < end && next > start + 1 && /\S/.test(text[next - 1]!)) next++;
-    start = next;
+    next = charBoundary(text, next);
+    start = next > start ? next : end;
   }
   return spans;
 }

@@ -17,6 +17,7 @@
  * by order.
  */
 import type { FieldProblem } from "../errors";
+import { charCount } from "../text";
 
 export const COMPARISON_OPS = ["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"] as const;
 export const COMPOUND_OPS = ["and", "or"] as const;
@@ -89,7 +90,7 @@ function keyProblem(key: unknown): string | undefined {
 /** Problem with one value for `op` on `key`, if any. */
 function valueProblem(op: ComparisonOp, key: string, v: unknown): string | undefined {
   if (!isScalar(v)) return "value must be a string, a finite number or a boolean";
-  if (typeof v === "string" && v.length > MAX_FILTER_STRING) return `string values must be at most ${MAX_FILTER_STRING} characters`;
+  if (typeof v === "string" && charCount(v) > MAX_FILTER_STRING) return `string values must be at most ${MAX_FILTER_STRING} characters`;
   // Typesense quotes filter strings in backticks and 0.24 has no escape for one inside.
   if (typeof v === "string" && v.includes("`")) return "string values must not contain '`'";
   const range = RANGE_OPS.has(op);

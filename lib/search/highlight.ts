@@ -1,3 +1,4 @@
+import { charBoundary } from "../text";
 import { terms, words } from "./tokenizer";
 
 /** Longest highlight (characters of the chunk's text, marks not counted). */
@@ -33,14 +34,14 @@ export function highlight(content: string, query: string, max = HIGHLIGHT_LENGTH
       while (j < matches.length && matches[j]!.end - matches[i]!.start <= max) j++;
       if (j - i > bestCount) [best, bestCount] = [i, j - i];
     }
-    from = Math.max(0, Math.min(matches[best]!.start - Math.floor(max / 5), content.length - max));
+    from = charBoundary(content, Math.max(0, Math.min(matches[best]!.start - Math.floor(max / 5), content.length - max)));
     // Start at a word boundary.
     if (from > 0) {
       const space = content.slice(from, matches[best]!.start).search(/\s/);
       if (space >= 0) from += space + 1;
     }
   }
-  let to = Math.min(content.length, from + max);
+  let to = charBoundary(content, Math.min(content.length, from + max));
   if (to < content.length) {
     const cut = content.slice(from, to).search(/\s\S*$/);
     if (cut > 0) to = from + cut;

@@ -1,5 +1,6 @@
 import { citedMessageIds } from "./rules";
 import type { Provenance, SessionMessageRecord } from "./types";
+import { charCount, clipChars } from "../../lib/text";
 
 /** At most this many messages in a session excerpt. */
 export const EXCERPT_MAX_MESSAGES = 6;
@@ -20,10 +21,9 @@ export interface ExcerptMessage {
   created_at: Date;
 }
 
-/** Text clipped to EXCERPT_MAX_CHARS characters (code points, so no emoji is cut in half), with a trailing ellipsis when clipped. */
+/** Text clipped to EXCERPT_MAX_CHARS characters, with a trailing ellipsis when clipped. */
 export function clipText(text: string): string {
-  const chars = Array.from(text);
-  return chars.length <= EXCERPT_MAX_CHARS ? text : chars.slice(0, EXCERPT_MAX_CHARS - 1).join("") + ELLIPSIS;
+  return charCount(text) <= EXCERPT_MAX_CHARS ? text : clipChars(text, EXCERPT_MAX_CHARS - 1) + ELLIPSIS;
 }
 
 /**

@@ -4,6 +4,7 @@ import { defineResource } from "../../lib/resource";
 import { stored } from "../../lib/storage";
 import { attributeKeys, searchText, templateKey } from "./rules";
 import { ENTITY_STATUSES, MESSAGE_ROLES, type Provenance } from "./types";
+import { charCount } from "../../lib/text";
 
 const positiveId = { type: "number", integer: true, positive: true, convert: true } as const;
 const text = (max: number) => ({ type: "string", max, optional: true, nullable: true }) as const;
@@ -47,8 +48,9 @@ const MAX_ATTRIBUTE_NAME = 100;
 function checkAttributeNames(value: unknown, errors: FreeJsonErrors): unknown {
   if (typeof value !== "object" || value === null) return value;
   for (const name of Object.keys(value)) {
-    if (name.length < 1 || name.length > MAX_ATTRIBUTE_NAME) {
-      errors.push({ type: "attributeName", message: `Attribute names must be 1 to ${MAX_ATTRIBUTE_NAME} characters long (got ${name.length})` });
+    const chars = charCount(name);
+    if (chars < 1 || chars > MAX_ATTRIBUTE_NAME) {
+      errors.push({ type: "attributeName", message: `Attribute names must be 1 to ${MAX_ATTRIBUTE_NAME} characters long (got ${chars})` });
     }
   }
   return value;

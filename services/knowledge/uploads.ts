@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { ERRORS } from "../../lib/errors";
 import { freeJsonRule } from "../../lib/free-json";
-import { extractUpload, uploadFormat, UPLOAD_FORMATS } from "../knowledge-loader";
+import { extractUpload, firstLineTitle, uploadFormat, UPLOAD_FORMATS } from "../knowledge-loader";
+import { charCount } from "../../lib/text";
 
 /*
  * Documents added to an `upload` knowledge source by hand (issue 26, item 1; docs/adr/0055-uploaded-documents.md):
@@ -104,14 +105,14 @@ export async function uploadDocument(body: DocumentBody, limits: UploadLimits): 
     Object.assign(origin, { filename: file.filename, content_type: file.content_type, format, size_bytes: data.length });
   } else {
     const content = text!.replace(/\r\n?/g, "\n").trim();
-    extracted = { title: content.split("\n").find((l) => l.trim())?.trim().slice(0, 300) ?? "", content };
+    extracted = { title: firstLineTitle(content, ""), content };
     origin.format = "text";
   }
   if (!extracted.content.trim()) throw ERRORS.validation([{ type: "required", field: file ? "file" : "text", message: "The document has no text to index" }]);
-  if (extracted.content.length > limits.maxTextChars) {
+  if (charCount(extracted.content) > limits.maxTextChars) {
     throw ERRORS.payloadTooLarge(`The document's text is longer than the limit of ${limits.maxTextChars} characters`, { limit_chars: limits.maxTextChars });
   }
-  const title = (body.title?.trim() || extracted.title || "Untitled document").slice(0, MAX_TITLE_CHARS);
+  const title = body.title?.trim() || extracted.title || "Untitled document";
   return { title, content: extracted.content, ...(extracted.sections ? { sections: extracted.sections } : {}), metadata: { ...body.metadata, ...origin, title, ...(body.url ? { url: body.url } : {}) } };
 }
 

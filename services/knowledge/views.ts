@@ -85,13 +85,13 @@ const chunkStart = {
   integer: true,
   nullable: true,
   description:
-    "Character offset where the chunk begins in the document's content (as GET /knowledge/documents/:id returns it); null for a document indexed before chunk ranges were kept, until it is re-indexed",
+    "Offset where the chunk begins in the document's content (as GET /knowledge/documents/:id returns it), in UTF-16 code units as JavaScript's String.slice counts them, never inside a character; null for a document indexed before chunk ranges were kept, until it is re-indexed",
 } as const;
 const chunkEnd = {
   type: "number",
   integer: true,
   nullable: true,
-  description: "Character offset just past the chunk's end in the document's content (content.slice(chunk_start, chunk_end) is the chunk); null as chunk_start",
+  description: "Offset just past the chunk's end in the document's content, in UTF-16 code units (content.slice(chunk_start, chunk_end) is the chunk); null as chunk_start",
 } as const;
 const highlight = {
   type: "string",

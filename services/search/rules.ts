@@ -9,6 +9,7 @@ import type { RankingParams } from "./params";
 import { MAX_DEPTH } from "../../lib/search/port";
 import type { EmbedProgress } from "./embed-stage";
 import type { DocumentRecord } from "./model";
+import { charCount, clipChars } from "../../lib/text";
 
 /** Characters of content shown in a listing item. */
 export const PREVIEW_LENGTH = 200;
@@ -199,7 +200,7 @@ export function scoredSourceResults(ranked: Scored[], minScore: number, limit: n
 
 /** The listing item (DocumentSummary). */
 export function documentSummary(d: Pick<DocumentRecord, "_id" | "title" | "url" | "content" | "source_id" | "indexed_at" | "chunk_ids">) {
-  const preview = d.content.length > PREVIEW_LENGTH ? `${d.content.slice(0, PREVIEW_LENGTH).trimEnd()}…` : d.content;
+  const preview = charCount(d.content) > PREVIEW_LENGTH ? `${clipChars(d.content, PREVIEW_LENGTH).trimEnd()}…` : d.content;
   return {
     id: d._id,
     title: d.title,

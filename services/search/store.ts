@@ -11,6 +11,7 @@ import type { IndexGenerations } from "./generations";
 import type { ChunkRecord, DocumentRecord, SearchModels } from "./model";
 import { contentHash, documentIdFor, documentSummary, embedText, indexKey, planChunks, type PlannedChunk } from "./rules";
 import { crossAccount } from "../../lib/tenancy-guard";
+import { toWellFormed } from "../../lib/text";
 
 /** Ids per delete command when removing documents and their chunks. */
 const KEYS_PER_COMMAND = 1000;
@@ -270,8 +271,9 @@ export async function indexDocuments(
     document_ids: [],
   };
   const jobs: EmbedJob[] = [];
-  // The same url twice in one window is one document: the last copy wins.
-  const byUrl = new Map(p.documents.map((d) => [d.url, d]));
+  // The same url twice in one window is one document: the last copy wins. Half a surrogate pair (a wiki's JSON can
+  // escape one) is stored as U+FFFD, as MongoDB's driver would write it; Typesense would refuse the chunk.
+  const byUrl = new Map(p.documents.map((d) => [d.url, { ...d, content: toWellFormed(d.content), ...(d.title ? { title: toWellFormed(d.title) } : {}) }]));
   const inputs = [...byUrl.values()];
   const plans: Awaited<ReturnType<typeof planDocument>>[] = [];
   for (let i = 0; i < inputs.length; i += PLAN_CONCURRENCY) {

@@ -1,7 +1,7 @@
 import Validator from "fastest-validator";
 import type { FieldProblem } from "../../lib/errors";
 import { freeJsonRule } from "../../lib/free-json";
-import { PLATFORM_MESSAGES } from "../../lib/validator";
+import { PLATFORM_VALIDATOR_OPTIONS } from "../../lib/validator";
 import { chatUiRule } from "../agents";
 
 /** Tool types a team configuration may declare. */
@@ -131,7 +131,7 @@ function strictRule(rule: unknown): unknown {
 }
 
 // The new custom checker signature, as moleculer's validator uses it (free-form rules rely on it).
-const validator = () => new Validator({ haltOnFirstError: false, useNewCustomCheckerFunction: true, messages: PLATFORM_MESSAGES });
+const validator = () => new Validator({ haltOnFirstError: false, useNewCustomCheckerFunction: true, ...PLATFORM_VALIDATOR_OPTIONS });
 const check = validator().compile(documentSchema);
 /** The document push reads: unknown fields refused outside the free-form parts (the OpenAPI push body says so too). */
 export const pushDocumentSchema = strictRule(documentSchema) as typeof documentSchema;

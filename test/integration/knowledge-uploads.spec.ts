@@ -3,6 +3,7 @@ import { dropSearchCollections, searchEngines } from "../harness/engines";
 import { FIXTURE_PDF, minimalPdf } from "../harness/fixture-site";
 import { apiClient, signup, type Api } from "../harness/http";
 import { until } from "../harness/wait";
+import { wellFormed } from "../../lib/text";
 
 /** Limits of this cluster, small so the tests reach them (docs/deploy.md lists the settings); the file limit is the default. */
 const MAX_FILE_BYTES = 512 * 1024;
@@ -215,6 +216,25 @@ describe.each(searchEngines("uploads"))("documents added to an upload knowledge 
     const relabelled = await call("PUT", `/knowledge/${own.id}/documents/${created.body.id}`, { text: "Tide tables for the harbour.", metadata: { "c.d": [[true]] } });
     expect(relabelled.status).toBe(200);
     expect((await call("GET", `/knowledge/${own.id}/documents/${created.body.id}`)).body.metadata).toMatchObject({ "c.d": [[true]] });
+  });
+
+  it("counts characters, not UTF-16 units, and never indexes half an emoji (Typesense refuses one)", async () => {
+    const own = await newSource("Emoji");
+    // A title of the documented maximum (1000 characters) in emoji, and a text with no break where its chunks end:
+    // 9 units before the emoji, so the 1000th unit is the second half of one.
+    const title = "🧊".repeat(1000);
+    const text = `glacier, ${"🧊".repeat(2500)}`;
+    const created = await call("POST", `/knowledge/${own.id}/documents`, { title, text });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ title, content: text });
+    expect((await call("POST", `/knowledge/${own.id}/documents`, { title: `${title}🧊`, text })).status).toBe(422);
+    const hits = (await call("POST", "/knowledge/documents/search", { query: "glacier", source_ids: [String(own.id)], mode: "keyword", limit: 10 })).body.results as { content: string }[];
+    expect(hits).toHaveLength(1);
+    expect(hits[0]!.content.startsWith("glacier, 🧊")).toBe(true);
+    expect(wellFormed(hits[0]!.content)).toBe(true);
+    const chunks = (await call("GET", `/knowledge/${own.id}/documents/${created.body.id}`)).body;
+    expect(chunks).toMatchObject({ chunk_count: expect.any(Number) });
+    expect(chunks.chunk_count).toBeGreaterThan(2);
   });
 
   it("keeps other accounts out", async () => {

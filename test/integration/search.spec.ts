@@ -112,6 +112,17 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
       expect(small.chunks).toBeGreaterThanOrEqual(Math.ceil(content.length / 500));
     });
 
+    it("stores and indexes half a surrogate pair (a wiki's JSON can escape one) as U+FFFD, which Typesense takes", async () => {
+      const res = await broker.call<{ indexed: number; document_ids: string[] }, object>("search.indexDocuments", {
+        accountId: other.accountId, sourceId: 24, documents: [{ url: "https://other.example/half", title: "Half \ud83d", content: "Nebula survey \ud83d notes." }],
+      });
+      expect(res.indexed).toBe(1);
+      const doc = await api("GET", `/api/v1/knowledge/documents/${res.document_ids[0]}`, { token: other.token });
+      expect(doc.body).toMatchObject({ title: "Half \ufffd", content: "Nebula survey \ufffd notes." });
+      const hits = await api("POST", "/api/v1/knowledge/documents/search", { token: other.token, body: { query: "nebula", mode: "keyword" } });
+      expect(hits.body.results[0]).toMatchObject({ content: "Nebula survey \ufffd notes." });
+    });
+
     it("counts, stats and pages per source for the loader and the knowledge-sources service", async () => {
       expect(await broker.call("search.countDocuments", { accountId: owner.accountId, sourceId: 11 })).toBe(5);
       expect(await broker.call("search.countDocuments", { accountId: other.accountId, sourceId: 11 })).toBe(0);

@@ -1,5 +1,6 @@
 import { accessLevelRule as agentAccessLevel } from "../../services/agents/rules";
 import { accessLevelRule as teamAccessLevel } from "../../services/teams/rules";
+import { documentProblems } from "../../services/teams/config-schema";
 import { PlatformValidator } from "../../lib/validator";
 
 describe("params validator: null in an optional field that is not nullable is not given", () => {
@@ -55,3 +56,27 @@ describe("params validator: messages", () => {
   });
 });
 
+
+describe("params validator: string lengths count characters (code points), as the OpenAPI document's maxLength does", () => {
+  const check = new PlatformValidator().compile({
+    name: { type: "string", min: 2, max: 5 },
+    code: { type: "string", length: 3, optional: true },
+    tags: { type: "array", optional: true, items: { type: "string", max: 2 } },
+  });
+
+  it("takes as many emoji as the maximum allows, and refuses one more, naming the length in characters", () => {
+    expect(check({ name: "😀😀😀😀😀" })).toBe(true);
+    expect(check({ name: "😀😀😀😀😀😀" })).toEqual([expect.objectContaining({ type: "stringMax", field: "name", expected: 5, actual: 6 })]);
+    expect(check({ name: "😀", code: "😀a😀" })).toEqual([expect.objectContaining({ type: "stringMin", field: "name", expected: 2, actual: 1 })]);
+    expect(check({ name: "ab", tags: ["😀😀", "😀😀😀"] })).toEqual([expect.objectContaining({ type: "stringMax", field: "tags[1]", actual: 3 })]);
+  });
+
+  it("counts a lone surrogate as one character", () => {
+    expect(check({ name: "\uD83D\uD83D" })).toBe(true);
+  });
+
+  it("is the rule of the teams configuration document's own validator too", () => {
+    expect(documentProblems({ name: "😀".repeat(255) })).toEqual([]);
+    expect(documentProblems({ name: "😀".repeat(256) })).toEqual([expect.objectContaining({ type: "stringMax", field: "name" })]);
+  });
+});

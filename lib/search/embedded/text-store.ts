@@ -1,10 +1,6 @@
 import { closeSync } from "node:fs";
+import { wellFormed } from "../../text";
 import { readExactly, type SnapshotWriter } from "../snapshot-file";
-
-/** Whether a string has no lone surrogates (a chunk cut inside a surrogate pair has one). */
-function wellFormed(text: string): boolean {
-  return (text as unknown as { isWellFormed(): boolean }).isWellFormed();
-}
 
 /**
  * Chunk text by slot. Text of chunks added since the last snapshot is held as strings; once a snapshot has

@@ -1,8 +1,8 @@
 import { parseDocument } from "htmlparser2";
 import { isDocument, isTag, isText, type ChildNode, type Document, type Element, type ParentNode } from "domhandler";
+import { clipChars } from "../../../lib/text";
+import { clipTitle } from "./text";
 
-/** Longest title kept; longer ones are templates gone wrong. */
-const MAX_TITLE_CHARS = 300;
 /** Links kept per page: enough for any real navigation, bounded against link farms. */
 const MAX_LINKS = 2_000;
 
@@ -163,7 +163,7 @@ function landmarks(document: Document): Landmarks {
   const found: Landmarks = { articles: [], anchors: [], meta: {} };
   const note = (name: string, value: string | undefined) => {
     const text = collapse(value ?? "");
-    if (text && !(name in found.meta)) found.meta[name] = text.slice(0, MAX_ATTRIBUTE_CHARS);
+    if (text && !(name in found.meta)) found.meta[name] = clipChars(text, MAX_ATTRIBUTE_CHARS);
   };
   const stack: ChildNode[] = [...document.children].reverse();
   while (stack.length) {
@@ -213,7 +213,7 @@ function absoluteHttp(href: string | null | undefined, base: string): string | u
 function pageTitle(found: Landmarks, url: string): string {
   const candidates = [found.title && textContent(found.title), found.ogTitle?.attribs.content, found.h1 && textContent(found.h1)];
   const title = candidates.map((t) => collapse(t ?? "")).find((t) => t.length > 0);
-  return (title ?? url).slice(0, MAX_TITLE_CHARS);
+  return clipTitle(title ?? url);
 }
 
 /**

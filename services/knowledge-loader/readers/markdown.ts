@@ -1,6 +1,5 @@
-import { firstLineTitle, normaliseText } from "./text";
+import { clipTitle, firstLineTitle, normaliseText } from "./text";
 
-const MAX_TITLE_CHARS = 300;
 /** Marks a heading line while the text is normalised (a private-use character, removed from the input first). */
 const HEADING_MARK = "\uE000";
 
@@ -63,5 +62,5 @@ export function extractMarkdown(markdown: string, url: string): { title: string;
     at += piece.length;
   }
   const content = pieces.join("");
-  return { title: title ? title.slice(0, MAX_TITLE_CHARS) : firstLineTitle(content, url), content, sections };
+  return { title: title ? clipTitle(title) : firstLineTitle(content, url), content, sections };
 }

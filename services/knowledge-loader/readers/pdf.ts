@@ -1,13 +1,12 @@
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { HostLimiter } from "../../../lib/host-limiter";
-import { normaliseText } from "./text";
+import { clipTitle, firstLineTitle, normaliseText } from "./text";
 
 /** A PDF that takes longer than this to read is hostile or pathological; its worker is terminated. */
 const PDF_TIMEOUT_MS = 30_000;
 /** Heap of the parsing worker: a crafted PDF can ask pdf.js for any amount of memory. */
 const PDF_WORKER_HEAP_MB = 512;
-const MAX_TITLE_CHARS = 300;
 /** PDFs parsed at once per process: each worker may take its full heap. */
 const PDF_CONCURRENCY = 2;
 /** HostLimiter is a keyed semaphore; one key serves as the process-wide PDF slot pool. */
@@ -61,6 +60,5 @@ export async function extractPdf(data: Buffer): Promise<PdfExtract> {
   const release = await pdfSlots.acquire("pdf");
   const { pages, title } = await runWorker(data).finally(release);
   const content = normaliseText(pages.join("\n\n"));
-  const firstLine = content.split("\n").find((l) => l.trim() !== "") ?? "";
-  return { title: (title.trim() || firstLine).slice(0, MAX_TITLE_CHARS), content, pages: pages.length };
+  return { title: title.trim() ? clipTitle(title.trim()) : firstLineTitle(content, ""), content, pages: pages.length };
 }

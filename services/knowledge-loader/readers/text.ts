@@ -1,3 +1,6 @@
+import { clipChars } from "../../../lib/text";
+
+/** Longest title a reader gives a document, in characters; longer ones are templates gone wrong. */
 const MAX_TITLE_CHARS = 300;
 
 /**
@@ -14,10 +17,15 @@ export function normaliseText(text: string): string {
     .trim();
 }
 
+/** A document title, shortened to MAX_TITLE_CHARS characters. */
+export function clipTitle(title: string): string {
+  return clipChars(title, MAX_TITLE_CHARS);
+}
+
 /** A title from the first non-empty line, shortened; the document's URL stands in when there is none. */
 export function firstLineTitle(content: string, fallback: string): string {
   const line = content.split("\n").find((l) => l.trim() !== "")?.trim() ?? "";
-  return (line || fallback).slice(0, MAX_TITLE_CHARS);
+  return clipTitle(line || fallback);
 }
 
 /** A plain-text document: its title is its first line. */

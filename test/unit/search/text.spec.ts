@@ -1,6 +1,7 @@
-import { chunkText, normalizeContent } from "../../../lib/search/chunking";
+import { chunkContent, chunkText, normalizeContent } from "../../../lib/search/chunking";
 import { highlight } from "../../../lib/search/highlight";
 import { STOP_WORDS, terms, words } from "../../../lib/search/tokenizer";
+import { wellFormed } from "../../../lib/text";
 
 describe("tokenizer", () => {
   it("lower-cases, folds accents and splits on anything that is not a letter or digit", () => {
@@ -63,6 +64,18 @@ describe("chunking", () => {
     expect(chunkText(text).every((c) => c.text.length <= 1000)).toBe(true);
     expect(chunkText(text, 100, 500).length).toBeLessThan(200);
   });
+
+  it("never cuts an emoji in half, with or without a natural break near the limit", () => {
+    for (const text of ["😀".repeat(1500), `a${"😀".repeat(1500)}`, "ab 😀😀😀 cd ".repeat(300)]) {
+      for (const strategy of ["fixed", "sentence", "heading"] as const) {
+        for (const size of [1, 2, 3, 7, 100, 1001]) {
+          const chunks = chunkContent(text, { size, overlap: Math.floor(size / 3), strategy });
+          expect(chunks.filter((c) => !wellFormed(c.text) || !wellFormed(text.slice(c.docStart, c.docEnd)))).toEqual([]);
+          expect(chunks.map((c) => c.text).join("").replace(/\s/g, "")).toContain("😀");
+        }
+      }
+    }
+  });
 });
 
 describe("highlight", () => {
@@ -79,6 +92,14 @@ describe("highlight", () => {
     expect(h).toMatch(/…$/);
     expect(h).toContain("<mark>kubernetes</mark> operator restarts <mark>pods</mark>");
     expect(h.replace(/<\/?mark>|…/g, "").length).toBeLessThanOrEqual(200);
+  });
+
+  it("never cuts an emoji in half at either end of the window", () => {
+    for (let shift = 0; shift < 6; shift++) {
+      const text = `${"x".repeat(shift)}${"😀".repeat(150)} kubernetes ${"😀".repeat(150)}`;
+      expect(wellFormed(highlight(text, "kubernetes", 201))).toBe(true);
+      expect(wellFormed(highlight(`${"x".repeat(shift)}${"😀".repeat(300)}`, "unrelated", 201))).toBe(true);
+    }
   });
 
   it("shows the chunk's opening when nothing matches (a semantic hit) or the query has only stop words", () => {
