@@ -1,3 +1,4 @@
+import { charCount } from "../../lib/text";
 import type { TeamAccessLevel } from "./model";
 
 export { accessLevelRule } from "./model";
@@ -7,7 +8,7 @@ export const MIN_TEAM_PASSWORD = 8;
 
 /** Why a team write's password is unacceptable (a 400), or null. */
 export function passwordProblem(accessLevel: TeamAccessLevel, password: string | undefined, hasStoredPassword: boolean): string | null {
-  if (password !== undefined && password.length < MIN_TEAM_PASSWORD) {
+  if (password !== undefined && charCount(password) < MIN_TEAM_PASSWORD) {
     return `access_password must be at least ${MIN_TEAM_PASSWORD} characters`;
   }
   if (accessLevel === "PASSWORD_PROTECTED" && password === undefined && !hasStoredPassword) {

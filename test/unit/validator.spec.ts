@@ -1,5 +1,5 @@
 import { accessLevelRule as agentAccessLevel } from "../../services/agents/rules";
-import { accessLevelRule as teamAccessLevel } from "../../services/teams/rules";
+import { accessLevelRule as teamAccessLevel, passwordProblem } from "../../services/teams/rules";
 import { documentProblems } from "../../services/teams/config-schema";
 import { PlatformValidator } from "../../lib/validator";
 
@@ -78,5 +78,10 @@ describe("params validator: string lengths count characters (code points), as th
   it("is the rule of the teams configuration document's own validator too", () => {
     expect(documentProblems({ name: "😀".repeat(255) })).toEqual([]);
     expect(documentProblems({ name: "😀".repeat(256) })).toEqual([expect.objectContaining({ type: "stringMax", field: "name" })]);
+  });
+
+  it("is how a team's password is measured (at least 8 characters)", () => {
+    expect(passwordProblem("PASSWORD_PROTECTED", "🔑".repeat(8), false)).toBeNull();
+    expect(passwordProblem("PASSWORD_PROTECTED", "🔑".repeat(7), false)).toMatch(/at least 8 characters/);
   });
 });
