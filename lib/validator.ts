@@ -1,5 +1,5 @@
 import { Validators } from "moleculer";
-import { SURROGATE_PAIR } from "./text";
+import { charCount } from "./text";
 // fastest-validator's own string rule, which the platform's wraps (the package exports no path to it).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const builtInString = require("fastest-validator/lib/rules/string") as StringRule;
@@ -17,11 +17,11 @@ export const PLATFORM_MESSAGES = {
   objectStrict: "Unknown fields: {actual}; this object takes {expected}.",
 };
 
-/** A fastest-validator rule compiler: it returns the source of a check, run with `value` in scope. */
+/** A fastest-validator rule compiler: it returns the source of a check, run with `value` in scope and the validator as `this`. */
 type StringRule = (this: unknown, rule: { schema: Record<string, unknown> }, path: string, context: unknown) => { sanitized?: boolean; source: string };
 
 const UTF16_LENGTH = "var len = value.length;";
-const CODE_POINT_LENGTH = `${UTF16_LENGTH} if (len > 1) { var pairs = value.match(/${SURROGATE_PAIR}/g); if (pairs) len -= pairs.length; }`;
+const CHARACTER_LENGTH = "var len = this.charCount(value);";
 
 /**
  * fastest-validator's string rule, counting `min`, `max` and `length` in characters (code points, lib/text.ts) as
@@ -32,11 +32,17 @@ function stringInCharacters(this: unknown, rule: { schema: Record<string, unknow
   const { min, max, length } = rule.schema;
   if (min == null && max == null && length == null) return compiled;
   if (compiled.source.split(UTF16_LENGTH).length !== 2) throw new Error("fastest-validator's string rule no longer measures `value.length` once");
-  return { ...compiled, source: compiled.source.replace(UTF16_LENGTH, CODE_POINT_LENGTH) };
+  return { ...compiled, source: compiled.source.replace(UTF16_LENGTH, CHARACTER_LENGTH) };
+}
+
+/** Installs the string rule in a fastest-validator instance, with the count its checks call. */
+function countCharacters(validator: { add(type: string, rule: unknown): void }) {
+  validator.add("string", stringInCharacters);
+  Object.assign(validator, { charCount });
 }
 
 /** Options of every fastest-validator instance of the platform. */
-export const PLATFORM_VALIDATOR_OPTIONS = { messages: PLATFORM_MESSAGES, customRules: { string: stringInCharacters } };
+export const PLATFORM_VALIDATOR_OPTIONS = { messages: PLATFORM_MESSAGES, plugins: [countCharacters] };
 
 /**
  * fastest-validator accepts null in an optional field that is not nullable (it reads null as missing) but
