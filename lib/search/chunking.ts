@@ -131,7 +131,7 @@ function fixedSpans(text: string, from: number, to: number, size: number, overla
     let end = Math.min(start + size, to);
     // A cut without a natural break keeps a surrogate pair whole (a chunk of one character may take two units).
     if (end < to) end = charBoundary(text, breakPoint(text, end - Math.floor(size * BREAK_SEARCH_FRACTION), end));
-    if (end <= start) end = start + 2;
+    if (end <= start) end = Math.min(to, start + 2);
     spans.push([start, end]);
     if (end >= to) break;
     let next = Math.max(end - overlap, start + 1);
