@@ -25,6 +25,14 @@ describe("zodShape (a tool's input schema from REST params)", () => {
     expect(json.properties.ids).toMatchObject({ type: "array", maxItems: 2, items: { type: "integer", minimum: 1 } });
   });
 
+  it("counts a string's length in characters, as the action and the stated maxLength do (an emoji is one)", () => {
+    const shape = z.object(zodShape({ query: { type: "string", min: 2, max: 3 } }));
+    expect(shape.safeParse({ query: "😀😀😀" }).success).toBe(true);
+    expect(shape.safeParse({ query: "😀😀😀😀" }).success).toBe(false);
+    expect(shape.safeParse({ query: "😀" }).success).toBe(false);
+    expect(z.toJSONSchema(z.object(knowledgeSearchInput), { io: "input" }).properties).toMatchObject({ query: { type: "string", minLength: 1, maxLength: 1000 } });
+  });
+
   it("refuses a rule kind it does not know rather than accept anything", () => {
     expect(() => zodShape({ at: { type: "date" } })).toThrow(/date/);
   });
