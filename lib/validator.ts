@@ -1,8 +1,5 @@
 import { Validators } from "moleculer";
 import { charCount } from "./text";
-// fastest-validator's own string rule, which the platform's wraps (the package exports no path to it).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const builtInString = require("fastest-validator/lib/rules/string") as StringRule;
 
 /** A field rule, or a `$$` schema option such as `$$async: true`. */
 type Rule = string | boolean | { type?: string; optional?: boolean; nullable?: boolean; props?: Record<string, Rule>; [option: string]: unknown } | Rule[];
@@ -18,31 +15,46 @@ export const PLATFORM_MESSAGES = {
 };
 
 /** A fastest-validator rule compiler: it returns the source of a check, run with `value` in scope and the validator as `this`. */
-type StringRule = (this: unknown, rule: { schema: Record<string, unknown> }, path: string, context: unknown) => { sanitized?: boolean; source: string };
+type RuleCompiler = (this: unknown, rule: { schema: Record<string, unknown> }, path: string, context: unknown) => { sanitized?: boolean; source: string };
 
-const UTF16_LENGTH = "var len = value.length;";
-const CHARACTER_LENGTH = "var len = this.charCount(value);";
-
-/**
- * fastest-validator's string rule, counting `min`, `max` and `length` in characters (code points, lib/text.ts) as
- * JSON Schema and the interface count them, not in UTF-16 units: 200 emoji fit a field of at most 200 characters.
- */
-function stringInCharacters(this: unknown, rule: { schema: Record<string, unknown> }, path: string, context: unknown) {
-  const compiled = builtInString.call(this, rule, path, context);
-  const { min, max, length } = rule.schema;
-  if (min == null && max == null && length == null) return compiled;
-  if (compiled.source.split(UTF16_LENGTH).length !== 2) throw new Error("fastest-validator's string rule no longer measures `value.length` once");
-  return { ...compiled, source: compiled.source.replace(UTF16_LENGTH, CHARACTER_LENGTH) };
+/** fastest-validator's own rule of a type (the package exports no path to it). */
+function builtInRule(type: "string" | "number"): RuleCompiler {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require(`fastest-validator/lib/rules/${type}`) as RuleCompiler;
 }
 
-/** Installs the string rule in a fastest-validator instance, with the count its checks call. */
-function countCharacters(validator: { add(type: string, rule: unknown): void }) {
-  validator.add("string", stringInCharacters);
-  Object.assign(validator, { charCount });
+/** A built-in rule whose generated check has one statement replaced, for the schemas `applies` picks. */
+function rewrittenRule(type: "string" | "number", from: string, to: string, applies: (schema: Record<string, unknown>) => boolean): RuleCompiler {
+  const builtIn = builtInRule(type);
+  return function (this: unknown, rule, path, context) {
+    const compiled = builtIn.call(this, rule, path, context);
+    if (!applies(rule.schema)) return compiled;
+    if (compiled.source.split(from).length !== 2) throw new Error(`fastest-validator's ${type} rule no longer has \`${from}\` once`);
+    return { ...compiled, source: compiled.source.replace(from, to) };
+  };
+}
+
+/** A number sent as text (a query string, a path segment, a converted field) in decimal notation, as JSON writes one; NaN otherwise. */
+export function decimalNumber(value: unknown): number {
+  return typeof value === "string" && /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(value) ? Number(value) : NaN;
+}
+
+/**
+ * The platform's string and number rules, installed in every fastest-validator instance (with the helpers their
+ * checks call):
+ * - a string's `min`, `max` and `length` count characters (code points, lib/text.ts) as JSON Schema and the
+ *   interface count them, not UTF-16 units: 200 emoji fit a field of at most 200 characters;
+ * - a number rule that converts (`convert: true`) takes text in decimal notation only: `Number()` also reads ""
+ *   as 0, " 5" as 5, "0x10" as 16 and ["5"] as 5, so `?limit=0x10` or `/tools/%201` named a valid value.
+ */
+function platformRules(validator: { add(type: string, rule: unknown): void }) {
+  validator.add("string", rewrittenRule("string", "var len = value.length;", "var len = this.charCount(value);", (s) => s.min != null || s.max != null || s.length != null));
+  validator.add("number", rewrittenRule("number", "value = Number(value);", "value = this.decimalNumber(value);", (s) => s.convert === true));
+  Object.assign(validator, { charCount, decimalNumber });
 }
 
 /** Options of every fastest-validator instance of the platform. */
-export const PLATFORM_VALIDATOR_OPTIONS = { messages: PLATFORM_MESSAGES, plugins: [countCharacters] };
+export const PLATFORM_VALIDATOR_OPTIONS = { messages: PLATFORM_MESSAGES, plugins: [platformRules] };
 
 /**
  * fastest-validator accepts null in an optional field that is not nullable (it reads null as missing) but

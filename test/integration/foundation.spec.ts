@@ -268,6 +268,11 @@ describe("foundation over NATS: gateway on one node, users and api-keys on anoth
         ["limit=1001", "limit", "numberMax"],
         ["skip=-1", "skip", "numberMin"],
         ["limit=abc", "limit", "number"],
+        // Decimal notation only (ADR 0066): Number() would read these as 16, 5, 0 and 5.
+        ["limit=0x10", "limit", "number"],
+        ["limit=%205", "limit", "number"],
+        ["skip=", "skip", "number"],
+        ["limit[]=5", "limit", "number"],
       ] as const) {
         const res = await api("GET", `/api/v1/users/?${qs}`, { token });
         expect(res.status).toBe(422);
@@ -278,9 +283,11 @@ describe("foundation over NATS: gateway on one node, users and api-keys on anoth
 
     it("422 for a bad path parameter", async () => {
       const { token } = await signup(api, "path");
-      const res = await api("GET", "/api/v1/users/abc", { token });
-      expect(res.status).toBe(422);
-      expect(res.body.detail[0].loc).toEqual(["path", "user_id"]);
+      for (const id of ["abc", "0x1", "%201", "1%20"]) {
+        const res = await api("GET", `/api/v1/users/${id}`, { token });
+        expect([id, res.status]).toEqual([id, 422]);
+        expect(res.body.detail[0].loc).toEqual(["path", "user_id"]);
+      }
     });
 
     it("400 for malformed JSON, 413 for an oversized body, never 500", async () => {

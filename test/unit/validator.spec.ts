@@ -1,7 +1,7 @@
 import { accessLevelRule as agentAccessLevel } from "../../services/agents/rules";
 import { accessLevelRule as teamAccessLevel, passwordProblem } from "../../services/teams/rules";
 import { documentProblems } from "../../services/teams/config-schema";
-import { PlatformValidator } from "../../lib/validator";
+import { decimalNumber, PlatformValidator } from "../../lib/validator";
 
 describe("params validator: null in an optional field that is not nullable is not given", () => {
   const validator = new PlatformValidator();
@@ -83,5 +83,27 @@ describe("params validator: string lengths count characters (code points), as th
   it("is how a team's password is measured (at least 8 characters)", () => {
     expect(passwordProblem("PASSWORD_PROTECTED", "🔑".repeat(8), false)).toBeNull();
     expect(passwordProblem("PASSWORD_PROTECTED", "🔑".repeat(7), false)).toMatch(/at least 8 characters/);
+  });
+});
+
+describe("params validator: numbers sent as text are read in decimal notation only", () => {
+  const check = new PlatformValidator().compile({ limit: { type: "number", integer: true, min: 1, convert: true, optional: true }, weight: { type: "number", optional: true } });
+
+  it("converts decimal text, signs, fractions and exponents as JSON writes numbers", () => {
+    for (const [text, value] of [["5", 5], ["-2", -2], ["+3", 3], ["0.5", 0.5], [".5", 0.5], ["1e3", 1000], ["10.0", 10]] as const) expect(decimalNumber(text)).toBe(value);
+    const params: Record<string, unknown> = { limit: "20" };
+    expect(check(params)).toBe(true);
+    expect(params.limit).toBe(20);
+  });
+
+  it("refuses what Number() would also read: blank, padded, hex, binary, octal and infinite text, arrays, booleans", () => {
+    for (const limit of ["", " 5", "5 ", "0x10", "0b1", "0o7", "Infinity", "1_000", ["5"], true]) {
+      expect([limit, check({ limit })]).toEqual([limit, [expect.objectContaining({ type: "number", field: "limit" })]]);
+    }
+  });
+
+  it("leaves rules that do not convert as they were: a number is a number", () => {
+    expect(check({ weight: 0.25 })).toBe(true);
+    expect(check({ weight: "0.25" })).toEqual([expect.objectContaining({ type: "number", field: "weight" })]);
   });
 });
