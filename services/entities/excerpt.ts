@@ -1,6 +1,6 @@
 import { citedMessageIds } from "./rules";
 import type { Provenance, SessionMessageRecord } from "./types";
-import { charCount, clipChars } from "../../lib/text";
+import { clipChars } from "../../lib/text";
 
 /** At most this many messages in a session excerpt. */
 export const EXCERPT_MAX_MESSAGES = 6;
@@ -23,7 +23,8 @@ export interface ExcerptMessage {
 
 /** Text clipped to EXCERPT_MAX_CHARS characters, with a trailing ellipsis when clipped. */
 export function clipText(text: string): string {
-  return charCount(text) <= EXCERPT_MAX_CHARS ? text : clipChars(text, EXCERPT_MAX_CHARS - 1) + ELLIPSIS;
+  // Clipping reads only as far as the limit: a long message is not counted to its end.
+  return clipChars(text, EXCERPT_MAX_CHARS).length === text.length ? text : clipChars(text, EXCERPT_MAX_CHARS - 1) + ELLIPSIS;
 }
 
 /**

@@ -9,7 +9,7 @@ import type { RankingParams } from "./params";
 import { MAX_DEPTH } from "../../lib/search/port";
 import type { EmbedProgress } from "./embed-stage";
 import type { DocumentRecord } from "./model";
-import { charCount, clipChars } from "../../lib/text";
+import { clipChars } from "../../lib/text";
 
 /** Characters of content shown in a listing item. */
 export const PREVIEW_LENGTH = 200;
@@ -200,7 +200,8 @@ export function scoredSourceResults(ranked: Scored[], minScore: number, limit: n
 
 /** The listing item (DocumentSummary). */
 export function documentSummary(d: Pick<DocumentRecord, "_id" | "title" | "url" | "content" | "source_id" | "indexed_at" | "chunk_ids">) {
-  const preview = charCount(d.content) > PREVIEW_LENGTH ? `${clipChars(d.content, PREVIEW_LENGTH).trimEnd()}…` : d.content;
+  const head = clipChars(d.content, PREVIEW_LENGTH);
+  const preview = head.length < d.content.length ? `${head.trimEnd()}…` : d.content;
   return {
     id: d._id,
     title: d.title,

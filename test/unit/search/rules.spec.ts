@@ -89,6 +89,10 @@ describe("search rules", () => {
     const s = documentSummary({ _id: "d", title: "t", url: "u", content: "x".repeat(500), source_id: 1, indexed_at: new Date(0), chunk_ids: ["c"] });
     expect(s.content_preview.length).toBeLessThanOrEqual(201);
     expect(s).toMatchObject({ id: "d", chunk_count: 1 });
+    const summary = (content: string) => documentSummary({ _id: "d", title: "t", url: "u", content, source_id: 1, indexed_at: new Date(0), chunk_ids: [] }).content_preview;
+    // 200 characters, an emoji being one: never cut in half, and text of exactly 200 kept whole.
+    expect(summary("🧊".repeat(201))).toBe(`${"🧊".repeat(200)}…`);
+    expect(summary("🧊".repeat(200))).toBe("🧊".repeat(200));
   });
 
   it("config: typesense when TYPESENSE_URL is set, embedded otherwise; alpha per model; bad values refused", () => {
