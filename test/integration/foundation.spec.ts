@@ -204,6 +204,21 @@ describe("foundation over NATS: gateway on one node, users and api-keys on anoth
       expect((await api("GET", "/api/v1/users/", { apiKey: "apk_unknown" })).status).toBe(401);
     });
 
+    it("expires_at takes ISO 8601 text (no offset is UTC) and refuses other notations (ADR 0066)", async () => {
+      const { token } = await signup(api, "expiry");
+      const create = (expires_at: unknown) => api("POST", "/api/v1/account-api-keys", { token, body: { name: "dated", expires_at } });
+      for (const [sent, stored] of [["2099-01-01", "2099-01-01T00:00:00.000Z"], ["2099-01-01T10:30:00", "2099-01-01T10:30:00.000Z"], ["2099-01-01T10:30:00+02:00", "2099-01-01T08:30:00.000Z"]]) {
+        const res = await create(sent);
+        expect([sent, res.status, res.body.expires_at]).toEqual([sent, 201, stored]);
+      }
+      // Date's parser read these as a millisecond after 1970, 7 March 2001 and 2 March 2099.
+      for (const sent of ["1", 1, "March 7", "2099-02-30", true]) {
+        const res = await create(sent);
+        expect([sent, res.status]).toEqual([sent, 422]);
+        expect(res.body.detail[0]).toMatchObject({ loc: ["body", "expires_at"], type: "date" });
+      }
+    });
+
     it("only name and status are updatable; other fields are ignored, bad status is 422", async () => {
       const { token } = await signup(api, "upd");
       const { body } = await api("POST", "/api/v1/account-api-keys", { token, body: { name: "a" } });

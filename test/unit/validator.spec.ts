@@ -1,7 +1,7 @@
 import { accessLevelRule as agentAccessLevel } from "../../services/agents/rules";
 import { accessLevelRule as teamAccessLevel, passwordProblem } from "../../services/teams/rules";
 import { documentProblems } from "../../services/teams/config-schema";
-import { decimalNumber, PlatformValidator } from "../../lib/validator";
+import { decimalNumber, isoDate, PlatformValidator } from "../../lib/validator";
 
 describe("params validator: null in an optional field that is not nullable is not given", () => {
   const validator = new PlatformValidator();
@@ -105,5 +105,28 @@ describe("params validator: numbers sent as text are read in decimal notation on
   it("leaves rules that do not convert as they were: a number is a number", () => {
     expect(check({ weight: 0.25 })).toBe(true);
     expect(check({ weight: "0.25" })).toEqual([expect.objectContaining({ type: "number", field: "weight" })]);
+  });
+});
+
+describe("params validator: dates sent as text are read in ISO 8601 only", () => {
+  const check = new PlatformValidator().compile({ at: { type: "date", convert: true } });
+  const read = (at: unknown) => {
+    const params: Record<string, unknown> = { at };
+    return check(params) === true ? (params.at as Date).toISOString() : "refused";
+  };
+
+  it("reads RFC 3339 date-times, a date alone as UTC midnight, and a date-time without an offset as UTC", () => {
+    expect(read("2026-12-01T10:00:00Z")).toBe("2026-12-01T10:00:00.000Z");
+    expect(read("2026-12-01T10:00:00.123456+02:00")).toBe("2026-12-01T08:00:00.123Z");
+    expect(read("2026-12-01t10:00:00-0130")).toBe("2026-12-01T11:30:00.000Z");
+    expect(read("2026-12-01 10:00")).toBe("2026-12-01T10:00:00.000Z");
+    expect(read("2026-12-01")).toBe("2026-12-01T00:00:00.000Z");
+    expect(read("2024-02-29")).toBe("2024-02-29T00:00:00.000Z");
+    expect(read(new Date(5))).toBe("1970-01-01T00:00:00.005Z");
+  });
+
+  it("refuses numbers, other notations and days a month does not have", () => {
+    for (const at of ["1", 1, true, "March 7", "Tue, 01 Dec 2026 10:00:00 GMT", "2026-02-30", "2026-13-01", "2026-12-01T25:00:00Z", "", " 2026-12-01"]) expect([at, read(at)]).toEqual([at, "refused"]);
+    expect(isoDate("2026-04-31").getTime()).toBeNaN();
   });
 });
