@@ -1,4 +1,5 @@
 import { Validators } from "moleculer";
+import { isoDate } from "./iso-date";
 import { charCount } from "./text";
 
 /** A field rule, or a `$$` schema option such as `$$async: true`. */
@@ -41,22 +42,6 @@ export function decimalNumber(value: unknown): number {
   return typeof value === "string" && /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(value) ? Number(value) : NaN;
 }
 
-const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
-
-/**
- * A date sent as text in ISO 8601 (RFC 3339's date-time, which the OpenAPI document names, or a date alone at UTC
- * midnight); a date-time without an offset is UTC, whatever the server's time zone. An Invalid Date otherwise.
- */
-export function isoDate(value: unknown): Date {
-  const m = typeof value === "string" ? ISO_DATE_TIME.exec(value) : null;
-  if (!m) return new Date(NaN);
-  const [, year, month, day, hour = "00", minute = "00", second = "00", fraction = "", offset = "Z"] = m;
-  // Date would roll 30 February over into March; a day the month does not have is not a date.
-  if (Number(day) > new Date(Date.UTC(Number(year), Number(month), 0)).getUTCDate()) return new Date(NaN);
-  const zone = offset.toUpperCase() === "Z" ? "Z" : offset.length === 5 ? `${offset.slice(0, 3)}:${offset.slice(3)}` : offset;
-  return new Date(`${year}-${month}-${day}T${hour}:${minute}:${second}${fraction.slice(0, 4)}${zone}`);
-}
-
 /**
  * The platform's string, number and date rules, installed in every fastest-validator instance (with the helpers their
  * checks call):
@@ -64,9 +49,9 @@ export function isoDate(value: unknown): Date {
  *   interface count them, not UTF-16 units: 200 emoji fit a field of at most 200 characters;
  * - a number rule that converts (`convert: true`) takes text in decimal notation only: `Number()` also reads ""
  *   as 0, " 5" as 5, "0x10" as 16 and ["5"] as 5, so `?limit=0x10` or `/tools/%201` named a valid value;
- * - a date rule that converts takes ISO 8601 text only (`isoDate`): fastest-validator read "1" and 1 as a
- *   millisecond after 1970, and handed anything else to Date's parser ("March 7" is a date in 2001, and a time
- *   without an offset is the server's local time).
+ * - a date rule that converts takes ISO 8601 text only (`isoDate`, lib/iso-date.ts): fastest-validator read "1"
+ *   and 1 as a millisecond after 1970, and handed anything else to Date's parser ("March 7" is a date in 2001, and
+ *   a time without an offset is the server's local time).
  */
 function platformRules(validator: { add(type: string, rule: unknown): void }) {
   validator.add("string", rewrittenRule("string", "var len = value.length;", "var len = this.charCount(value);", (s) => s.min != null || s.max != null || s.length != null));

@@ -18,6 +18,7 @@
  */
 import type { FieldProblem } from "../errors";
 import { charCount } from "../text";
+import { isoDate } from "../iso-date";
 
 export const COMPARISON_OPS = ["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"] as const;
 export const COMPOUND_OPS = ["and", "or"] as const;
@@ -61,14 +62,13 @@ export interface FilterableChunk {
 
 const RANGE_OPS = new Set<ComparisonOp>(["gt", "gte", "lt", "lte"]);
 const LIST_OPS = new Set<ComparisonOp>(["in", "nin"]);
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
 /** RFC 7231 IMF-fixdate, as Last-Modified headers carry it. */
 const HTTP_DATE = /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/;
 
-/** Milliseconds of a string that reads as a date (ISO 8601 or HTTP date), else undefined. */
+/** Milliseconds of a string that reads as a date (ISO 8601, lib/iso-date.ts, or HTTP date), else undefined. */
 export function dateValue(v: unknown): number | undefined {
-  if (typeof v !== "string" || !(ISO_DATE.test(v) || HTTP_DATE.test(v))) return undefined;
-  const ms = Date.parse(v);
+  if (typeof v !== "string") return undefined;
+  const ms = HTTP_DATE.test(v) ? Date.parse(v) : isoDate(v).getTime();
   return Number.isFinite(ms) ? ms : undefined;
 }
 

@@ -1,7 +1,9 @@
 import { accessLevelRule as agentAccessLevel } from "../../services/agents/rules";
 import { accessLevelRule as teamAccessLevel, passwordProblem } from "../../services/teams/rules";
 import { documentProblems } from "../../services/teams/config-schema";
-import { decimalNumber, isoDate, PlatformValidator } from "../../lib/validator";
+import { isoDate } from "../../lib/iso-date";
+import { dateValue } from "../../lib/search/filters";
+import { decimalNumber, PlatformValidator } from "../../lib/validator";
 
 describe("params validator: null in an optional field that is not nullable is not given", () => {
   const validator = new PlatformValidator();
@@ -128,5 +130,12 @@ describe("params validator: dates sent as text are read in ISO 8601 only", () =>
   it("refuses numbers, other notations and days a month does not have", () => {
     for (const at of ["1", 1, true, "March 7", "Tue, 01 Dec 2026 10:00:00 GMT", "2026-02-30", "2026-13-01", "2026-12-01T25:00:00Z", "", " 2026-12-01"]) expect([at, read(at)]).toEqual([at, "refused"]);
     expect(isoDate("2026-04-31").getTime()).toBeNaN();
+  });
+
+  it("search filters read metadata dates the same way (and HTTP dates as Last-Modified carries them)", () => {
+    expect(dateValue("2026-12-01T10:00")).toBe(Date.UTC(2026, 11, 1, 10));
+    expect(dateValue("2026-12-01T10:00:00+01:00")).toBe(Date.UTC(2026, 11, 1, 9));
+    expect(dateValue("Tue, 01 Dec 2026 10:00:00 GMT")).toBe(Date.UTC(2026, 11, 1, 10));
+    expect(dateValue("2026-02-30")).toBeUndefined();
   });
 });
