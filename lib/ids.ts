@@ -143,11 +143,22 @@ export async function readSequences(db: Connection, sequences: string[]): Promis
   return sequences.map((sequence) => found.get(sequence) ?? 0);
 }
 
-/** Lower-case, dash-separated, URL-friendly form of a display name. */
+/** Romanisation of text in any script ("Служба" → "Sluzhba", "客服" → "Ke Fu"); its tables load on first use. */
+function transliterate(text: string): string {
+  // Required lazily: the tables take about 14 MB of memory, which a process pays only once a name needs them.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require("transliteration") as typeof import("transliteration")).transliterate(text);
+}
+
+/**
+ * Lower-case, dash-separated, URL-friendly form of a display name. Latin letters lose their accents; other scripts
+ * are romanised, so names in them get identifiers of their own ("Агент один" → "agent-odin") rather than all
+ * "item" (which also made a team push creating two of them refuse the second as a clash).
+ */
 export function slugify(name: string): string {
-  const slug = name
-    .normalize("NFKD")
-    .replace(/[\u0300-\u036f]/g, "")
+  const folded = name.normalize("NFKD").replace(/[\u0300-\u036f]/g, "");
+  // Only letters and digits of other scripts need the tables; punctuation and emoji are dropped as separators.
+  const slug = (/(?=[^\x00-\x7f])[\p{L}\p{N}]/u.test(folded) ? transliterate(name) : folded)
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, "-")
     .replace(/^-+|-+$/g, "")

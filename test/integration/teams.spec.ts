@@ -260,6 +260,19 @@ describe("teams, access levels and configuration push/pull over NATS", () => {
       expect((await call("GET", "/teams/clashing-team")).status).toBe(404);
     });
 
+    it("gives components named in other scripts identifiers of their own, so they do not clash", async () => {
+      const res = await call("POST", "/teams/push", {
+        name: "Команда поддержки",
+        traits: [{ name: "Вежливый" }, { name: "Точный" }],
+        agents: [{ name: "Агент один", model: "m", traits: ["Вежливый"] }, { name: "Агент два", model: "m" }, { name: "客服机器人", model: "m" }],
+      });
+      expect(res.status).toBe(200);
+      const team = await call("GET", "/teams/komanda-podderzhki");
+      expect(team.status).toBe(200);
+      expect(team.body.agents.map((a: { identifier: string }) => a.identifier).sort()).toEqual(["agent-dva", "agent-odin", "ke-fu-ji-qi-ren"]);
+      expect((await call("GET", "/agents/agent-odin")).body.traits.map((t: { identifier: string }) => t.identifier)).toEqual(["vezhlivyy"]);
+    });
+
     it("accepts a domain registered for the account", async () => {
       const conn = await mongoose.createConnection(cluster.mongoUrl).asPromise();
       await conn.collection("domains").insertOne({ account_id: accountId, hostname: "chat.example.com" });

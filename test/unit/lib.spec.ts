@@ -8,6 +8,13 @@ describe("identifiers", () => {
     ["  Ünïcödé  Names!! ", "unicode-names"],
     ["***", "item"],
     ["a".repeat(200), "a".repeat(80)],
+    // Other scripts are romanised; emoji and punctuation separate words as before.
+    ["Агент один", "agent-odin"],
+    ["客服机器人", "ke-fu-ji-qi-ren"],
+    ["Ελληνικά", "ellinika"],
+    ["🤖 Support Bot", "support-bot"],
+    ["Bob’s bot — v2", "bob-s-bot-v2"],
+    ["😀😀", "item"],
   ])("slugify(%j) = %j", (name, slug) => expect(slugify(name)).toBe(slug));
 
   it("picks the first free suffix", () => {
