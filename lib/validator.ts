@@ -60,8 +60,11 @@ function platformRules(validator: { add(type: string, rule: unknown): void }) {
   Object.assign(validator, { charCount, decimalNumber, isoDate });
 }
 
-/** Options of every fastest-validator instance of the platform. */
-export const PLATFORM_VALIDATOR_OPTIONS = { messages: PLATFORM_MESSAGES, plugins: [platformRules] };
+/**
+ * Options of every fastest-validator instance of the platform; custom checkers take the new signature, as moleculer's
+ * validator sets it (free-form rules rely on it).
+ */
+export const PLATFORM_VALIDATOR_OPTIONS = { useNewCustomCheckerFunction: true, messages: PLATFORM_MESSAGES, plugins: [platformRules] };
 
 /**
  * fastest-validator accepts null in an optional field that is not nullable (it reads null as missing) but

@@ -24,7 +24,8 @@ export interface ExcerptMessage {
 /** Text clipped to EXCERPT_MAX_CHARS characters, with a trailing ellipsis when clipped. */
 export function clipText(text: string): string {
   // Clipping reads only as far as the limit: a long message is not counted to its end.
-  return clipChars(text, EXCERPT_MAX_CHARS).length === text.length ? text : clipChars(text, EXCERPT_MAX_CHARS - 1) + ELLIPSIS;
+  const head = clipChars(text, EXCERPT_MAX_CHARS);
+  return head.length === text.length ? text : clipChars(head, EXCERPT_MAX_CHARS - 1) + ELLIPSIS;
 }
 
 /**

@@ -130,8 +130,7 @@ function strictRule(rule: unknown): unknown {
   return { ...r, ...(props ? { props, strict: true } : {}), ...(r.type === "array" && r.items ? { items: strictRule(r.items) } : {}) };
 }
 
-// The new custom checker signature, as moleculer's validator uses it (free-form rules rely on it).
-const validator = () => new Validator({ haltOnFirstError: false, useNewCustomCheckerFunction: true, ...PLATFORM_VALIDATOR_OPTIONS });
+const validator = () => new Validator({ haltOnFirstError: false, ...PLATFORM_VALIDATOR_OPTIONS });
 const check = validator().compile(documentSchema);
 /** The document push reads: unknown fields refused outside the free-form parts (the OpenAPI push body says so too). */
 export const pushDocumentSchema = strictRule(documentSchema) as typeof documentSchema;
