@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { databaseUrl, freePort, startNats } from "../test/harness/servers";
 import { apiClient } from "../test/harness/http";
 import { ensureLocalMongoBuilt, startLocalMongo } from "../lib/local-mongo";
-import { positiveIntEnv } from "../lib/env";
+import { numberEnv, positiveIntEnv } from "../lib/env";
 import { runBench, type Lifecycle } from "./lifecycle";
 import { measure, measureLoad, type Measurement } from "./load";
 import { signupWhenReady, startNode, stopAll, waitForOk, type BenchProcess } from "./processes";
@@ -18,7 +18,8 @@ import { machine, median, medianFields, writeResults } from "./report";
  * each with its tool.created event) at 1, 8 and 32 clients, those at 32 in turn with authenticated reads at 32
  * (medians of PAIR_ROUNDS each), then 32-client bursts of creates with a webhook subscription on a loopback receiver,
  * each timed to its last delivery, with one and with two webhooks replicas in BURST_ROUNDS rounds (medians of each,
- * and two's ratios to one within rounds); CPU from /proc for every process of the deployment, the database server included.
+ * and two's ratios to one within rounds), then such rounds with the receiver answering after SLOW_RECEIVER_MS;
+ * CPU from /proc for every process of the deployment, the database server included.
  * On the embedded default (one process holding every service; the second replica is a process of only the
  * webhooks service on the same database) and over NATS (the API in one process, webhooks replicas beside it).
  */
@@ -43,6 +44,14 @@ const BURST_WARMUP_SECONDS = positiveIntEnv(process.env, "BENCH_BURST_WARMUP", 5
  * runs second); the table shows the medians, the target judges the ratios within rounds (the machine's speed drifts).
  */
 const BURST_ROUNDS = positiveIntEnv(process.env, "BENCH_BURST_ROUNDS", 4);
+/**
+ * Then rounds of bursts to a receiver that answers after SLOW_RECEIVER_MS, as a real endpoint does: deliveries are
+ * bound by the receiver's latency and each replica's WEBHOOK_CONCURRENCY, not by the cores, which is the load a second
+ * replica is for. On a loopback receiver that answers at once, deliveries keep up with the creates, so events/s are
+ * the creates' rate whatever the replicas (docs/adr/0063-one-replica-takes-the-wakes.md).
+ */
+const SLOW_ROUNDS = numberEnv(process.env, "BENCH_SLOW_ROUNDS", 2, { min: 0, integer: true });
+const SLOW_RECEIVER_MS = positiveIntEnv(process.env, "BENCH_SLOW_RECEIVER_MS", 100);
 /**
  * Reads and creates at 32 clients measured in turn this many times, each ratio taken within its pair: the machine's
  * speed drifts by a fifth between minutes, which decided a ratio of two phases measured once each.
@@ -77,18 +86,26 @@ function cpuMs(pid: number): number {
 }
 const cpuOf = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
 
-/** A receiver that answers 204 and notes when each delivery arrived, and which webhook-ids came more than once. */
+/**
+ * A receiver that answers 204 after `delayMs` (0 unless a burst sets it) and notes when each delivery arrived, and
+ * which webhook-ids came more than once.
+ */
 async function startReceiver() {
   let arrivals: number[] = [];
   let seen = new Set<string>();
   let repeated = 0;
+  let delayMs = 0;
   const server = http.createServer((req, res) => {
     req.resume().on("end", () => {
-      arrivals.push(Date.now());
       const id = String(req.headers["webhook-id"]);
-      if (seen.has(id)) repeated++;
-      seen.add(id);
-      res.writeHead(204).end();
+      const answer = () => {
+        arrivals.push(Date.now());
+        if (seen.has(id)) repeated++;
+        seen.add(id);
+        res.writeHead(204).end();
+      };
+      if (delayMs) setTimeout(answer, delayMs);
+      else answer();
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -105,6 +122,7 @@ async function startReceiver() {
       return repeated;
     },
     reset: () => void ((arrivals = []), (seen = new Set()), (repeated = 0)),
+    answerAfter: (ms: number) => void (delayMs = ms),
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
@@ -195,6 +213,8 @@ interface CreateRow extends Measurement {
 }
 interface EventRow {
   replicas: number;
+  /** How long the receiver took to answer each delivery. */
+  receiverMs: number;
   /** Bursts measured; the other fields are their medians, the counts their sums. */
   bursts?: number;
   creates: number;
@@ -208,6 +228,10 @@ interface EventRow {
   drainMs: number;
   cpuMsPerEvent: number;
 }
+interface ReplicaRatio {
+  eventsPerSecond: number;
+  cpuMsPerEvent: number;
+}
 interface DeploymentResult {
   name: string;
   /** The median of the paired rounds' reads (and the creates at 32 among `creates`). */
@@ -215,17 +239,20 @@ interface DeploymentResult {
   creates: CreateRow[];
   /** Creates at 32 ÷ reads at 32, per paired round. */
   ratios: number[];
-  /** Per replica count, the medians of its bursts. */
+  /** Per receiver latency and replica count, the medians of its bursts. */
   events: EventRow[];
   /** Per round, two replicas' events/s and CPU per event, each as a ratio to one replica's in the same round. */
-  replicaRatios: { eventsPerSecond: number; cpuMsPerEvent: number }[];
+  replicaRatios: ReplicaRatio[];
+  /** The same with the receiver answering after SLOW_RECEIVER_MS. */
+  slowReplicaRatios: ReplicaRatio[];
   /** Every burst, in the order run. */
   bursts: EventRow[];
 }
 
 /** A burst of creates at BURST_CLIENTS for BURST_SECONDS, then waits until the receiver has every delivery. */
-async function burst(d: Deployment, receiver: Receiver, pids: () => number[], cpuPerCreate: number, replicas: number): Promise<EventRow> {
+async function burst(d: Deployment, receiver: Receiver, pids: () => number[], cpuPerCreate: number, replicas: number, receiverMs: number): Promise<EventRow> {
   receiver.reset();
+  receiver.answerAfter(receiverMs);
   const before = await toolCount(d);
   const cpuBefore = cpuOf(pids());
   const started = Date.now();
@@ -233,10 +260,12 @@ async function burst(d: Deployment, receiver: Receiver, pids: () => number[], cp
   const created = Date.now();
   const creates = (await toolCount(d)) - before;
   await allDelivered(d, receiver, creates);
+  receiver.answerAfter(0);
   const cpu = cpuOf(pids()) - cpuBefore;
   const delivered = receiver.count;
   return {
     replicas,
+    receiverMs,
     creates,
     createsPerSecond: (creates * 1000) / (created - started),
     delivered,
@@ -272,6 +301,7 @@ function medianRow(rows: EventRow[]): EventRow {
   const sum = (pick: (row: EventRow) => number) => rows.reduce((total, row) => total + pick(row), 0);
   return {
     ...medianFields(rows, ["createsPerSecond", "eventsPerSecond", "drainMs", "cpuMsPerEvent"]),
+    receiverMs: rows[0]!.receiverMs,
     bursts: rows.length,
     creates: sum((r) => r.creates),
     delivered: sum((r) => r.delivered),
@@ -319,7 +349,8 @@ async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mon
   try {
     const sub = await apiClient(d.base)("POST", "/api/v1/webhook-subscriptions", { token: d.token, body: { url: receiver.url, event_types: ["tool.created"] } });
     if (sub.status !== 201) throw new Error(`${name}: subscription answered ${sub.status}`);
-    for (let round = 0; round < BURST_ROUNDS; round++) {
+    const rounds = [...Array<number>(BURST_ROUNDS).fill(0), ...Array<number>(SLOW_ROUNDS).fill(SLOW_RECEIVER_MS)];
+    for (const [round, receiverMs] of rounds.entries()) {
       for (const replicas of round % 2 ? [2, 1] : [1, 2]) {
         const stopReplica = replicas === 2 ? await d.addWebhooksReplica() : undefined;
         try {
@@ -327,10 +358,10 @@ async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mon
           const before = await toolCount(d);
           await measureCreates(d, BURST_CLIENTS, BURST_WARMUP_SECONDS, 0);
           await allDelivered(d, receiver, (await toolCount(d)) - before);
-          const row = await burst(d, receiver, pids, cpuPerCreate, replicas);
+          const row = await burst(d, receiver, pids, cpuPerCreate, replicas, receiverMs);
           console.error(
-            `${name} events, ${replicas} webhooks replica(s), round ${round + 1}: ${row.creates} creates (${Math.round(row.createsPerSecond)}/s), ${row.delivered} delivered (${row.repeated} repeated), ` +
-              `${Math.round(row.eventsPerSecond)} events/s, drained ${row.drainMs} ms after the last create, ${row.cpuMsPerEvent.toFixed(2)} CPU ms/event`,
+            `${name} events, ${replicas} webhooks replica(s), receiver answering after ${receiverMs} ms, round ${round + 1}: ${row.creates} creates (${Math.round(row.createsPerSecond)}/s), ` +
+              `${row.delivered} delivered (${row.repeated} repeated), ${Math.round(row.eventsPerSecond)} events/s, drained ${row.drainMs} ms after the last create, ${row.cpuMsPerEvent.toFixed(2)} CPU ms/event`,
           );
           bursts.push(row);
         } finally {
@@ -341,13 +372,20 @@ async function measureDeployment(name: "embedded" | "nats", natsUrl: string, mon
   } finally {
     await stopAll();
   }
-  const events = [1, 2].map((replicas) => medianRow(bursts.filter((row) => row.replicas === replicas)));
-  const replicaRatios = Array.from({ length: BURST_ROUNDS }, (_, round) => {
+  const ofLatency = (receiverMs: number) => bursts.filter((row) => row.receiverMs === receiverMs);
+  const events = [0, SLOW_RECEIVER_MS]
+    .filter((receiverMs) => ofLatency(receiverMs).length)
+    .flatMap((receiverMs) => [1, 2].map((replicas) => medianRow(ofLatency(receiverMs).filter((row) => row.replicas === replicas))));
+  return { name, reads, creates, ratios, events, replicaRatios: roundRatios(ofLatency(0)), slowReplicaRatios: roundRatios(ofLatency(SLOW_RECEIVER_MS)), bursts };
+}
+
+/** Per round (two bursts in a row, one per replica count), two replicas' figures as ratios to one's. */
+function roundRatios(bursts: EventRow[]): ReplicaRatio[] {
+  return Array.from({ length: bursts.length / 2 }, (_, round) => {
     const [a, b] = bursts.slice(2 * round, 2 * round + 2);
     const [one, two] = a!.replicas === 1 ? [a!, b!] : [b!, a!];
     return { eventsPerSecond: two.eventsPerSecond / one.eventsPerSecond, cpuMsPerEvent: two.cpuMsPerEvent / one.cpuMsPerEvent };
   });
-  return { name, reads, creates, ratios, events, replicaRatios, bursts };
 }
 
 /** A latency as measured (two decimals): the median of an even number of rounds is the mean of the middle two. */
@@ -366,7 +404,7 @@ function table(results: DeploymentResult[]): string {
     }
     for (const e of r.events) {
       lines.push(
-        `| ${r.name} | events e2e, ${e.replicas} webhooks replica${e.replicas > 1 ? "s" : ""} | ${BURST_CLIENTS} | ${Math.round(e.eventsPerSecond)} | — | — | ${e.cpuMsPerEvent.toFixed(2)} | ` +
+        `| ${r.name} | events e2e, ${e.replicas} webhooks replica${e.replicas > 1 ? "s" : ""}${e.receiverMs ? `, receiver answering after ${e.receiverMs} ms` : ""} | ${BURST_CLIENTS} | ${Math.round(e.eventsPerSecond)} | — | — | ${e.cpuMsPerEvent.toFixed(2)} | ` +
           `medians of ${e.bursts} bursts: ${e.delivered} delivered in all (${e.repeated} repeated), drained ${e.drainMs} ms after the last create (${Math.round(e.createsPerSecond)} creates/s) |`,
       );
     }
@@ -382,6 +420,16 @@ function verdicts(results: DeploymentResult[]): string[] {
     const cpuRatio = median(r.replicaRatios.map((x) => x.cpuMsPerEvent));
     const rounds = (pick: (x: DeploymentResult["replicaRatios"][number]) => number) => r.replicaRatios.map((x) => pick(x).toFixed(3)).join(", ");
     const check = (ok: boolean, what: string) => `${r.name}: ${ok ? "MET" : "MISSED"} ${what}`;
+    const slow = r.slowReplicaRatios;
+    const [slowOne, slowTwo] = r.events.filter((e) => e.receiverMs);
+    const slowLine = slow.length
+      ? [
+          `${r.name}: (not a target) with the receiver answering after ${SLOW_RECEIVER_MS} ms, two replicas ÷ one within a round: ` +
+            `events/s ${median(slow.map((x) => x.eventsPerSecond)).toFixed(3)} (rounds: ${slow.map((x) => x.eventsPerSecond.toFixed(3)).join(", ")}), ` +
+            `CPU ms per event ${median(slow.map((x) => x.cpuMsPerEvent)).toFixed(3)} (rounds: ${slow.map((x) => x.cpuMsPerEvent.toFixed(3)).join(", ")}); ` +
+            `medians ${Math.round(slowTwo!.eventsPerSecond)} vs ${Math.round(slowOne!.eventsPerSecond)} events/s`,
+        ]
+      : [];
     return [
       check(median(r.ratios) >= TARGET.createsToReads, `creates at 32 ÷ reads at 32 = ${median(r.ratios).toFixed(2)}, the median of ${r.ratios.length} paired rounds (needs ≥ ${TARGET.createsToReads})`),
       check(c1.p50Ms <= TARGET.p50OneClientMs, `p50 of a create at one client ${c1.p50Ms} ms (needs ≤ ${TARGET.p50OneClientMs})`),
@@ -391,6 +439,7 @@ function verdicts(results: DeploymentResult[]): string[] {
         `two replicas ÷ one within a round: events/s ${eventsRatio.toFixed(3)} (rounds: ${rounds((x) => x.eventsPerSecond)}; needs ≥ 1), ` +
           `CPU ms per event ${cpuRatio.toFixed(3)} (rounds: ${rounds((x) => x.cpuMsPerEvent)}; needs ≤ 1); medians ${Math.round(two!.eventsPerSecond)} vs ${Math.round(one!.eventsPerSecond)} events/s`,
       ),
+      ...slowLine,
     ];
   });
 }
@@ -404,13 +453,14 @@ async function main({ own, startWatchdog }: Lifecycle) {
   const mongo = own(await startLocalMongo({ dataDir }));
   const receiver = await startReceiver();
   own({ stop: receiver.close });
-  const disarm = startWatchdog(2 * (2 * STARTUP_TIMEOUT_MS + 4 * BURST_ROUNDS * DRAIN_TIMEOUT_MS + 60_000));
+  const disarm = startWatchdog(2 * (2 * STARTUP_TIMEOUT_MS + 4 * (BURST_ROUNDS + SLOW_ROUNDS) * DRAIN_TIMEOUT_MS + 60_000));
   const results: DeploymentResult[] = [];
   for (const name of DEPLOYMENTS) results.push(await measureDeployment(name, nats.url, mongo.url, mongo.pid, receiver));
   disarm();
   console.log(
     `\nmachine: nproc ${host.nproc}, ${host.cpu}, node ${host.node}; load average ${host.loadAverage1mBefore} before the run; autocannon shares these cores. ` +
       `One run; ${WARMUP_SECONDS} s warm-up + ${DURATION_SECONDS} s per load; reads and creates at 32 in turn ${PAIR_ROUNDS} times, each ratio within its round; bursts of ${BURST_SECONDS} s after ${BURST_WARMUP_SECONDS} s of warm-up, ${BURST_ROUNDS} rounds of one burst per replica count (1-2, then 2-1), medians shown, the replica target judged on the ratios within rounds; ` +
+      `then ${SLOW_ROUNDS} such rounds with the receiver answering after ${SLOW_RECEIVER_MS} ms; ` +
       `CPU of the platform processes and the local database server ` +
       `(per delivered event: the burst's CPU less its creates at the 32-client rate, per delivery)\n`,
   );
