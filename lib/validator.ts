@@ -26,20 +26,31 @@ function builtInRule(type: RewrittenType): RuleCompiler {
   return require(`fastest-validator/lib/rules/${type}`) as RuleCompiler;
 }
 
-/** A built-in rule whose generated check has one statement replaced, for the schemas `applies` picks. */
-function rewrittenRule(type: RewrittenType, from: string, to: string, applies: (schema: Record<string, unknown>) => boolean): RuleCompiler {
+/** A built-in rule whose generated check has one statement replaced (by `to`, or what it gives for the schema), for the schemas `applies` picks. */
+function rewrittenRule(
+  type: RewrittenType,
+  from: string,
+  to: string | ((schema: Record<string, unknown>) => string),
+  applies: (schema: Record<string, unknown>) => boolean,
+): RuleCompiler {
   const builtIn = builtInRule(type);
   return function (this: unknown, rule, path, context) {
     const compiled = builtIn.call(this, rule, path, context);
     if (!applies(rule.schema)) return compiled;
     if (compiled.source.split(from).length !== 2) throw new Error(`fastest-validator's ${type} rule no longer has \`${from}\` once`);
-    return { ...compiled, source: compiled.source.replace(from, to) };
+    return { ...compiled, source: compiled.source.replace(from, typeof to === "string" ? to : to(rule.schema)) };
   };
 }
 
-/** A number sent as text (a query string, a path segment, a converted field) in decimal notation, as JSON writes one; NaN otherwise. */
-export function decimalNumber(value: unknown): number {
-  return typeof value === "string" && /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(value) ? Number(value) : NaN;
+/**
+ * A number sent as text (a query string, a path segment, a converted field) in decimal notation, as JSON writes one;
+ * NaN otherwise. Where the rule wants an integer, only an integer's digits, and only within what a double holds
+ * exactly: "1e1", "12.0" or twenty digits would name an id the client did not write.
+ */
+export function decimalNumber(value: unknown, integer = false): number {
+  if (typeof value !== "string") return NaN;
+  if (!integer) return /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(value) ? Number(value) : NaN;
+  return /^[+-]?\d+$/.test(value) && Number.isSafeInteger(Number(value)) ? Number(value) : NaN;
 }
 
 /**
@@ -48,14 +59,15 @@ export function decimalNumber(value: unknown): number {
  * - a string's `min`, `max` and `length` count characters (code points, lib/text.ts) as JSON Schema and the
  *   interface count them, not UTF-16 units: 200 emoji fit a field of at most 200 characters;
  * - a number rule that converts (`convert: true`) takes text in decimal notation only: `Number()` also reads ""
- *   as 0, " 5" as 5, "0x10" as 16 and ["5"] as 5, so `?limit=0x10` or `/tools/%201` named a valid value;
+ *   as 0, " 5" as 5, "0x10" as 16 and ["5"] as 5, so `?limit=0x10` or `/tools/%201` named a valid value; an
+ *   integer rule takes digits only, within 2^53 (`/knowledge/1e1` was source 10);
  * - a date rule that converts takes ISO 8601 text only (`isoDate`, lib/iso-date.ts): fastest-validator read "1"
  *   and 1 as a millisecond after 1970, and handed anything else to Date's parser ("March 7" is a date in 2001, and
  *   a time without an offset is the server's local time).
  */
 function platformRules(validator: { add(type: string, rule: unknown): void }) {
   validator.add("string", rewrittenRule("string", "var len = value.length;", "var len = this.charCount(value);", (s) => s.min != null || s.max != null || s.length != null));
-  validator.add("number", rewrittenRule("number", "value = Number(value);", "value = this.decimalNumber(value);", (s) => s.convert === true));
+  validator.add("number", rewrittenRule("number", "value = Number(value);", (s) => `value = this.decimalNumber(value, ${s.integer === true});`, (s) => s.convert === true));
   validator.add("date", rewrittenRule("date", "value = new Date(value.length && !isNaN(+value) ? +value : value);", "value = this.isoDate(value);", (s) => s.convert === true));
   Object.assign(validator, { charCount, decimalNumber, isoDate });
 }

@@ -104,6 +104,13 @@ describe("params validator: numbers sent as text are read in decimal notation on
     }
   });
 
+  it("takes an integer's digits only where the rule wants an integer, within what a double holds exactly", () => {
+    for (const limit of ["1e1", "12.0", "+0.5e1", "99999999999999999999", "9007199254740993"]) {
+      expect([limit, check({ limit })]).toEqual([limit, [expect.objectContaining({ type: "number", field: "limit" })]]);
+    }
+    for (const [text, value] of [["12", 12], ["+7", 7], ["007", 7], ["9007199254740991", 9007199254740991]] as const) expect(decimalNumber(text, true)).toBe(value);
+  });
+
   it("leaves rules that do not convert as they were: a number is a number", () => {
     expect(check({ weight: 0.25 })).toBe(true);
     expect(check({ weight: "0.25" })).toEqual([expect.objectContaining({ type: "number", field: "weight" })]);
