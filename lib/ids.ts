@@ -164,7 +164,9 @@ export function slugify(name: string): string {
     .replace(/^-+|-+$/g, "")
     .slice(0, 80)
     .replace(/-+$/g, "");
-  return slug || "item";
+  // An identifier has a letter (identifierRule), or a path segment of only digits would name an id: "7" → "item-7".
+  if (!/[a-z]/.test(slug)) return slug ? `item-${slug}` : "item";
+  return slug;
 }
 
 /** First free identifier among base, base-2, base-3, ... given the identifiers already taken in the account. */

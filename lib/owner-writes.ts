@@ -2,7 +2,7 @@ import type { Connection, Model } from "mongoose";
 import { ERRORS, isDuplicateKeyError } from "./errors";
 import type { Ctx } from "./meta";
 import type { TenancyMethods } from "./tenancy.mixin";
-import { UnitOfWork, type LoggedUndo, type PreparedChange } from "./unit-of-work";
+import { UnitOfWork, type LoggedUndo, type PreparedChange, type PutTarget } from "./unit-of-work";
 
 /*
  * Writes that span services, through each collection's owner (docs/adr/0052-service-boundaries.md). The owner
@@ -17,11 +17,8 @@ import { UnitOfWork, type LoggedUndo, type PreparedChange } from "./unit-of-work
 
 type Owned = { _id: number; account_id: number };
 
-/** One record of a batch: the id of the record it updates (null: create one) and what to write. */
-export interface BatchItem<Def> {
-  id: number | null;
-  def: Def;
-}
+/** One record of a batch: the id of the record it updates, or null and the identifier of the one it creates; and what to write. */
+export type BatchItem<Def> = { id: number; def: Def } | { id: null; identifier: string; def: Def };
 
 /** What putBatch answers: the records as written, in the order of the items, and how to commit or undo them. */
 export interface BatchResult<T> {
@@ -36,7 +33,7 @@ export interface OwnerWriteOptions<T extends Owned, Def> {
   /** The account's records with these ids. */
   read: (db: Connection, accountId: number, ids: number[]) => Promise<T[]>;
   /** One record written within the unit of work: `existing` updated where it differs, or created. */
-  put: (uow: UnitOfWork, db: Connection, accountId: number, existing: T | null, def: Def) => Promise<T>;
+  put: (uow: UnitOfWork, db: Connection, accountId: number, target: PutTarget<T>, def: Def) => Promise<T>;
 }
 
 /** The `data.reason` of the 409 a batch answers when a write collided or a record changed under it: plan again. */
@@ -77,7 +74,8 @@ export function ownerWriteActions<T extends Owned, Def>(options: OwnerWriteOptio
           for (const item of items) {
             const current = item.id === null ? null : existing.find((r) => r._id === item.id);
             if (current === undefined) throw ERRORS.conflict(`Record ${item.id} changed during the write; plan again`, { reason: REPLAN });
-            records.push(await options.put(uow, this.db, accountId, current, item.def));
+            const target: PutTarget<T> = item.id === null ? { identifier: item.identifier } : { existing: current! };
+            records.push(await options.put(uow, this.db, accountId, target, item.def));
           }
           return { records, changes: [...uow.changes], undo: uow.undoLog() };
         } catch (err) {

@@ -2,9 +2,12 @@ import { isDeepStrictEqual } from "node:util";
 import mongoose, { type Connection, type Model } from "mongoose";
 import { createRecord } from "./db";
 import { abortEvents, changeOf, prepareEvents, type ChangeDraft } from "./events";
-import { nextRecordId, slugify } from "./ids";
+import { nextRecordId } from "./ids";
 
 type AnyRecord = { _id: number; account_id: number };
+
+/** What a put writes: the existing record it updates, or the identifier of the record it creates. */
+export type PutTarget<T> = { existing: T } | { identifier: string };
 
 interface Undo {
   model: Model<any>;
@@ -78,14 +81,14 @@ export class UnitOfWork {
   }
 
   /**
-   * Writes a named record from `fields`: sets what differs on `existing`, or creates it with a new id and its
-   * name's slug as identifier (two concurrent creates of one name then collide on the unique index, and the
-   * caller re-plans). The change event is `<entity>.updated` or `<entity>.created`.
+   * Writes a named record from `fields`: sets what differs on the target's `existing` record, or creates one with a
+   * new id under the target's `identifier`, which the caller planned (two concurrent creates of one identifier then
+   * collide on the unique index, and the caller re-plans). The change event is `<entity>.updated` or `<entity>.created`.
    */
-  async put<T extends AnyRecord>(model: Model<T>, accountId: number, existing: T | null, fields: Partial<T> & { name: string }, entity: string): Promise<T> {
-    if (existing) return this.update(model, existing, changedFields(existing, fields), `${entity}.updated`);
+  async put<T extends AnyRecord>(model: Model<T>, accountId: number, target: PutTarget<T>, fields: Partial<T> & { name: string }, entity: string): Promise<T> {
+    if ("existing" in target) return this.update(model, target.existing, changedFields(target.existing, fields), `${entity}.updated`);
     const _id = await nextRecordId(model.db, model.collection.collectionName);
-    return this.insert(model, { _id, account_id: accountId, identifier: slugify(fields.name), ...fields } as unknown as T, `${entity}.created`);
+    return this.insert(model, { _id, account_id: accountId, identifier: target.identifier, ...fields } as unknown as T, `${entity}.created`);
   }
 
   private async prepare(model: Model<any>, record: AnyRecord, event: string) {

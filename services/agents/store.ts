@@ -1,5 +1,5 @@
 import type { Connection } from "mongoose";
-import type { UnitOfWork } from "../../lib/unit-of-work";
+import type { PutTarget, UnitOfWork } from "../../lib/unit-of-work";
 import { agentModel, type AgentRecord } from "./model";
 
 /*
@@ -15,6 +15,6 @@ export function accountAgents(db: Connection, accountId: number, ids?: number[])
 }
 
 /** An agent with these fields: created, or updated where it differs; the change is in `uow`. */
-export function putAgent(uow: UnitOfWork, db: Connection, accountId: number, existing: AgentRecord | null, fields: Partial<AgentRecord> & { name: string }): Promise<AgentRecord> {
-  return uow.put(agentModel(db), accountId, existing, fields, "agent");
+export function putAgent(uow: UnitOfWork, db: Connection, accountId: number, target: PutTarget<AgentRecord>, fields: Partial<AgentRecord> & { name: string }): Promise<AgentRecord> {
+  return uow.put(agentModel(db), accountId, target, fields, "agent");
 }

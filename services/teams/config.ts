@@ -137,6 +137,22 @@ export function referenceProblems(
 }
 
 /**
+ * Trait references of the agents a push keeps whose definitions its filters leave out, where the account has no
+ * such trait either: the agent would name a trait nothing writes. `raw` is the document as written (locations point
+ * into it), `doc` the one filters and overrides made; referenceProblems already found each reference in one of them.
+ */
+export function filteredOutTraits(raw: TeamDocument, doc: TeamDocument, known: { traits: { name: string; identifier: string }[] }): FieldProblem[] {
+  return (doc.agents ?? []).flatMap((agent) => {
+    const i = (raw.agents ?? []).findIndex((a) => a.name === agent.name);
+    return (agent.traits ?? []).flatMap((ref, j) =>
+      (doc.traits ?? []).some((t) => traitMatches(ref, t)) || known.traits.some((t) => traitMatches(ref, t))
+        ? []
+        : [{ field: `agents[${i}].traits[${j}]`, message: `Trait "${ref}" is defined in this document but its filters leave the definition out, and the account has no such trait`, type: "reference" }],
+    );
+  });
+}
+
+/**
  * The agent fields a push writes, following the merge rules for an existing agent: configuration
  * (chat_ui included) deep-merged with null removing a field, image_url replaced in full, publication
  * replaced per field, and every optional field not provided keeping its value.

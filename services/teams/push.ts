@@ -1,8 +1,8 @@
 import type { Connection } from "mongoose";
 import { ERRORS, type FieldProblem } from "../../lib/errors";
-import { slugify } from "../../lib/ids";
-import { UnitOfWork } from "../../lib/unit-of-work";
-import { isReplanError, type OwnerWrites } from "../../lib/owner-writes";
+import { firstFreeIdentifier, identifierFamily, slugify } from "../../lib/ids";
+import { UnitOfWork, type PutTarget } from "../../lib/unit-of-work";
+import { isReplanError, type BatchItem, type OwnerWrites } from "../../lib/owner-writes";
 import { hashPassword, verifyPassword } from "../../lib/auth/passwords";
 import { accountAgents, type AgentRecord } from "../agents";
 import { accountTools, type ToolRecord } from "../tools";
@@ -12,6 +12,7 @@ import {
   agentToConfig,
   compact,
   effectiveDocument,
+  filteredOutTraits,
   mergedAgentFields,
   referenceProblems,
   traitMatches,
@@ -25,47 +26,60 @@ const PUSH_BACKOFF_MS = 25;
 
 type Identified = { _id: number; account_id: number; identifier: string; name: string };
 
-/** Loads what a push is planned against: the account's traits, tools, agents, domains and the team. */
+/**
+ * Loads what a push is planned against: the account's traits, tools, agents and domains, the team of the document's
+ * name (the oldest), and the identifiers a new team of that name would be numbered past.
+ */
 async function loadState(db: Connection, accountId: number, teamName: string) {
   const scope = { account_id: accountId };
-  const [traits, tools, agents, domains, team] = await Promise.all([
+  const [traits, tools, agents, domains, team, teamIdentifiers] = await Promise.all([
     accountTraits(db, accountId),
     accountTools(db, accountId),
     accountAgents(db, accountId),
     domainModel(db).find(scope).lean<DomainRecord[]>(),
-    teamModel(db)
-      .findOne({ ...scope, $or: [{ identifier: slugify(teamName) }, { name: teamName }] })
-      .sort({ _id: 1 })
-      .lean<TeamRecord>(),
+    teamModel(db).findOne({ ...scope, name: teamName }).sort({ _id: 1 }).lean<TeamRecord>(),
+    teamModel(db).distinct("identifier", { ...scope, identifier: identifierFamily(slugify(teamName)) }) as Promise<string[]>,
   ]);
-  return { traits, tools, agents, domains: domains.map((d) => d.hostname.toLowerCase()), team };
+  return { traits, tools, agents, domains: domains.map((d) => d.hostname.toLowerCase()), team, teamIdentifiers };
 }
-
-/** The record a named component of the document updates: same name first, then the identifier its name gives. */
-function matchByName<T extends Identified>(records: T[], name: string, preferred: number[] = []): T | null {
-  const sameName = records.filter((r) => r.name === name);
-  return (
-    sameName.find((r) => preferred.includes(r._id)) ??
-    sameName[0] ??
-    records.find((r) => r.identifier === slugify(name)) ??
-    null
-  );
-}
+type PushState = Awaited<ReturnType<typeof loadState>>;
 
 /**
- * Components the push would create under one identifier: a created record's identifier is its name's slug, so two
- * new names with the same slug ("Ü" and "U", or two names with no letters) would make the second insert collide.
+ * What each component of a section writes: the account's record of its name (the team's own first), or a new record
+ * under its name's identifier numbered past those the account and the section's earlier components hold ("C++
+ * Expert" and "C# Expert": c-expert, c-expert-2), as a REST create numbers its own. Only an exact name matches: a
+ * name that merely gives a record's identifier ("triage" for "Triage", or any two emoji names) is another component.
+ * Planned from the state read, so concurrent pushes creating one name pick one identifier and collide on the unique
+ * index; the loser re-plans and finds the winner's record by name.
  */
-function identifierClashes(kind: string, defs: { name: string }[] | undefined, records: Identified[], preferred?: number[]): FieldProblem[] {
-  const createdAt = new Map<string, number>();
-  return (defs ?? []).flatMap((def, i) => {
-    if (typeof def?.name !== "string" || matchByName(records, def.name, preferred)) return [];
-    const identifier = slugify(def.name);
-    const first = createdAt.get(identifier);
-    if (first === undefined) return (createdAt.set(identifier, i), []);
-    return [{ field: `${kind}[${i}].name`, message: `Would create the identifier '${identifier}' that ${kind}[${first}] creates; give it a distinct name`, type: "unique" }];
+function planSection<T extends Identified>(records: T[], defs: { name: string }[], preferred: number[] = []): PutTarget<T>[] {
+  const taken = new Set(records.map((r) => r.identifier));
+  return defs.map((def) => {
+    const sameName = records.filter((r) => r.name === def.name);
+    const existing = sameName.find((r) => preferred.includes(r._id)) ?? sameName[0];
+    if (existing) return { existing };
+    const identifier = firstFreeIdentifier(slugify(def.name), taken);
+    taken.add(identifier);
+    return { identifier };
   });
 }
+
+/** What a push writes, component by component, in the document's order. */
+function planPush(doc: TeamDocument, state: PushState) {
+  return {
+    traits: planSection(state.traits, doc.traits ?? []),
+    tools: planSection(state.tools, doc.tools ?? [], state.team?.tool_ids),
+    agents: planSection(state.agents, doc.agents ?? [], state.team?.agent_ids),
+    team: (state.team ? { existing: state.team } : { identifier: firstFreeIdentifier(slugify(doc.name), state.teamIdentifiers) }) as PutTarget<TeamRecord>,
+  };
+}
+type PushPlan = ReturnType<typeof planPush>;
+
+const existingOf = <T>(target: PutTarget<T>): T | null => ("existing" in target ? target.existing : null);
+
+/** A batch item for the owner: the planned record to update or identifier to create, and what to write. */
+const itemFor = <T extends { _id: number }, Def>(target: PutTarget<T>, def: Def): BatchItem<Def> =>
+  "existing" in target ? { id: target.existing._id, def } : { id: null, identifier: target.identifier, def };
 
 /** The hash to store for a pushed publication password: the current one when it already matches (a salted
  * re-hash would rewrite the agent on every identical push), a new one otherwise. */
@@ -85,33 +99,30 @@ function safely(check: () => FieldProblem[]): FieldProblem[] {
   }
 }
 
-/** Validates the whole document and every reference before anything is written; 400 lists all problems. */
-function validate(raw: unknown, state: Awaited<ReturnType<typeof loadState>>): TeamDocument {
+/**
+ * Validates the whole document and every reference before anything is written, and plans the writes; 400 lists
+ * all problems.
+ */
+function validate(raw: unknown, state: PushState): { doc: TeamDocument; plan: PushPlan } {
   // References are checked on the document as written (so locations point into it), and alongside the
   // structural problems, so one answer lists everything; parts too malformed to follow are skipped.
   const written: FieldProblem[] = [...documentProblems(raw, { strict: true }), ...safely(() => referenceProblems(raw as TeamDocument, state))];
   if (written.length) throw ERRORS.invalidDocument("Invalid team configuration", written);
   const doc = effectiveDocument(raw as TeamDocument);
-  // Overrides can set values the agent schema refuses (e.g. a temperature of 5).
-  const problems: FieldProblem[] = [
-    ...documentProblems(doc),
-    ...identifierClashes("traits", doc.traits, state.traits),
-    ...identifierClashes("tools", doc.tools, state.tools, state.team?.tool_ids),
-    ...identifierClashes("agents", doc.agents, state.agents, state.team?.agent_ids),
-  ];
+  // Overrides can set values the agent schema refuses (e.g. a temperature of 5); filters can leave out a trait
+  // definition an agent they keep names.
+  const problems: FieldProblem[] = [...documentProblems(doc), ...filteredOutTraits(raw as TeamDocument, doc, state)];
+  const plan = planPush(doc, state);
   (doc.agents ?? []).forEach((agent, i) => {
-    const existing = matchByName(state.agents, agent.name, state.team?.agent_ids);
+    const existing = existingOf(plan.agents[i]!);
     const wantsPassword = (agent.publication?.access_level ?? existing?.publication?.access_level) === "password_protected";
     if (wantsPassword && !agent.publication?.password && !existing?.publication?.password_hash) {
       problems.push({ field: `agents[${i}].publication.password`, message: "A password is required for password_protected publication", type: "required" });
     }
   });
   if (problems.length) throw ERRORS.invalidDocument("Invalid team configuration", problems);
-  return doc;
+  return { doc, plan };
 }
-
-/** A batch item for the owner: the matched record to update (null: create one) and what to write. */
-const itemFor = <Def>(existing: { _id: number } | null, def: Def) => ({ id: existing?._id ?? null, def });
 
 /**
  * Writes the planned changes, each with its change event prepared; every write is undone if a later one fails.
@@ -119,28 +130,25 @@ const itemFor = <Def>(existing: { _id: number } | null, def: Def) => ({ id: exis
  * lib/owner-writes.ts), the team here; a created record's identifier is its name's slug, so concurrent pushes
  * creating it collide and the loser re-plans.
  */
-async function apply(db: Connection, owners: OwnerWrites, accountId: number, doc: TeamDocument, state: Awaited<ReturnType<typeof loadState>>) {
+async function apply(db: Connection, owners: OwnerWrites, accountId: number, doc: TeamDocument, state: PushState, plan: PushPlan) {
   const uow = new UnitOfWork();
   try {
-    const traitRecords = await owners.put<TraitRecord, object>("traits", (doc.traits ?? []).map((def) => itemFor(matchByName(state.traits, def.name), def)));
+    const traitRecords = await owners.put<TraitRecord, object>("traits", (doc.traits ?? []).map((def, i) => itemFor(plan.traits[i]!, def)));
     const traitId = (ref: string) =>
       (traitRecords.find((t) => traitMatches(ref, t)) ?? state.traits.find((t) => traitMatches(ref, t)))!._id;
 
-    const toolRecords = await owners.put<ToolRecord, object>(
-      "tools",
-      (doc.tools ?? []).map((def) => itemFor(matchByName(state.tools, def.name, state.team?.tool_ids), def)),
-    );
+    const toolRecords = await owners.put<ToolRecord, object>("tools", (doc.tools ?? []).map((def, i) => itemFor(plan.tools[i]!, def)));
     const toolIds = toolRecords.map((t) => t._id);
 
     const agentItems = [];
-    for (const config of doc.agents ?? []) {
-      const existing = matchByName(state.agents, config.name, state.team?.agent_ids);
+    for (const [i, config] of (doc.agents ?? []).entries()) {
+      const existing = existingOf(plan.agents[i]!);
       const fields = mergedAgentFields(existing, config, {
         traitIds: config.traits ? [...new Set(config.traits.map(traitId))] : undefined,
         passwordHash: await publicationPasswordHash(existing, config.publication?.password),
       });
       fields.tool_ids = [...new Set([...(existing?.tool_ids ?? []), ...toolIds])];
-      agentItems.push(itemFor(existing, { ...fields, name: config.name }));
+      agentItems.push(itemFor(plan.agents[i]!, { ...fields, name: config.name }));
     }
     const agentIds = (await owners.put<AgentRecord, object>("agents", agentItems)).map((a) => a._id);
 
@@ -151,7 +159,7 @@ async function apply(db: Connection, owners: OwnerWrites, accountId: number, doc
       tool_ids: toolIds,
       knowledge: doc.knowledge ?? state.team?.knowledge ?? [],
     };
-    const team = await uow.put(teamModel(db), accountId, state.team, teamFields, "team");
+    const team = await uow.put(teamModel(db), accountId, plan.team, teamFields, "team");
     return { team, owners, changes: uow.changes };
   } catch (err) {
     await uow.rollback();
@@ -176,9 +184,9 @@ export async function pushDocument(
   const name = (raw as { name?: unknown })?.name;
   for (let attempt = 1; ; attempt++) {
     const state = await loadState(db, accountId, typeof name === "string" ? name : "");
-    const doc = validate(raw, state);
+    const { doc, plan } = validate(raw, state);
     try {
-      return await apply(db, owners(), accountId, doc, state);
+      return await apply(db, owners(), accountId, doc, state, plan);
     } catch (err) {
       if (!isReplanError(err)) throw err;
       if (attempt >= PUSH_ATTEMPTS) throw ERRORS.conflict("Other changes kept colliding with this push's identifiers; retry it");

@@ -16,7 +16,7 @@ export const teams = defineResource({
     indexes: [
       // Anonymous reads of public and password-protected teams by identifier.
       [{ identifier: 1, access_level: 1 }],
-      // Team push finds the team by identifier or by name, the oldest first.
+      // Team push finds the team by name, the oldest first.
       [{ account_id: 1, name: 1, _id: 1 }],
     ],
   },

@@ -1,6 +1,6 @@
 import type { Connection } from "mongoose";
 import { accountRecords } from "../../lib/tenancy.mixin";
-import type { UnitOfWork } from "../../lib/unit-of-work";
+import type { PutTarget, UnitOfWork } from "../../lib/unit-of-work";
 import { toolModel, type ToolRecord } from "./model";
 
 /*
@@ -13,14 +13,18 @@ export function accountTools(db: Connection, accountId: number, ids?: number[]):
   return accountRecords(toolModel(db), accountId, ids);
 }
 
-/** A tool as a team document defines it: created, or updated where it differs; the change is in `uow`. */
+/**
+ * A tool as a team document defines it: created, or updated where it differs, a field the definition leaves out
+ * keeping its value (as an agent's do); the change is in `uow`.
+ */
 export function putTool(
   uow: UnitOfWork,
   db: Connection,
   accountId: number,
-  existing: ToolRecord | null,
+  target: PutTarget<ToolRecord>,
   def: { name: string; description?: string; type: string; config?: Record<string, unknown> },
 ): Promise<ToolRecord> {
-  const fields = { name: def.name, description: def.description ?? null, tool_type: def.type, configuration: def.config ?? {} };
-  return uow.put(toolModel(db), accountId, existing, fields, "tool");
+  const existing = "existing" in target ? target.existing : null;
+  const fields = { name: def.name, description: def.description ?? existing?.description ?? null, tool_type: def.type, configuration: def.config ?? existing?.configuration ?? {} };
+  return uow.put(toolModel(db), accountId, target, fields, "tool");
 }

@@ -1,6 +1,6 @@
 import type { Connection } from "mongoose";
 import { accountRecords } from "../../lib/tenancy.mixin";
-import type { UnitOfWork } from "../../lib/unit-of-work";
+import type { PutTarget, UnitOfWork } from "../../lib/unit-of-work";
 import { traitModel, type TraitRecord } from "./model";
 import { normalizeTags } from "./rules";
 
@@ -14,14 +14,23 @@ export function accountTraits(db: Connection, accountId: number, ids?: number[])
   return accountRecords(traitModel(db), accountId, ids);
 }
 
-/** A trait as a team document defines it: created, or updated where it differs; the change is in `uow`. */
+/**
+ * A trait as a team document defines it: created, or updated where it differs, a field the definition leaves out
+ * keeping its value (as an agent's do); the change is in `uow`.
+ */
 export function putTrait(
   uow: UnitOfWork,
   db: Connection,
   accountId: number,
-  existing: TraitRecord | null,
+  target: PutTarget<TraitRecord>,
   def: { name: string; category?: string; description?: string; tags?: string[] },
 ): Promise<TraitRecord> {
-  const fields = { name: def.name, category: def.category ?? "general", description: def.description ?? null, tags: normalizeTags(def.tags ?? []) };
-  return uow.put(traitModel(db), accountId, existing, fields, "trait");
+  const existing = "existing" in target ? target.existing : null;
+  const fields = {
+    name: def.name,
+    category: def.category ?? existing?.category ?? "general",
+    description: def.description ?? existing?.description ?? null,
+    tags: def.tags ? normalizeTags(def.tags) : (existing?.tags ?? []),
+  };
+  return uow.put(traitModel(db), accountId, target, fields, "trait");
 }

@@ -247,17 +247,65 @@ describe("teams, access levels and configuration push/pull over NATS", () => {
       expect((await call("GET", "/agents?limit=1")).body.pagination.total).toBe(agentsBefore);
     });
 
-    it("refuses new components whose names give one identifier with 400 instead of a duplicate-key 500", async () => {
+    it("numbers the identifiers of new components whose names give one, as REST creates do, instead of a clash", async () => {
       const res = await call("POST", "/teams/push", {
         name: "Clashing Team",
         traits: [{ name: "Über" }, { name: "uber" }, { name: "¶" }, { name: "§" }],
         tools: [{ name: "Ü", type: "function" }, { name: "u", type: "function" }],
         agents: [{ name: "Ä", model: "m" }, { name: "a!", model: "m" }],
       });
+      expect(res.status).toBe(200);
+      expect(res.body.agents.map((a: { identifier: string }) => a.identifier)).toEqual(["a", "a-2"]);
+      const traits = (await call("GET", "/traits?limit=200")).body.data;
+      expect(["Über", "uber", "¶", "§"].map((name) => traits.find((t: { name: string }) => t.name === name)?.identifier)).toEqual(["uber", "uber-2", "item", "item-2"]);
+    });
+
+    it("matches components by their exact name only: a name that merely gives another record's identifier is a new component", async () => {
+      const first = await call("POST", "/teams/push", { name: "Lang Team", agents: [{ name: "C++ Expert", model: "m", system_prompt: "cpp" }], tools: [{ name: "C++ Tool", type: "function" }] });
+      expect(first.status).toBe(200);
+      const cpp = first.body.agents[0];
+      const both = await call("POST", "/teams/push", {
+        name: "Both Langs",
+        agents: [{ name: "C++ Expert", model: "m" }, { name: "C# Expert", model: "m", system_prompt: "csharp" }, { name: "support squad", model: "m" }],
+        tools: [{ name: "C++ Tool", type: "function" }, { name: "C# Tool", type: "function" }],
+      });
+      expect(both.status).toBe(200);
+      expect(both.body.agents.map((a: { id: number; identifier: string }) => [a.id === cpp.id, a.identifier])).toEqual([[true, "c-expert"], [false, "c-expert-2"], [false, "support-squad"]]);
+      // The other team's agent and the team of a similar name are untouched, and the pull pushes back as it is.
+      expect((await call("GET", "/agents/c-expert")).body).toMatchObject({ name: "C++ Expert", instructions: "cpp" });
+      const pulled = await call("GET", "/teams/both-langs/pull");
+      expect(pulled.body.tools.map((t: { name: string }) => t.name)).toEqual(["C++ Tool", "C# Tool"]);
+      expect((await call("POST", "/teams/push", pulled.body)).status).toBe(200);
+      expect((await call("POST", "/teams/push", { name: "lang team" })).body.identifier).toBe("lang-team-2");
+      expect((await call("GET", "/teams/lang-team")).body.name).toBe("Lang Team");
+    });
+
+    it("gives a name of only digits an identifier with a letter, which a path can name", async () => {
+      const res = await call("POST", "/teams/push", { name: "2024", agents: [{ name: "42", model: "m" }] });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ identifier: "item-2024", agents: [{ identifier: "item-42" }] });
+      expect((await call("GET", "/teams/item-2024/pull")).body.name).toBe("2024");
+      expect((await call("GET", "/agents/item-42")).body.name).toBe("42");
+    });
+
+    it("keeps the fields a trait or tool definition leaves out, as an agent's", async () => {
+      const doc = { name: "Definitions Team", traits: [{ name: "Kind", category: "personality", description: "nice", tags: ["a", "b"] }], tools: [{ name: "Lister", type: "external", description: "lists", config: { command: "ls" } }] };
+      expect((await call("POST", "/teams/push", doc)).status).toBe(200);
+      expect((await call("POST", "/teams/push", { name: "Definitions Team", traits: [{ name: "Kind" }], tools: [{ name: "Lister", type: "external" }] })).status).toBe(200);
+      const pulled = (await call("GET", "/teams/definitions-team/pull")).body;
+      expect(pulled.tools).toEqual(doc.tools);
+      expect((await call("GET", "/traits?limit=200")).body.data.find((t: { name: string }) => t.name === "Kind")).toMatchObject({ category: "personality", description: "nice", tags: ["a", "b"] });
+    });
+
+    it("refuses with 400 an agent whose trait the filters leave out and the account does not have", async () => {
+      const doc = { name: "Filtered Traits", traits: [{ name: "Left Out" }], agents: [{ name: "Keeper", model: "m", traits: ["Left Out"] }], filters: { include_components: ["agents"] } };
+      const res = await call("POST", "/teams/push", doc);
       expect(res.status).toBe(400);
-      expect(res.body.errors.map((e: { loc: unknown[] }) => e.loc.slice(1).join("."))).toEqual(["traits.1.name", "traits.3.name", "tools.1.name", "agents.1.name"]);
-      expect(res.body.errors[0].msg).toMatch(/identifier 'uber' that traits\[0\] creates/);
-      expect((await call("GET", "/teams/clashing-team")).status).toBe(404);
+      expect(res.body.errors).toEqual([expect.objectContaining({ loc: ["body", "agents", 0, "traits", 0], msg: expect.stringMatching(/filters leave the definition out/) })]);
+      expect((await call("GET", "/teams/filtered-traits")).status).toBe(404);
+      // With the trait in the account already, the agent takes it.
+      expect((await call("POST", "/traits", { name: "Left Out" })).status).toBe(201);
+      expect((await call("POST", "/teams/push", doc)).status).toBe(200);
     });
 
     it("gives components named in other scripts identifiers of their own, so they do not clash", async () => {

@@ -15,6 +15,10 @@ describe("identifiers", () => {
     ["🤖 Support Bot", "support-bot"],
     ["Bob’s bot — v2", "bob-s-bot-v2"],
     ["😀😀", "item"],
+    // A name of only digits would give an identifier that reads as an id in a path.
+    ["7", "item-7"],
+    ["2024 / 25", "item-2024-25"],
+    ["Team 7", "team-7"],
   ])("slugify(%j) = %j", (name, slug) => expect(slugify(name)).toBe(slug));
 
   it("picks the first free suffix", () => {

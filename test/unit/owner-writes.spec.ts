@@ -25,8 +25,8 @@ describe("OwnerWrites", () => {
     const { call, calls } = fakeOwners();
     const writes = new OwnerWrites(call);
     expect(await writes.put("traits", [])).toEqual([]);
-    expect(await writes.put("agents", [{ id: null, def: { name: "a" } }])).toEqual([{ _id: 1, owner: "agents" }]);
-    expect(calls).toEqual([["agents.putBatch", { items: [{ id: null, def: { name: "a" } }] }]]);
+    expect(await writes.put("agents", [{ id: null, identifier: "a", def: { name: "a" } }])).toEqual([{ _id: 1, owner: "agents" }]);
+    expect(calls).toEqual([["agents.putBatch", { items: [{ id: null, identifier: "a", def: { name: "a" } }] }]]);
     // A batch is never abandoned by a request timeout while the owner goes on writing.
     expect((call as unknown as jest.Mock).mock.calls[0][2]).toEqual({ timeout: 0 });
   });
@@ -34,7 +34,7 @@ describe("OwnerWrites", () => {
   it("commits the batches' events in write order, skipping batches that changed nothing", async () => {
     const { call, calls } = fakeOwners();
     const writes = new OwnerWrites(call);
-    for (const owner of ["traits", "tools", "agents"]) await writes.put(owner, [{ id: null, def: {} }]);
+    for (const owner of ["traits", "tools", "agents"]) await writes.put(owner, [{ id: null, identifier: "x", def: {} }]);
     calls.length = 0;
     await writes.commit();
     expect(calls.map(([action]) => action)).toEqual(["traits.commitBatch", "agents.commitBatch"]);
@@ -45,7 +45,7 @@ describe("OwnerWrites", () => {
     const { call, calls } = fakeOwners(["tools.undoBatch"]);
     const warn = jest.fn();
     const writes = new OwnerWrites(call, warn);
-    for (const owner of ["traits", "tools", "agents"]) await writes.put(owner, [{ id: null, def: {} }]);
+    for (const owner of ["traits", "tools", "agents"]) await writes.put(owner, [{ id: null, identifier: "x", def: {} }]);
     calls.length = 0;
     await writes.rollback();
     expect(calls.map(([action]) => action)).toEqual(["agents.undoBatch", "tools.undoBatch", "traits.undoBatch"]);
