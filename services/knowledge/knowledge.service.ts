@@ -62,10 +62,12 @@ function chunkingFields(input: ChunkingInput | null, current: ChunkingSettings |
 
 interface Methods extends TenancyMethods, EventsMethods {
   findSource(ctx: Ctx<unknown>, id: number): Promise<KnowledgeSourceRecord & { toJSON(): object }>;
+  findChangeableSource(ctx: Ctx<unknown>, id: number): Promise<KnowledgeSourceRecord & { toJSON(): object; set(fields: object): void; save(): Promise<unknown> }>;
   queueLoad(source: KnowledgeSourceRecord, force: boolean): Promise<{ job: LoadJobRecord; created: boolean }>;
   sourceDocument(ctx: Ctx<unknown>, source: KnowledgeSourceRecord, documentId: string): Promise<{ id: string; url: string; source_id: number }>;
   indexUpload(ctx: Ctx<unknown>, source: KnowledgeSourceRecord, url: string, doc: UploadDocument): Promise<string>;
-  recordUploadCounts(ctx: Ctx<unknown>, source: KnowledgeSourceRecord): Promise<object>;
+  recordUploadCounts(ctx: Ctx<unknown>, source: KnowledgeSourceRecord): Promise<boolean>;
+  recordDocumentCount(ctx: Ctx<unknown>, accountId: number, sourceId: number): Promise<void>;
 }
 interface Vars {
   db: Connection;
@@ -92,6 +94,9 @@ function searchRoute(action: string, rest: string, summary: string, params: Acti
  * itself runs in knowledge-loader replicas, which claim jobs from the load_jobs collection. Every /knowledge
  * URL is served here; the document and search routes are answered by the search service's index.
  */
+/** What recordUploadCounts's write throws when the source's deletion is queued: nothing recorded. */
+const SOURCE_BEING_DELETED = new Error("The knowledge source is being deleted");
+
 const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "knowledge",
   mixins: [
@@ -148,7 +153,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: { ...idParam, ...knowledgeSources.updateParams },
       response: knowledgeSources.view.one(),
       async handler(ctx: Ctx<SourceParams & { knowledge_source_id: number }>) {
-        const source = await this.findOwned(ctx, this.models.sources, ctx.params.knowledge_source_id, "Knowledge source");
+        const source = await this.findChangeableSource(ctx, ctx.params.knowledge_source_id);
         const { name, description, paths, data_type, auth_token, refresh, chunking } = ctx.params;
         if (data_type && (data_type === UPLOAD_DATA_TYPE) !== (source.data_type === UPLOAD_DATA_TYPE)) {
           throw ERRORS.validation([{ type: "forbidden", field: "data_type", message: "A source becomes or stops being an upload source only by creating a new one" }]);
@@ -196,7 +201,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: { ...idParam, force: { type: "boolean", convert: true, default: true, optional: true, in: "query", description: "Re-read every page, even unchanged ones" } },
       response: Preload.one(),
       async handler(ctx: Ctx<{ knowledge_source_id: number; force: boolean }>) {
-        const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
+        const source = await this.findChangeableSource(ctx, ctx.params.knowledge_source_id);
         if (source.data_type === UPLOAD_DATA_TYPE) return { ...preloadSkipped(), message: "An upload source is not loaded; nothing was queued", note: "Its documents are added with POST /api/v1/knowledge/{id}/documents" };
         if (preloadDecision(source, ctx.params.force) === "already-loaded") return preloadSkipped();
         const { job, created } = await this.queueLoad(source, ctx.params.force);
@@ -246,7 +251,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       multipartFiles: ["file"],
       response: DocumentDetail.one(201),
       async handler(ctx: Ctx<DocumentBody & { knowledge_source_id: number }>) {
-        const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
+        const source = await this.findChangeableSource(ctx, ctx.params.knowledge_source_id);
         mustTakeUploads(source);
         const limits = configOf(this).uploads;
         const doc = await uploadDocument(ctx.params, limits);
@@ -278,7 +283,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       multipartFiles: ["file"],
       response: DocumentDetail.one(),
       async handler(ctx: Ctx<DocumentBody & { knowledge_source_id: number; document_id: string }>) {
-        const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
+        const source = await this.findChangeableSource(ctx, ctx.params.knowledge_source_id);
         mustTakeUploads(source);
         const existing = await this.sourceDocument(ctx, source, ctx.params.document_id);
         if (ctx.params.url !== undefined && ctx.params.url !== existing.url) {
@@ -296,7 +301,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: { ...idParam, ...documentIdParam },
       response: NO_CONTENT,
       async handler(ctx: Ctx<{ knowledge_source_id: number; document_id: string }>) {
-        const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
+        const source = await this.findChangeableSource(ctx, ctx.params.knowledge_source_id);
         mustTakeUploads(source);
         const existing = await this.sourceDocument(ctx, source, ctx.params.document_id);
         await ctx.call("search.removeDocuments", { accountId: source.account_id, sourceId: source._id, urls: [existing.url] });
@@ -314,9 +319,26 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     searchSources: searchRoute("searchSources", "POST /knowledge/search", "Search knowledge sources' content (source-level results)", searchSourcesParams, SourceSearch.one()),
   },
 
+  events: {
+    /** A document the account index's DELETE removed (an upload or a load records its source's count itself). */
+    "search.documentRemoved": {
+      params: { accountId: "number", sourceId: "number" },
+      handler(ctx: Ctx<{ accountId: number; sourceId: number }>) {
+        return this.recordDocumentCount(ctx, ctx.params.accountId, ctx.params.sourceId);
+      },
+    },
+  },
+
   methods: {
     findSource(ctx, id) {
       return this.findOwned(ctx, this.models.sources, id, "Knowledge source");
+    },
+
+    /** A source a request may change: 409 once its deletion is queued (GET still answers until the job ends). */
+    async findChangeableSource(ctx, id) {
+      const source = await this.findSource(ctx, id);
+      if (source.deleting) throw ERRORS.conflict(`Knowledge source ${id} is being deleted`);
+      return source as Awaited<ReturnType<Methods["findChangeableSource"]>>;
     },
 
     queueLoad(source, force) {
@@ -330,7 +352,11 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       return doc;
     },
 
-    /** Indexes one uploaded document (chunks, keyword index at once, vectors queued) and records the source's new counts. */
+    /**
+     * Indexes one uploaded document (chunks, keyword index at once, vectors queued) and records the source's new
+     * counts. A deletion of the source queued meanwhile may have purged its documents already: this one goes too,
+     * and the answer is the 409 a request after the DELETE gets, so no document outlives its source.
+     */
     async indexUpload(ctx, source, url, doc) {
       const counts = (await ctx.call("search.indexDocuments", {
         accountId: source.account_id,
@@ -338,18 +364,42 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         documents: [{ url, title: doc.title, content: doc.content, metadata: doc.metadata, sections: doc.sections }],
         chunking: plainChunking(source.chunking),
       })) as { document_ids: string[] };
-      await this.recordUploadCounts(ctx, source);
+      if (!(await this.recordUploadCounts(ctx, source))) {
+        await ctx.call("search.removeDocuments", { accountId: source.account_id, sourceId: source._id, urls: [url] });
+        throw ERRORS.conflict(`Knowledge source ${source._id} is being deleted`);
+      }
       return counts.document_ids[0]!;
     },
 
-    /** The source's document count and index time after an upload changed its documents: a knowledge_source.updated event. */
+    /**
+     * The source's document count and index time after an upload changed its documents: a knowledge_source.updated
+     * event. False, with nothing recorded, when the source's deletion is queued or done.
+     */
     async recordUploadCounts(ctx, source) {
       const key = { _id: source._id, account_id: source.account_id };
       const count = (await ctx.call("search.countDocuments", { accountId: source.account_id, sourceId: source._id })) as number;
       const now = new Date();
-      return this.recordChange(changeOf("knowledge_source.updated", KNOWLEDGE_SOURCES_COLLECTION, key), async () => {
-        await this.models.sources.updateOne(key, { $set: { document_count: count, last_indexed_at: now, loading_status: "loaded", loaded_at: now, loading_error: null } });
-        return (await this.models.sources.findOne(key))!.toJSON();
+      const fields = { document_count: count, last_indexed_at: now, loading_status: "loaded", loaded_at: now, loading_error: null };
+      const recorded = await this.recordChange(changeOf("knowledge_source.updated", KNOWLEDGE_SOURCES_COLLECTION, key), async () => {
+        const updated = await this.models.sources.findOneAndUpdate({ ...key, deleting: { $ne: true } }, { $set: fields }, { returnDocument: "after" });
+        // Nothing changed: the update's event is dropped with the error (lib/events.mixin.ts settleFailedWrite).
+        if (!updated) throw SOURCE_BEING_DELETED;
+        return updated.toJSON();
+      }).catch((err) => (err === SOURCE_BEING_DELETED ? null : Promise.reject(err)));
+      return recorded !== null;
+    },
+
+    /** The source's document_count as the index now holds it, with a knowledge_source.updated event when it changed. */
+    async recordDocumentCount(ctx, accountId, sourceId) {
+      const key = { _id: sourceId, account_id: accountId };
+      const [source, count] = await Promise.all([
+        this.models.sources.findOne(key, { document_count: 1, deleting: 1 }).lean<KnowledgeSourceRecord>(),
+        ctx.call("search.countDocuments", { accountId, sourceId }) as Promise<number>,
+      ]);
+      if (!source || source.deleting || source.document_count === count) return;
+      await this.recordChange(changeOf("knowledge_source.updated", KNOWLEDGE_SOURCES_COLLECTION, key), async () => {
+        const updated = await this.models.sources.findOneAndUpdate(key, { $set: { document_count: count } }, { returnDocument: "after" });
+        return updated?.toJSON() ?? { id: sourceId };
       });
     },
   },

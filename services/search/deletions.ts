@@ -13,7 +13,11 @@ import { removeDocument, type StoreDeps } from "./store";
 export class DeletionQueue {
   private readonly running = new Set<Promise<void>>();
 
-  constructor(private readonly deps: StoreDeps) {}
+  /** `removed` hears of each document a job removed (its source's document_count follows it). */
+  constructor(
+    private readonly deps: StoreDeps,
+    private readonly removed: (doc: DocumentRecord) => void,
+  ) {}
 
   /** Queues the document's deletion (once: a document already queued keeps its job) and returns the job id. */
   async queue(doc: DocumentRecord): Promise<string> {
@@ -61,6 +65,7 @@ export class DeletionQueue {
 
   private run(doc: DocumentRecord) {
     const job = removeDocument(this.deps, doc)
+      .then(() => this.removed(doc))
       .then(() => this.deps.models.deletions.deleteOne({ _id: doc._id }))
       .then(() => undefined)
       .catch((err) => this.deps.logger.error(`Deleting document ${doc._id} failed; retried at next start`, err))

@@ -10,7 +10,7 @@ import { DeletionQueue } from "./deletions";
 import { backfillMetadata } from "./metadata-backfill";
 import { EmbedStage } from "./embed-stage";
 import { IndexGenerations } from "./generations";
-import type { SearchModels } from "./model";
+import type { DocumentRecord, SearchModels } from "./model";
 import { ModelSwitch } from "./model-switch";
 import { QueryVectors } from "./query-vectors";
 import { SnapshotKeeper, type RestoreReport } from "./snapshots";
@@ -44,7 +44,13 @@ function embeddingProvider({ embedding }: SearchConfig): EmbeddingProvider | und
  * collection), the embedding stage with its durable queue, a model switch if the configured model is not the
  * one of the stored vectors, and the deletions left by the last run.
  */
-export async function startSearch(config: SearchConfig, models: SearchModels, databaseName: string, logger: Logger): Promise<SearchRuntime> {
+export async function startSearch(
+  config: SearchConfig,
+  models: SearchModels,
+  databaseName: string,
+  logger: Logger,
+  documentRemoved: (doc: DocumentRecord) => void,
+): Promise<SearchRuntime> {
   const provider = embeddingProvider(config);
   const dimensions = provider?.dimensions ?? config.embedding.dimensions;
   const modelSwitch = provider ? new ModelSwitch({ models, provider, logger }) : undefined;
@@ -53,7 +59,7 @@ export async function startSearch(config: SearchConfig, models: SearchModels, da
   await index.start();
   const generations = new IndexGenerations(models.state);
   const deps: StoreDeps = { models, index, provider, generations, logger };
-  const runtime: SearchRuntime = { index, provider, modelSwitch, deps, generations, queryVectors: new QueryVectors(provider, modelSwitch, logger), deletions: new DeletionQueue(deps) };
+  const runtime: SearchRuntime = { index, provider, modelSwitch, deps, generations, queryVectors: new QueryVectors(provider, modelSwitch, logger), deletions: new DeletionQueue(deps, documentRemoved) };
   if (embedded && config.snapshots.enabled) {
     const { dir, settleMs, maxDelayMs } = config.snapshots;
     const databaseDir = path.join(dir, databaseName.replace(/[^\w.-]/g, "_"));

@@ -360,7 +360,9 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
   async started() {
     this.config = configOf(this).search;
     this.reranker = this.config.rerank.url ? httpReranker(this.config.rerank) : null;
-    Object.assign(this, await startSearch(this.config, this.models, this.db.name, this.logger));
+    // A document the account index's DELETE removed: the knowledge service records its source's new document_count.
+    const documentRemoved = (doc: DocumentRecord) => void this.broker.emit("search.documentRemoved", { accountId: doc.account_id, sourceId: doc.source_id });
+    Object.assign(this, await startSearch(this.config, this.models, this.db.name, this.logger, documentRemoved));
   },
 
   async stopped() {

@@ -268,6 +268,33 @@ describe.each(searchEngines("uploads"))("documents added to an upload knowledge 
     expect(Object.keys(doc.paths["/api/v1/knowledge/{knowledge_source_id}/documents/{document_id}"]).sort()).toEqual(["delete", "get", "put"]);
   });
 
+  it("a document deleted through the account index leaves its source's document_count too", async () => {
+    const before = (await call("GET", `/knowledge/${source.id}`)).body.document_count as number;
+    const added = await call("POST", `/knowledge/${source.id}/documents`, { title: "Passing note", text: "A passing note about quaggas." });
+    expect(added.status).toBe(201);
+    expect((await call("GET", `/knowledge/${source.id}`)).body.document_count).toBe(before + 1);
+    expect((await call("DELETE", `/knowledge/documents/${added.body.id}`)).status).toBe(200);
+    await until(async () => (await call("GET", `/knowledge/${source.id}`)).body.document_count, (n) => n === before, 10_000);
+    await until(async () => announced.find((e) => e.event === "knowledge_source.updated" && e.data.id === source.id && e.data.document_count === before), Boolean, 5000);
+  });
+
+  it("takes no document into a source whose deletion is queued (409), and leaves none behind a deletion under way", async () => {
+    const doomed = await newSource("Doomed uploads");
+    for (let i = 0; i < 3; i++) expect((await call("POST", `/knowledge/${doomed.id}/documents`, { title: `early ${i}`, text: `Early note ${i} on zebroids.` })).status).toBe(201);
+    // Uploads racing the DELETE (up to the source's limit of MAX_DOCUMENTS): each is indexed and kept, or answered
+    // 409 and removed, never a 500 or an orphan.
+    const racing = Array.from({ length: MAX_DOCUMENTS - 3 }, (_, i) => call("POST", `/knowledge/${doomed.id}/documents`, { title: `late ${i}`, text: `Late note ${i} on zebroids.` }));
+    expect((await call("DELETE", `/knowledge/${doomed.id}`)).status).toBe(200);
+    expect((await Promise.all(racing)).map((r) => r.status).filter((s) => s !== 201 && s !== 409 && s !== 404)).toEqual([]);
+    const after = await call("POST", `/knowledge/${doomed.id}/documents`, { title: "too late", text: "Too late." });
+    expect([409, 404]).toContain(after.status);
+    if (after.status === 409) expect(after.body.detail).toMatch(/being deleted/);
+    expect([409, 404]).toContain((await call("POST", `/knowledge/${doomed.id}/preload`)).status);
+    await until(async () => (await call("GET", `/knowledge/${doomed.id}`)).status, (s) => s === 404, 30_000);
+    expect((await call("GET", `/knowledge/documents?source_id=${doomed.id}`)).body.pagination.total).toBe(0);
+    expect((await call("POST", "/knowledge/documents/search", { query: "zebroids", mode: "keyword" })).body.total).toBe(0);
+  });
+
   it("deleting the source deletes its uploaded documents", async () => {
     expect((await call("DELETE", `/knowledge/${source.id}`)).status).toBe(200);
     await until(async () => (await call("GET", `/knowledge/${source.id}`)).status, (s) => s === 404, 30_000);
