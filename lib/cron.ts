@@ -19,6 +19,11 @@ export function cronProblem(expression: string): string | null {
   if (fields.length !== 5 && fields.length !== 6) {
     return `Invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, got ${fields.length}`;
   }
+  // cron-parser reads Jenkins' H as a value drawn anew at each parse: "H * * * * *" fired at a different second each
+  // time it was read (twice in one minute), and four equal schedules got four times. Kubernetes' cron has no H.
+  if (fields.some((field) => /(^|[^a-z])h(?![a-z])/i.test(field))) {
+    return `Invalid cron expression: H (a hashed value) is not supported; give the minute, hour or second itself`;
+  }
   try {
     const parsed = CronExpressionParser.parse(fields.join(" "), { tz: DEFAULT_TIMEZONE });
     parsed.next();

@@ -31,6 +31,14 @@ describe("cron expressions", () => {
     expect(cronProblem("* * * * *")).toBeNull();
   });
 
+  it("refuses Jenkins' H, which cron-parser draws anew at each read, and keeps the day names that hold an H", () => {
+    for (const expression of ["H * * * * *", "H-H * * * * *", "H H * * *", "0 H(0-29) * * *", "H/30 * * * *", "0 0 * * h"]) {
+      expect(cronProblem(expression)).toMatch(/H \(a hashed value\) is not supported/);
+    }
+    expect(cronProblem("0 9 * * THU")).toBeNull();
+    expect(cronProblem("0 9 * * MON-THU")).toBeNull();
+  });
+
   it("refuses other field counts, out-of-range values, garbage and impossible dates with a readable message", () => {
     expect(cronProblem("* * * *")).toMatch(/expected 5 fields .* got 4/);
     expect(cronProblem("* * * * * * *")).toMatch(/got 7/);
