@@ -32,8 +32,11 @@ export interface RequestMeta {
 /** Context type for action handlers. */
 export type Ctx<P = Record<string, unknown>> = Context<P, RequestMeta>;
 
-/** Who may call an action through the gateway: "required" (default), "optional" or "none". */
-export type AuthRequirement = "required" | "optional" | "none";
+/**
+ * Who may call an action through the gateway: "required" (default: a user's token or an API key), "user" (a user's
+ * token; the action refuses an API key, which acts for an account, not a user), "optional" or "none".
+ */
+export type AuthRequirement = "required" | "user" | "optional" | "none";
 
 /**
  * Call options that act as an account: the one way code calls an action on an account's behalf without a

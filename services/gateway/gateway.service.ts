@@ -219,10 +219,13 @@ const GatewayService: ServiceSchema<ApiSettingsSchema, Record<string, never>, Va
       return identity;
     },
 
-    /** Enforces the action's `auth` requirement (default "required"). */
+    /**
+     * Enforces the action's `auth` requirement: "required" (the default) or "user" (a user's own routes, which the
+     * action refuses an API key with 403) need credentials; "optional" and "none" do not.
+     */
     authorize(ctx: Ctx, _route: unknown, req: GatewayRequest) {
       const requirement = req.$action?.auth ?? "required";
-      if (requirement === "required" && typeof ctx.meta.accountId !== "number") throw credentialsRefused("Not authenticated");
+      if ((requirement === "required" || requirement === "user") && typeof ctx.meta.accountId !== "number") throw credentialsRefused("Not authenticated");
     },
 
     /**

@@ -91,10 +91,14 @@ function successResponse(success: ResponseDecl) {
   return { [success.status]: { description, ...headers, content: json(success.body) } };
 }
 
-/** Who may call: no credentials, optional credentials (anonymous or either scheme), or the document's default. */
+/**
+ * Who may call: no credentials, optional credentials (anonymous or either scheme), a user's access token only (a
+ * user's own routes: an API key acts for an account, not a user), or the document's default (either scheme).
+ */
 function securityOf(auth: string | undefined) {
   if (auth === "none") return { security: [] };
   if (auth === "optional") return { security: [{}, { HTTPBearer: [] }, { APIKeyHeader: [] }] };
+  if (auth === "user") return { security: [{ HTTPBearer: [] }] };
   return {};
 }
 

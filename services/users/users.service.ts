@@ -197,6 +197,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     me: {
       rest: "GET /users/me",
       summary: "Get the caller's own user",
+      auth: "user",
       // Every authenticated client reads this; cached per caller, cleared on every user write (forgetCachedReads).
       cache: { keys: ["#accountId", "#userId"] },
       response: UserPublic.one(),
@@ -208,6 +209,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     updateMe: {
       rest: "PUT /users/me",
       summary: "Update the caller's own user",
+      auth: "user",
       params: { ...userParams, email: { ...userParams.email, optional: true } },
       response: UserPublic.one(),
       handler(ctx: Ctx<Record<string, unknown>>) {
@@ -230,6 +232,7 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     changePassword: {
       rest: "PUT /users/me/password",
       summary: "Change the caller's password (answers a new token)",
+      auth: "user",
       params: { current_password: { type: "string", min: 1, max: 128 }, new_password: passwordParam },
       response: Token.one(),
       async handler(ctx: Ctx<{ current_password: string; new_password: string }>) {

@@ -340,6 +340,9 @@ describe("foundation over NATS: gateway on one node, users and api-keys on anoth
       const { token } = await signup(api, "keyme");
       const { body } = await api("POST", "/api/v1/account-api-keys", { token, body: { name: "k" } });
       expect((await api("GET", "/api/v1/users/me", { apiKey: body.key })).status).toBe(403);
+      expect((await api("PUT", "/api/v1/users/me/password", { apiKey: body.key, body: { current_password: "x", new_password: "another-long-pass" } })).status).toBe(403);
+      // Without credentials these are the 401 of any protected route.
+      expect((await api("GET", "/api/v1/users/me")).status).toBe(401);
     });
   });
 

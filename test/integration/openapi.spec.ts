@@ -54,6 +54,11 @@ describe("OpenAPI description over NATS", () => {
     const signupBody = paths["/api/v1/users"].post.requestBody.content["application/json"].schema;
     expect(signupBody.required).toEqual(expect.arrayContaining(["email", "password"]));
     expect(paths["/api/v1/login/access-token"].post.security).toEqual([]);
+    // A user's own routes take a user's token only: an API key acts for an account (403 there).
+    for (const [path, method] of [["/api/v1/users/me", "get"], ["/api/v1/users/me", "put"], ["/api/v1/users/me/password", "put"]] as const) {
+      expect(paths[path][method].security).toEqual([{ HTTPBearer: [] }]);
+    }
+    expect(paths["/api/v1/users/{user_id}"].get.security).toBeUndefined();
     expect(paths["/api/v1/tasks/{task_id}/dependencies/{dependency_id}"].post.parameters.map((p: { name: string }) => p.name)).toEqual(["task_id", "dependency_id", "Idempotency-Key"]);
     expect(paths["/api/v1/login/access-token"].post.parameters).toBeUndefined(); // no credentials, so no key
     expect(paths["/api/v1/entities/export"].get).toBeDefined();
