@@ -1,3 +1,5 @@
+import { ERRORS } from "./errors";
+
 /** Limits the interface sets for each kind of list. */
 export interface PageLimits {
   max?: number;
@@ -14,6 +16,25 @@ export function paginationParams({ max, def }: PageLimits) {
     skip: { type: "number", integer: true, min: 0, max: MAX_SKIP, default: 0, convert: true, optional: true, description: "How many records to skip" },
     limit: { type: "number", integer: true, min: 1, ...(max ? { max } : {}), default: def, convert: true, optional: true, description: "How many records to return at most" },
   };
+}
+
+const startRule = { type: "number", integer: true, min: 0, max: MAX_SKIP, convert: true, optional: true } as const;
+
+/**
+ * skip and offset, for the listings whose start the interface names both ways (the account's documents: skip in its
+ * table, offset on its reference page; a source's documents: offset). Read with pageStart.
+ */
+export const pageStartParams = {
+  skip: { ...startRule, description: "How many records to skip (the same as offset; default 0)" },
+  offset: { ...startRule, description: "How many records to skip (the same as skip; default 0)" },
+};
+
+/** Where a listing with pageStartParams starts: skip or offset (both given, they must agree), else 0. */
+export function pageStart({ skip, offset }: { skip?: number; offset?: number }): number {
+  if (skip !== undefined && offset !== undefined && skip !== offset) {
+    throw ERRORS.validation([{ field: "offset", location: "query", type: "conflict", message: `skip (${skip}) and offset (${offset}) name the same start: give one, or both equal` }]);
+  }
+  return skip ?? offset ?? 0;
 }
 
 /** fastest-validator params for sort_by/sort_order with the interface's defaults. */

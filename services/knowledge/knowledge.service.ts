@@ -2,6 +2,7 @@ import type { Connection, Model } from "mongoose";
 import type { ActionSchema, Service, ServiceSchema } from "moleculer";
 import { leanToJSON } from "../../lib/db";
 import { ERRORS } from "../../lib/errors";
+import { pageStart, pageStartParams } from "../../lib/pagination";
 import { httpUrlProblem } from "../../lib/http-url";
 import type { Ctx } from "../../lib/meta";
 import { MongoMixin } from "../../lib/mongo.mixin";
@@ -231,13 +232,13 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       params: {
         ...idParam,
         limit: { type: "number", integer: true, min: 1, max: 200, default: 50, convert: true, optional: true, description: "How many documents to return at most" },
-        offset: { type: "number", integer: true, min: 0, default: 0, convert: true, optional: true, description: "How many documents to skip" },
+        ...pageStartParams,
       },
       response: SourceDocuments.one(),
-      async handler(ctx: Ctx<{ knowledge_source_id: number; limit: number; offset: number }>) {
+      async handler(ctx: Ctx<{ knowledge_source_id: number; limit: number; offset?: number; skip?: number }>) {
+        const offset = pageStart(ctx.params);
         const source = await this.findSource(ctx, ctx.params.knowledge_source_id);
-        const { limit, offset } = ctx.params;
-        return ctx.call("search.sourceDocuments", { accountId: source.account_id, sourceId: source._id, limit, offset });
+        return ctx.call("search.sourceDocuments", { accountId: source.account_id, sourceId: source._id, limit: ctx.params.limit, offset });
       },
     },
 

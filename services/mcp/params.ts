@@ -12,6 +12,7 @@ function zodOfRule(rule: Rule): z.ZodType {
       let s = z.string();
       if (min !== undefined) s = s.min(min);
       if (max !== undefined) s = s.max(max);
+      if (typeof rule.pattern === "string") s = s.regex(new RegExp(rule.pattern));
       return s;
     }
     case "number": {

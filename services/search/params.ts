@@ -1,4 +1,4 @@
-import { paginationParams } from "../../lib/pagination";
+import { pageStartParams, paginationParams } from "../../lib/pagination";
 import { SEARCH_MODES, type SearchMode } from "../../lib/search/port";
 import { MAX_RERANK_TOP_N } from "../../lib/search/config";
 import { FILTER_SCHEMAS, type SearchFilter } from "../../lib/search/filters";
@@ -8,7 +8,8 @@ import { CHUNKING_STRATEGIES, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE } from "../../lib/s
  * Params of the document index routes. The knowledge service serves the /knowledge URLs and validates them;
  * the search service's internal actions of the same names validate them again with the account added.
  */
-const queryParam = { type: "string", min: 1, max: 1000 } as const;
+/** A query has something to match: blanks alone ranked every document by its embedding alone. */
+const queryParam = { type: "string", min: 1, max: 1000, pattern: "\\S", messages: { stringPattern: "The 'query' field must not be blank." } } as const;
 /** Knowledge source ids; numeric strings are read as the ids they spell. */
 const sourceIdsParam = {
   type: "array",
@@ -83,8 +84,12 @@ export const searchDocumentsParams = {
 } as const;
 export type SearchDocumentsParams = { query: string; mode: SearchMode; source_ids?: number[]; limit: number; offset: number; filters?: SearchFilter } & RankingParams;
 
-export const listDocumentsParams = { source_id: { type: "string", max: 64, optional: true, description: "Only documents of this knowledge source (its id)" }, ...paginationParams({ max: 200, def: 50 }) } as const;
-export type ListDocumentsParams = { source_id?: string; skip: number; limit: number };
+export const listDocumentsParams = {
+  source_id: { type: "string", max: 64, optional: true, description: "Only documents of this knowledge source (its id)" },
+  ...pageStartParams,
+  limit: paginationParams({ max: 200, def: 50 }).limit,
+} as const;
+export type ListDocumentsParams = { source_id?: string; skip?: number; offset?: number; limit: number };
 
 export const searchSourcesParams = {
   query: queryParam,

@@ -3,7 +3,7 @@ import type { ServiceSchema } from "moleculer";
 import { ERRORS } from "../../lib/errors";
 import type { Ctx } from "../../lib/meta";
 import { MongoMixin } from "../../lib/mongo.mixin";
-import { toPage } from "../../lib/pagination";
+import { pageStart, toPage } from "../../lib/pagination";
 import type { SearchConfig } from "../../lib/search/config";
 import { configOf } from "../../lib/config";
 import type { ChunkHit, SearchIndex, SearchMode } from "../../lib/search/port";
@@ -101,8 +101,9 @@ const SearchService: ServiceSchema<object, Methods, Vars> = {
       async handler(ctx: Ctx<ListDocumentsParams & { accountId: number }>) {
         const filter: Record<string, unknown> = { account_id: this.explicitAccount(ctx.params) };
         if (ctx.params.source_id !== undefined) filter.source_id = parseSourceIds([ctx.params.source_id])![0] ?? -1;
-        const { documents, total } = await documentPage(this.models, filter, ctx.params.skip, ctx.params.limit);
-        return toPage(documents, total, ctx.params.skip, ctx.params.limit);
+        const skip = pageStart(ctx.params);
+        const { documents, total } = await documentPage(this.models, filter, skip, ctx.params.limit);
+        return toPage(documents, total, skip, ctx.params.limit);
       },
     },
 

@@ -268,6 +268,14 @@ describe.each(searchEngines("uploads"))("documents added to an upload knowledge 
     expect(Object.keys(doc.paths["/api/v1/knowledge/{knowledge_source_id}/documents/{document_id}"]).sort()).toEqual(["delete", "get", "put"]);
   });
 
+  it("lists a source's documents from offset, or skip as the account's listing names it", async () => {
+    const byOffset = await call("GET", `/knowledge/${source.id}/documents?offset=1&limit=2`);
+    expect(byOffset.status).toBe(200);
+    expect(byOffset.body.documents).toHaveLength(2);
+    expect((await call("GET", `/knowledge/${source.id}/documents?skip=1&limit=2`)).body).toEqual(byOffset.body);
+    expect((await call("GET", `/knowledge/${source.id}/documents?skip=1&offset=2`)).status).toBe(422);
+  });
+
   it("a document deleted through the account index leaves its source's document_count too", async () => {
     const before = (await call("GET", `/knowledge/${source.id}`)).body.document_count as number;
     const added = await call("POST", `/knowledge/${source.id}/documents`, { title: "Passing note", text: "A passing note about quaggas." });

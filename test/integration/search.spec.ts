@@ -209,8 +209,9 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
       expect(res.body.results.every((r: { url: string }) => r.url.startsWith("https://other.example/"))).toBe(true);
     });
 
-    it("validates: query 1-1000 characters, mode enum, limit 1-100, offset >= 0 (422)", async () => {
-      for (const body of [{ query: "" }, { query: "x".repeat(1001) }, { query: "a", mode: "fuzzy" }, { query: "a", limit: 101 }, { query: "a", limit: 0 }, { query: "a", offset: -1 }, {}]) {
+    it("validates: query 1-1000 characters and not blank, mode enum, limit 1-100, offset >= 0 (422)", async () => {
+      expect((await search({ query: " \t " })).body.detail[0].msg).toBe("The 'query' field must not be blank.");
+      for (const body of [{ query: "" }, { query: "   " }, { query: "x".repeat(1001) }, { query: "a", mode: "fuzzy" }, { query: "a", limit: 101 }, { query: "a", limit: 0 }, { query: "a", offset: -1 }, {}]) {
         const res = await search(body);
         expect(res.status).toBe(422);
         expect(res.body.detail[0].loc[0]).toBe("body");
@@ -324,6 +325,12 @@ describe.each(ENGINES)("search over NATS on the $engine engine: gateway, users a
       const bySource = await api("GET", "/api/v1/knowledge/documents?source_id=12&skip=4", { token: owner.token });
       expect(bySource.body.pagination).toEqual({ total: 5, skip: 4, limit: 50, has_more: false });
       expect(bySource.body.data).toHaveLength(1);
+      // The reference page's offset names the same start; both given, they must agree.
+      const byOffset = await api("GET", "/api/v1/knowledge/documents?source_id=12&offset=4", { token: owner.token });
+      expect(byOffset.body.pagination).toEqual(bySource.body.pagination);
+      expect(byOffset.body.data).toEqual(bySource.body.data);
+      expect((await api("GET", "/api/v1/knowledge/documents?source_id=12&offset=4&skip=4", { token: owner.token })).status).toBe(200);
+      expect((await api("GET", "/api/v1/knowledge/documents?offset=4&skip=3", { token: owner.token })).status).toBe(422);
       expect((await api("GET", "/api/v1/knowledge/documents?limit=201", { token: owner.token })).status).toBe(422);
       expect((await api("GET", "/api/v1/knowledge/documents", { token: other.token })).body.data.every((d: { url: string }) => d.url.startsWith("https://other.example/"))).toBe(true);
     });

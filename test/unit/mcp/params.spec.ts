@@ -30,7 +30,9 @@ describe("zodShape (a tool's input schema from REST params)", () => {
     expect(shape.safeParse({ query: "😀😀😀" }).success).toBe(true);
     expect(shape.safeParse({ query: "😀😀😀😀" }).success).toBe(false);
     expect(shape.safeParse({ query: "😀" }).success).toBe(false);
-    expect(z.toJSONSchema(z.object(knowledgeSearchInput), { io: "input" }).properties).toMatchObject({ query: { type: "string", minLength: 1, maxLength: 1000 } });
+    expect(z.toJSONSchema(z.object(knowledgeSearchInput), { io: "input" }).properties).toMatchObject({ query: { type: "string", minLength: 1, maxLength: 1000, pattern: "\\S" } });
+    // A blank query is refused by the tool's schema as by the route.
+    expect(z.object(knowledgeSearchInput).safeParse({ query: "   " }).success).toBe(false);
   });
 
   it("refuses a rule kind it does not know rather than accept anything", () => {
