@@ -211,7 +211,10 @@ export const NO_CONTENT: ResponseDecl = { status: 204, body: "none" };
 // ---- Resources ----
 
 export interface ResourceOptions<F extends Fields> {
-  /** Component name in the OpenAPI document, and label in messages ("Tool 12 not found") unless `label` is given. */
+  /**
+   * Component name in the OpenAPI document, and, in words, the label in messages ("Tool 12 not found", "Webhook
+   * subscription 3 not found") unless `label` is given.
+   */
   name: string;
   label?: string;
   /** Collection: the id sequence, the event subjects (lib/events changeOf) and the model's collection. */
@@ -326,11 +329,12 @@ export interface CrudHooks<S = any, R = any> {
  */
 export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = "") {
   const { path, idParam } = resource;
-  const label = resource.label ?? resource.name;
+  const { singular, plural, article } = nounsOf(resource.label ?? resource.name);
+  // In words, as the services' own lookups write it: "Webhook subscription 3 not found", not "WebhookSubscription 3".
+  const label = singular[0]!.toUpperCase() + singular.slice(1);
   const name = (action: string) => (prefix ? `${prefix}${action[0]!.toUpperCase()}${action.slice(1)}` : action);
   const one = `${path}/:${idParam}`;
   const model = (host: Host) => resource.model(host.db) as Model<any>;
-  const { singular, plural, article } = nounsOf(label);
 
   async function render(this: Host, ctx: Ctx<any>, docs: Doc[]): Promise<object[]> {
     return hooks.render ? hooks.render.call(this, ctx, docs) : docs.map((d) => d.toJSON());

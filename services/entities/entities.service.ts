@@ -348,7 +348,8 @@ const EntitiesService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       const accountId = this.accountOf(ctx);
       const agent = await agentModel(this.db).findOne({ _id: params.agent_id, account_id: accountId }, { name: 1 }).lean();
       if (!agent) throw ERRORS.validation([{ field: "agent_id", message: `No agent ${params.agent_id} in this account`, type: "reference" }]);
-      const provenance = params.provenance ? await this.checkedProvenance(accountId, params.session_id ?? null, params.provenance) : null;
+      // An empty provenance cites nothing: the record is provenance-free, which the interface shows as null.
+      const provenance = params.provenance && Object.keys(params.provenance).length ? await this.checkedProvenance(accountId, params.session_id ?? null, params.provenance) : null;
       const fields = { ...entities.pick(params, "create"), provenance, agent_name: agent.name, ...(createdAt ? { created_at: createdAt } : {}) };
       const id = await nextRecordId(this.db, "entities");
       return this.recordChange(changeOf("entity.created", "entities", { _id: id, account_id: accountId }), async () => {

@@ -65,6 +65,8 @@ describe("entities (collected data) over NATS", () => {
         display_name: "Ada",
         contact_email: "ada@example.com",
         session_channel: "web",
+        // Cites nothing: the record is provenance-free, shown as null.
+        provenance: {},
         account_id: 999,
         agent_name: "Forged",
         created_at: daysAgo(100),
