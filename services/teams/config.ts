@@ -113,16 +113,24 @@ export function referenceProblems(
   known: { traits: { name: string; identifier: string }[]; domains: string[] },
 ): FieldProblem[] {
   const problems: FieldProblem[] = [];
-  const duplicates = (section: "agents" | "tools" | "traits") => {
+  const duplicates = (section: "agents" | "tools" | "traits" | "knowledge") => {
     const seen = new Set<string>();
     (doc[section] ?? []).forEach((item: { name: string }, i: number) => {
-      if (seen.has(item.name)) problems.push({ field: `${section}[${i}].name`, message: `Duplicate ${section.slice(0, -1)} name "${item.name}"`, type: "duplicate" });
+      const noun = section === "knowledge" ? "knowledge" : section.slice(0, -1);
+      if (seen.has(item.name)) problems.push({ field: `${section}[${i}].name`, message: `Duplicate ${noun} name "${item.name}"`, type: "duplicate" });
       seen.add(item.name);
     });
   };
   duplicates("agents");
   duplicates("tools");
   duplicates("traits");
+  duplicates("knowledge");
+  // An override for an agent the document does not have would apply to nothing: most likely a misspelt name.
+  for (const name of Object.keys(doc.overrides?.agent_specific ?? {})) {
+    if (!(doc.agents ?? []).some((agent) => agent.name === name)) {
+      problems.push({ field: `overrides.agent_specific.${name}`, message: `No agent named "${name}" in this document`, type: "reference" });
+    }
+  }
   (doc.agents ?? []).forEach((agent, i) => {
     (agent.traits ?? []).forEach((ref, j) => {
       const defined = (doc.traits ?? []).some((t) => traitMatches(ref, t)) || known.traits.some((t) => traitMatches(ref, t));

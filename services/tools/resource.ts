@@ -17,7 +17,11 @@ export const tools = defineResource({
     name: { write: { type: "string", min: 1, max: 255, trim: true } },
     identifier: { write: { ...identifierRule, optional: false } },
     description: { write: { type: "string", max: 10_000, optional: true, nullable: true } },
-    tool_type: { write: { type: "string", min: 1, max: 50, trim: true, optional: true }, store: stored.string({ default: "function" }) },
+    // Lower case, as team push takes types (mcp, external, function): a tool of type "MCP" made its team's pull a 500.
+    tool_type: {
+      write: { type: "string", min: 1, max: 50, trim: true, lowercase: true, optional: true, description: "Kind of tool, e.g. function, api or mcp; stored lower case" },
+      store: stored.string({ default: "function" }),
+    },
     configuration: { write: freeJsonRule({ type: "object", optional: true }), store: stored.json({ default: () => ({}) }) },
   },
   list: { limits: { max: 200, def: 50 }, sort: { created_at: -1, _id: -1 } },

@@ -297,6 +297,29 @@ describe("teams, access levels and configuration push/pull over NATS", () => {
       expect((await call("GET", "/traits?limit=200")).body.data.find((t: { name: string }) => t.name === "Kind")).toMatchObject({ category: "personality", description: "nice", tags: ["a", "b"] });
     });
 
+    it("refuses duplicate knowledge names and overrides for agents the document does not have (400)", async () => {
+      const res = await call("POST", "/teams/push", {
+        name: "Overridden Team",
+        agents: [{ name: "Resolver", model: "m" }],
+        knowledge: [{ name: "Docs", type: "website", source: "https://a.example" }, { name: "Docs", type: "website", source: "https://b.example" }],
+        overrides: { agent_specific: { Resolver: { temperature: 0.1 }, Resolvr: { temperature: 0.2 } } },
+      });
+      expect(res.status).toBe(400);
+      expect(res.body.errors.map((e: { loc: unknown[]; msg: string }) => [e.loc.slice(1).join("."), e.msg])).toEqual([
+        ["knowledge.1.name", 'Duplicate knowledge name "Docs"'],
+        ["overrides.agent_specific.Resolvr", 'No agent named "Resolvr" in this document'],
+      ]);
+      expect((await call("GET", "/teams/overridden-team")).status).toBe(404);
+    });
+
+    it("pulls a team whose tool was given an upper-case type through REST (types are stored lower case)", async () => {
+      const tool = await call("POST", "/tools", { name: "Upper MCP", identifier: "upper-mcp", tool_type: " MCP " });
+      expect(tool.body.tool_type).toBe("mcp");
+      expect((await call("POST", "/teams/push", { name: "Upper Team", tools: [{ name: "Upper MCP", type: "mcp" }] })).status).toBe(200);
+      expect((await call("PATCH", `/tools/${tool.body.id}`, { tool_type: "External" })).body.tool_type).toBe("external");
+      expect((await call("GET", "/teams/upper-team/pull")).body.tools).toEqual([{ name: "Upper MCP", type: "external", config: {} }]);
+    });
+
     it("refuses with 400 an agent whose trait the filters leave out and the account does not have", async () => {
       const doc = { name: "Filtered Traits", traits: [{ name: "Left Out" }], agents: [{ name: "Keeper", model: "m", traits: ["Left Out"] }], filters: { include_components: ["agents"] } };
       const res = await call("POST", "/teams/push", doc);
