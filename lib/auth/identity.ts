@@ -77,7 +77,8 @@ export function identityResolver(config: { jwt: JwtSettings; masterApiKey: strin
     const authorization = headers.authorization;
     const apiKey = headers["x-auth-token"];
     if (authorization) {
-      const [scheme, token] = authorization.split(" ");
+      // RFC 9110: the scheme, then one or more spaces, then the credentials ("Bearer  <token>" is valid too).
+      const [, scheme, token] = /^\s*(\S+)[ \t]+(\S+)\s*$/.exec(authorization) ?? [];
       if (scheme?.toLowerCase() !== "bearer" || !token) throw credentialsRefused("Invalid authorization header");
       if (token.startsWith(API_KEY_PREFIX)) return accountKey(token, caller);
       const claims = await verifyAccessToken(token);

@@ -98,6 +98,16 @@ export function userCreateRefusal(actor: UserActor, role: UserRole): string | nu
   return null;
 }
 
+/**
+ * Why a user may not delete themselves, or null when they may: the last active owner of an account that has other
+ * users would leave it with nobody to grant roles (nobody changes their own role, and only owners make owners). Alone
+ * in the account, they close it.
+ */
+export function selfDeleteRefusal(role: UserRole, others: { users: number; activeOwners: number }): string | null {
+  if (role !== "owner" || others.users === 0 || others.activeOwners > 0) return null;
+  return "You are the account's last owner and other users remain: make another user an owner first";
+}
+
 /** The fields of a user update beyond the profile: account management, not self-service. */
 export interface ManagedChanges {
   role?: UserRole;

@@ -28,6 +28,7 @@ import {
   loginKey,
   managesUsers,
   normalizeEmail,
+  selfDeleteRefusal,
   passwordKey,
   registrationEvent,
   userChanges,
@@ -311,6 +312,12 @@ const UsersService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       async handler(ctx: Ctx<{ user_id: number }>) {
         if (ctx.params.user_id !== ctx.meta.userId) throw ERRORS.forbidden("Users can only delete themselves");
         const user = await this.findOwned(ctx, this.models.users, ctx.params.user_id, "User");
+        const others = { account_id: user.account_id, _id: { $ne: user._id } };
+        const [users, activeOwners] = user.role === "owner"
+          ? await Promise.all([this.models.users.countDocuments(others), this.models.users.countDocuments({ ...others, role: "owner", is_active: true })])
+          : [0, 0];
+        const refusal = selfDeleteRefusal(user.role ?? "member", { users, activeOwners });
+        if (refusal) throw ERRORS.conflict(refusal);
         await this.models.users.deleteOne({ _id: user._id, account_id: user.account_id });
         await this.forgetCachedReads();
         await this.audit(ctx, actorOf(ctx.meta), { accountId: user.account_id, action: "user.deleted", targetUserId: user._id });

@@ -103,6 +103,9 @@ describe("foundation over NATS: gateway on one node, users and api-keys on anoth
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ access_token: expect.any(String), token_type: "bearer", expires_in: expect.any(Number) });
       expect((await api("GET", "/api/v1/users/me", { token: res.body.access_token })).status).toBe(200);
+      // RFC 9110 allows one or more spaces after the scheme, in any case.
+      expect((await api("GET", "/api/v1/users/me", { headers: { authorization: `bearer  ${res.body.access_token}` } })).status).toBe(200);
+      expect((await api("GET", "/api/v1/users/me", { headers: { authorization: `Bearer${res.body.access_token}` } })).status).toBe(401);
     });
 
     it("refuses a wrong password or unknown email with 401 and the same message", async () => {
@@ -255,6 +258,19 @@ describe("foundation over NATS: gateway on one node, users and api-keys on anoth
       expect((await api("DELETE", `/api/v1/users/${other.body.id}`, { token: owner.token })).status).toBe(403);
       expect((await api("DELETE", `/api/v1/users/${other.body.id}`, { token: other.body.access_token })).status).toBe(204);
       expect((await api("GET", `/api/v1/users/${other.body.id}`, { token: owner.token })).status).toBe(404);
+    });
+
+    it("the last owner cannot leave an account other users remain in (409); another owner first, or alone", async () => {
+      const owner = await signup(api, "last-owner");
+      const mate = await api("POST", "/api/v1/users/", { token: owner.token, body: { email: uniqueEmail("mate"), password: "long-enough-pw" } });
+      const refused = await api("DELETE", `/api/v1/users/${owner.user.id}`, { token: owner.token });
+      expect(refused.status).toBe(409);
+      expect(refused.body.detail).toMatch(/last owner/);
+      expect((await api("GET", "/api/v1/users/me", { token: owner.token })).status).toBe(200);
+      expect((await api("PUT", `/api/v1/users/${mate.body.id}`, { token: owner.token, body: { role: "owner" } })).status).toBe(200);
+      expect((await api("DELETE", `/api/v1/users/${owner.user.id}`, { token: owner.token })).status).toBe(204);
+      // The new owner, alone now, may close the account.
+      expect((await api("DELETE", `/api/v1/users/${mate.body.id}`, { token: mate.body.access_token })).status).toBe(204);
     });
   });
 

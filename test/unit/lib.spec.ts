@@ -1,6 +1,6 @@
 import { firstFreeIdentifier, slugify } from "../../lib/ids";
 import { paginationParams, toPage, toSort } from "../../lib/pagination";
-import { normalizeEmail, registrationEvent, userChanges, verificationLink } from "../../services/users/rules";
+import { normalizeEmail, registrationEvent, selfDeleteRefusal, userChanges, verificationLink } from "../../services/users/rules";
 
 describe("identifiers", () => {
   it.each([
@@ -46,6 +46,13 @@ describe("user rules", () => {
     expect(normalizeEmail("  Ada@Example.COM ")).toBe("ada@example.com");
     expect(userChanges({ email: "A@B.co", full_name: null })).toEqual({ email: "a@b.co", full_name: null });
     expect(userChanges({ account_id: 5, password_hash: "x" } as never)).toEqual({});
+  });
+
+  it("keeps an account's last active owner while other users remain", () => {
+    expect(selfDeleteRefusal("owner", { users: 2, activeOwners: 0 })).toMatch(/last owner/);
+    expect(selfDeleteRefusal("owner", { users: 2, activeOwners: 1 })).toBeNull();
+    expect(selfDeleteRefusal("owner", { users: 0, activeOwners: 0 })).toBeNull();
+    expect(selfDeleteRefusal("admin", { users: 3, activeOwners: 0 })).toBeNull();
   });
 
   it("builds the user.registered event with the verification link", () => {
