@@ -30,12 +30,13 @@ export const documentSchema = {
         type: "object",
         props: {
           name: { type: "string", min: 1, max: 255 },
-          description: str(10_000),
-          system_prompt: str(100_000),
+          // null clears these on an existing agent (as REST's update does); absent keeps them.
+          description: { ...str(10_000), nullable: true },
+          system_prompt: { ...str(100_000), nullable: true },
           model: { type: "string", min: 1, max: 200 },
           temperature: { type: "number", min: 0, max: 2, optional: true },
-          max_tokens: { type: "number", integer: true, positive: true, optional: true },
-          image_url: str(2048),
+          max_tokens: { type: "number", integer: true, positive: true, optional: true, nullable: true },
+          image_url: { ...str(2048), nullable: true },
           publication: {
             type: "object",
             optional: true,

@@ -14,12 +14,12 @@ export interface PublicationConfig {
 
 export interface AgentConfig {
   name: string;
-  description?: string;
-  system_prompt?: string;
+  description?: string | null;
+  system_prompt?: string | null;
   model: string;
   temperature?: number;
-  max_tokens?: number;
-  image_url?: string;
+  max_tokens?: number | null;
+  image_url?: string | null;
   publication?: PublicationConfig;
   configuration?: Json;
   events?: Json[];
@@ -163,7 +163,8 @@ export function filteredOutTraits(raw: TeamDocument, doc: TeamDocument, known: {
 /**
  * The agent fields a push writes, following the merge rules for an existing agent: configuration
  * (chat_ui included) deep-merged with null removing a field, image_url replaced in full, publication
- * replaced per field, and every optional field not provided keeping its value.
+ * replaced per field, and every optional field not provided keeping its value. The text fields, max_tokens and
+ * image_url given as null are cleared, as REST's update clears them.
  */
 export function mergedAgentFields(
   existing: AgentRecord | null,
@@ -178,14 +179,15 @@ export function mergedAgentFields(
     publication = { ...(publication ?? {}), ...fields } as Publication;
     if (resolved.passwordHash) publication.password_hash = resolved.passwordHash;
   }
+  const given = <K extends keyof AgentRecord>(value: AgentRecord[K] | undefined, key: K): AgentRecord[K] => (value !== undefined ? value : keep(key, null as AgentRecord[K]));
   return {
     name: config.name,
-    description: config.description ?? keep("description", null),
-    instructions: config.system_prompt ?? keep("instructions", null),
+    description: given(config.description, "description"),
+    instructions: given(config.system_prompt, "instructions"),
     model: config.model,
     temperature: config.temperature ?? keep("temperature", DEFAULT_TEMPERATURE),
-    max_tokens: config.max_tokens ?? keep("max_tokens", null),
-    image_url: config.image_url ?? keep("image_url", null),
+    max_tokens: given(config.max_tokens, "max_tokens"),
+    image_url: given(config.image_url, "image_url"),
     access_level: publication?.access_level ?? keep("access_level", "private"),
     publication,
     configuration: config.configuration ? mergeConfiguration(existing?.configuration ?? {}, config.configuration) : keep("configuration", {}),

@@ -202,6 +202,17 @@ describe("teams, access levels and configuration push/pull over NATS", () => {
       expect(triage.traits.map((t: { name: string }) => t.name)).toEqual(["Empathetic"]);
     });
 
+    it("clears an agent's image, description, system prompt and max_tokens given as null, and keeps them when absent", async () => {
+      const doc = { name: "Null Team", agents: [{ name: "Nully", model: "m", description: "d", system_prompt: "p", max_tokens: 100, image_url: "https://img.example.com/n.png" }] };
+      expect((await call("POST", "/teams/push", doc)).status).toBe(200);
+      const kept = await call("POST", "/teams/push", { name: "Null Team", agents: [{ name: "Nully", model: "m" }] });
+      expect(kept.body.agents[0]).toMatchObject({ description: "d", instructions: "p", max_tokens: 100, image_url: "https://img.example.com/n.png" });
+      const cleared = await call("POST", "/teams/push", { name: "Null Team", agents: [{ name: "Nully", model: "m", description: null, system_prompt: null, max_tokens: null, image_url: null }] });
+      expect(cleared.status).toBe(200);
+      expect(cleared.body.agents[0]).toMatchObject({ description: null, instructions: null, max_tokens: null, image_url: null });
+      expect((await call("GET", "/teams/null-team/pull")).body.agents[0]).toEqual({ name: "Nully", model: "m", temperature: 0.7, configuration: {}, events: [], traits: [], delegations: [] });
+    });
+
     it("applies filters: excluded components and trait filters leave agents out", async () => {
       const res = await call("POST", "/teams/push", {
         name: "Filtered Team",
