@@ -6,7 +6,7 @@ import type { Ctx } from "../../lib/meta";
 import { MongoMixin } from "../../lib/mongo.mixin";
 import { crudActions, ruleBody, ruleResponse, type CrudHooks } from "../../lib/resource";
 import { TenancyMixin, type TenancyMethods } from "../../lib/tenancy.mixin";
-import type { ChangeEvent } from "../../lib/events";
+import { changeOf, type ChangeEvent } from "../../lib/events";
 import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
 import { OwnerWrites, type ActionCall } from "../../lib/owner-writes";
 import { hashPassword, verifyPassword } from "../../lib/auth/passwords";
@@ -49,10 +49,24 @@ const TeamsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       },
       consumer: {
         group: "teams",
-        /** A deleted agent leaves every team of its account (a replay pulls nothing). */
-        async handle(this: Vars, event: ChangeEvent) {
+        /**
+         * A deleted agent leaves every team of its account, each change with its team.updated event (a team's
+         * agent_ids is its own field; a replay finds no team to change).
+         */
+        async handle(this: Vars & Methods, event: ChangeEvent) {
           const agentId = event.data.id as number;
-          await this.models.teams.updateMany({ account_id: event.account_id, agent_ids: agentId }, { $pull: { agent_ids: agentId } });
+          const scope = { account_id: event.account_id };
+          const affected = await this.models.teams.find({ ...scope, agent_ids: agentId }, { _id: 1 }).lean<Pick<TeamRecord, "_id">[]>();
+          if (!affected.length) return;
+          const ids = affected.map((t) => t._id);
+          await this.recordChanges(ids.map((_id) => changeOf("team.updated", "teams", { _id, ...scope })), async () => {
+            await this.models.teams.updateMany({ ...scope, _id: { $in: ids } }, { $pull: { agent_ids: agentId } });
+            const changed = await this.models.teams.find({ ...scope, _id: { $in: ids } }).lean<TeamRecord[]>();
+            return Promise.all(ids.map((id) => {
+              const team = changed.find((t) => t._id === id);
+              return team ? this.render(team) : { id };
+            }));
+          });
         },
       },
     }),

@@ -2,6 +2,7 @@ import mongoose from "mongoose";
 import { startCluster, type Cluster } from "../harness/cluster";
 import { apiClient, signup, type Api } from "../harness/http";
 import { occupyNextIds, PLACEHOLDER_ACCOUNT } from "../harness/ids";
+import { until } from "../harness/wait";
 
 /** Deterministic PRNG so a failing random document can be reproduced from its seed. */
 function prng(seed: number) {
@@ -49,9 +50,19 @@ describe("teams, access levels and configuration push/pull over NATS", () => {
   let token: string;
   let accountId: number;
   let other: string;
+  /** team.* events as a subscriber on its own node receives them. */
+  const announced: { event: string; data: { id: number; agent_ids?: number[] } }[] = [];
+  const listener = {
+    name: "team-listener",
+    events: {
+      "team.*"(ctx: { eventName: string; params: { data: { id: number; agent_ids?: number[] } } }) {
+        announced.push({ event: ctx.eventName, data: ctx.params.data });
+      },
+    },
+  };
 
   beforeAll(async () => {
-    cluster = await startCluster({ database: "teams" });
+    cluster = await startCluster({ database: "teams", extraServices: [listener] });
     api = apiClient(cluster.baseUrl);
     const owner = await signup(api, "teams");
     token = owner.token;
@@ -122,12 +133,15 @@ describe("teams, access levels and configuration push/pull over NATS", () => {
       expect((await call("GET", "/teams", undefined, other)).body.data).toEqual([]);
     });
 
-    it("a deleted agent leaves its teams", async () => {
+    it("a deleted agent leaves its teams, each change announced as team.updated", async () => {
       const agent = (await call("POST", "/agents", { name: "Leaver" })).body;
-      const team = (await call("POST", "/teams", { name: "Left Behind", agent_ids: [agent.id] })).body;
+      const stayer = (await call("POST", "/agents", { name: "Stayer" })).body;
+      const team = (await call("POST", "/teams", { name: "Left Behind", agent_ids: [agent.id, stayer.id] })).body;
       expect((await call("DELETE", `/agents/${agent.id}`)).status).toBe(204);
+      const updated = await until(async () => announced.find((e) => e.event === "team.updated" && e.data.id === team.id), Boolean, 10_000);
+      expect(updated!.data.agent_ids).toEqual([stayer.id]);
       const after = await call("GET", `/teams/${team.id}`);
-      expect(after.body.agents).toEqual([]);
+      expect(after.body.agent_ids).toEqual([stayer.id]);
     });
   });
 
