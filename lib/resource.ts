@@ -427,6 +427,8 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
         const picked = resource.pick(ctx.params, "update");
         if (hooks.apply) await hooks.apply.call(this, ctx, doc, picked);
         else doc.set(hooks.updating ? await hooks.updating.call(this, ctx, doc, picked) : picked);
+        // Nothing differs (mongoose sets a path only to a new value): save would write nothing, so no event either.
+        if (!doc.isModified()) return (await render.call(this, ctx, [doc]))[0]!;
         return recorded.call(this, "updated", doc, async () => {
           if (resource.identifier) await this.saveIdentified(doc as never, label);
           else await doc.save();

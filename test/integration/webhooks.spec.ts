@@ -318,7 +318,11 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
       await subscribe("/team-deleted-only", { event_types: ["team.deleted"] }, undefined, owner);
       const agent = (await post("/agents", { name: "Filtered" }, owner)).body;
       await put(`/agents/${agent.id}`, { description: "changed" }, owner);
+      // An update that changes nothing writes nothing and announces nothing; updated_at stays.
+      const again = await put(`/agents/${agent.id}`, { description: "changed", name: "Filtered" }, owner);
+      expect(again.status).toBe(200);
       const team = (await post("/teams", { name: "Filtered team" }, owner)).body;
+      expect((await put(`/teams/${team.id}`, {}, owner)).body.updated_at).toBe(team.updated_at);
       await del(`/teams/${team.id}`, owner);
       await receiver.hits("/all-types", 6);
       await receiver.hits("/team-deleted-only");
