@@ -13,6 +13,7 @@ import {
   removeSourceRecord,
   saveProgress,
   setLoadingState,
+  setLoadProgress,
   type KnowledgeSourceRecord,
   type LoadJobRecord,
 } from "../knowledge";
@@ -140,6 +141,8 @@ function pagesPerStep(deps: RunnerDeps, job: LoadJobRecord, progress: FailureTal
 
 /** Thrown inside a window when another loader has taken the job over: stop without writing. */
 class LeaseLost extends Error {}
+/** Thrown inside a window when the source's deletion was queued: its documents go, and the load stops. */
+class SourceDeleted extends Error {}
 
 interface ReadBatch {
   docs: PageDoc[];
@@ -198,7 +201,13 @@ async function readAndIndex(
     if (!(await saveProgress(deps.jobs, job, deps.owner, batch.after))) throw new LeaseLost();
     saved = batch.after;
     const { done, total } = deps.reader.counts(saved);
-    await setLoadingState(deps.sources, job, { loading_urls_done: done, loading_urls_total: total, ...(batch.docs.length ? { last_indexed_at: new Date() } : {}) });
+    if (!(await setLoadProgress(deps.sources, job, { loading_urls_done: done, loading_urls_total: total, ...(batch.docs.length ? { last_indexed_at: new Date() } : {}) }))) {
+      // The deletion's purge may have run before this batch was indexed: remove the source's documents again.
+      await pruning;
+      await deps.deleteSourceDocuments(source.account_id, source._id);
+      await deps.reader.forget(source);
+      throw new SourceDeleted();
+    }
   }
   await pruning;
   return saved;
@@ -237,6 +246,11 @@ export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promi
     progress = await readAndIndex(deps, job, source, progress, deadline);
   } catch (err) {
     if (err instanceof LeaseLost) return "lost";
+    if (err instanceof SourceDeleted) {
+      await finishJob(deps.jobs, job, deps.owner, { status: "done", error: "source deleted" });
+      await deps.reader.release(progress);
+      return "finished";
+    }
     // The index or the database failed mid-window: keep what was indexed, say why it stopped.
     return finish(deps, job, progress, { complete: false, error: `Load interrupted: ${(err as Error).message}` });
   }

@@ -25,7 +25,7 @@ export {
   saveProgress,
 } from "./jobs";
 /** A job's source and its loading state, as the loader sets them. */
-export { jobSource, removeSourceRecord, setLoadingState, setRechunkState } from "./sources";
+export { jobSource, removeSourceRecord, setLoadingState, setLoadProgress, setRechunkState } from "./sources";
 /** The loading states a load moves a source through. */
 export { loadOutcome, loadReport, loadStarted } from "./states";
 /** Due refreshes, as the scheduler claims and queues them. */

@@ -19,6 +19,14 @@ export async function setLoadingState(sources: Model<KnowledgeSourceRecord>, job
   await sources.updateOne(sourceOf(job), { $set: changes });
 }
 
+/**
+ * Sets a running load's progress on its source; false, with nothing set, once the source is gone or its deletion
+ * is queued (the load then stops: what it indexed after the deletion's purge would outlive the source).
+ */
+export async function setLoadProgress(sources: Model<KnowledgeSourceRecord>, job: LoadJobRecord, changes: SourceChanges): Promise<boolean> {
+  return (await sources.updateOne({ ...sourceOf(job), deleting: { $ne: true } }, { $set: changes })).matchedCount > 0;
+}
+
 /** Removes a job's source record: the last step of its deletion. */
 export async function removeSourceRecord(sources: Model<KnowledgeSourceRecord>, job: LoadJobRecord): Promise<void> {
   await sources.deleteOne(sourceOf(job));

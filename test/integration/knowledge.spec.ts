@@ -43,6 +43,10 @@ function startSites(): Promise<{ base: string; stop(): Promise<void>; hits: Map<
       const links = ["/crawl/", "/crawl/lagoon", "/crawl/canyon", "/crawl/canyon#top", "/crawl/prairie?", "/crawl/private"];
       return send(200, "text/html", page(`Crawl ${topic}`, `Crawled page about the ${topic} landscape and its ecology.`, links));
     }
+    // Directory-style URLs: only the spellings with a trailing slash exist, and links are relative to them.
+    if (site === "dirs" && (rest === "/" || rest === "/sub/")) {
+      return send(200, "text/html", page(`Dirs ${rest}`, `Directory page ${rest} about the ${rest === "/" ? "tundra" : "steppe"}.`, ["sub/"]));
+    }
     if (site === "broken") return send(500, "text/plain", "boom");
     if (site === "slow") {
       const n = Number(url.searchParams.get("n") ?? 40);
@@ -142,7 +146,7 @@ describe("knowledge sources and background loading over NATS", () => {
     const loaded = await poll(created.body.id, ["loaded", "partial", "failed"]);
     expect(loaded.loading_status).toBe("loaded");
     const urls = (await call("GET", `/knowledge/${created.body.id}/documents?limit=50`)).body.documents.map((d: { url: string }) => d.url).sort();
-    expect(urls).toEqual([`${base}/crawl`, `${base}/crawl/canyon`, `${base}/crawl/lagoon`, `${base}/crawl/prairie`]);
+    expect(urls).toEqual([`${base}/crawl/`, `${base}/crawl/canyon`, `${base}/crawl/lagoon`, `${base}/crawl/prairie`]);
     expect(sites.hits.get("/crawl/private")).toBeUndefined();
   });
 
@@ -152,7 +156,17 @@ describe("knowledge sources and background loading over NATS", () => {
     const loaded = await poll(created.body.id, ["loaded", "partial", "failed"]);
     expect(loaded).toMatchObject({ loading_status: "loaded", loading_error: null });
     const urls = (await call("GET", `/knowledge/${created.body.id}/documents?limit=50`)).body.documents.map((d: { url: string }) => d.url).sort();
-    expect(urls).toEqual([`${sites.base}/crawl`, `${sites.base}/crawl/canyon`, `${sites.base}/crawl/lagoon`, `${sites.base}/crawl/prairie`]);
+    expect(urls).toEqual([`${sites.base}/crawl/`, `${sites.base}/crawl/canyon`, `${sites.base}/crawl/lagoon`, `${sites.base}/crawl/prairie`]);
+  });
+
+  it("fetches directory-style URLs with their trailing slash and resolves relative links against them", async () => {
+    const base = sites.base.replace("127.0.0.1", "localhost");
+    const created = await call("POST", "/knowledge", { name: "Dirs", data_type: "discovery", paths: [`${base}/dirs/`] });
+    const loaded = await poll(created.body.id, ["loaded", "partial", "failed"]);
+    expect(loaded).toMatchObject({ loading_status: "loaded", document_count: 2 });
+    const urls = (await call("GET", `/knowledge/${created.body.id}/documents?limit=50`)).body.documents.map((d: { url: string }) => d.url).sort();
+    expect(urls).toEqual([`${base}/dirs/`, `${base}/dirs/sub/`]);
+    expect(sites.hits.get("/dirs")).toBeUndefined();
   });
 
   it("with auto_load=false stays unloaded until preloaded; list filters by status", async () => {
@@ -230,6 +244,23 @@ describe("knowledge sources and background loading over NATS", () => {
     await until(async () => (await call("GET", `/knowledge/${created.body.id}`)).status, (s) => s === 404, 60_000);
     const search = await call("POST", "/knowledge/search", { query: "delta", knowledge_source_ids: [created.body.id] });
     expect(search.body.results).toEqual([]);
+  });
+
+  it("a source deleted while it loads: the load stops, and no document outlives the source", async () => {
+    const allSlowHits = () => [...sites.hits].filter(([path]) => path.startsWith("/slow/p")).reduce((n, [, hits]) => n + hits, 0);
+    const before = allSlowHits();
+    const slowHits = () => allSlowHits() - before;
+    const created = await call("POST", "/knowledge", { name: "Deleted mid-load", data_type: "sitemap", paths: [`${sites.base}/slow/sitemap.xml?n=400`] });
+    await until(async () => (await call("GET", `/knowledge/${created.body.id}`)).body, (s) => s.loading_urls_done >= 10, 60_000);
+    expect((await call("DELETE", `/knowledge/${created.body.id}`)).status).toBe(200);
+    await until(async () => (await call("GET", `/knowledge/${created.body.id}`)).status, (s) => s === 404, 60_000);
+    // The load notices at its next batch: a batch in flight may end, then fetching stops.
+    await new Promise((r) => setTimeout(r, 3000));
+    const fetched = slowHits();
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(slowHits()).toBe(fetched);
+    expect(fetched).toBeLessThan(400);
+    expect((await call("GET", `/knowledge/documents?source_id=${created.body.id}`)).body.pagination.total).toBe(0);
   });
 
   it("validates input and isolates accounts", async () => {

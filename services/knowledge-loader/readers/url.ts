@@ -10,7 +10,10 @@ const NON_HTML_EXTENSIONS = new Set(
 
 /**
  * One spelling per page, so duplicates collapse: http(s) only, no fragment or credentials, tracking parameters
- * dropped, the rest sorted, no trailing slash except the root. Undefined for anything that is not a web URL.
+ * dropped, the rest sorted. Undefined for anything that is not a web URL. The path stays as it is, trailing slash
+ * included: "/docs/" and "/docs" are different resources to a server (one is often a 404), and relative links
+ * resolve against the one fetched ("sub/" on "/docs/" is "/docs/sub/"). Both spellings of one page meet at a
+ * redirect's target or in the crawl's content hashes.
  */
 export function canonicalUrl(raw: string, base?: string): string | undefined {
   let url: URL;
@@ -27,7 +30,6 @@ export function canonicalUrl(raw: string, base?: string): string | undefined {
   const params = [...url.searchParams].filter(([key]) => !TRACKING_PARAMS.test(key));
   params.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   url.search = params.length ? new URLSearchParams(params).toString() : "";
-  if (url.pathname.length > 1 && url.pathname.endsWith("/")) url.pathname = url.pathname.replace(/\/+$/, "") || "/";
   return url.href;
 }
 

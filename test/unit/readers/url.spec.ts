@@ -4,7 +4,6 @@ describe("canonicalUrl", () => {
   it("gives every spelling of a page the same URL", () => {
     const spellings = [
       "https://Example.COM/docs/intro",
-      "https://example.com/docs/intro/",
       "https://example.com/docs/intro#section-2",
       "https://example.com:443/docs/intro",
       "https://user:pw@example.com/docs/intro",
@@ -20,8 +19,13 @@ describe("canonicalUrl", () => {
     expect(canonicalUrl("http://example.com/?")).toBe("http://example.com/");
   });
 
+  it("keeps a trailing slash, which names another resource and is the base of relative links", () => {
+    expect(canonicalUrl("https://example.com/docs/intro/")).toBe("https://example.com/docs/intro/");
+    expect(canonicalUrl("sub/", "https://example.com/start/")).toBe("https://example.com/start/sub/");
+  });
+
   it("resolves relative links and refuses non-web URLs", () => {
-    expect(canonicalUrl("../b/", "https://example.com/a/c/")).toBe("https://example.com/a/b");
+    expect(canonicalUrl("../b/", "https://example.com/a/c/")).toBe("https://example.com/a/b/");
     for (const bad of ["mailto:a@b.c", "javascript:void(0)", "ftp://example.com/x", "file:///etc/passwd", "not a url"]) {
       expect(canonicalUrl(bad)).toBeUndefined();
     }
