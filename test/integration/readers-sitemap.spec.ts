@@ -38,6 +38,38 @@ describe("sitemap sources against a 12,000-page sitemap index", () => {
     }
   });
 
+  it("indexes a listed page only where it arrives on the site and robots.txt allows: a redirect is not an invitation", async () => {
+    let base = "";
+    const html = (text: string) => `<html><head><title>${text}</title></head><body><p>${text} is here, with enough words to index.</p></body></html>`;
+    const server = http.createServer((req, res) => {
+      const path = new URL(req.url ?? "/", "http://x").pathname;
+      const answer = (status: number, type: string, body: string, headers: Record<string, string> = {}) => res.writeHead(status, { "content-type": type, ...headers }).end(body);
+      if (path === "/robots.txt") return answer(200, "text/plain", "User-agent: *\nDisallow: /secret\n");
+      if (path === "/sitemap.xml") {
+        const locs = ["/page", "/to-secret", "/off-site"].map((p) => `<url><loc>${base}${p}</loc></url>`).join("");
+        return answer(200, "application/xml", `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${locs}</urlset>`);
+      }
+      if (path === "/to-secret") return answer(302, "text/plain", "", { location: "/secret/page" });
+      if (path === "/off-site") return answer(302, "text/plain", "", { location: `${crawlSite.baseUrl}/` });
+      answer(200, "text/html", html(`Page ${path}`));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const plan = await READERS.sitemap.start([`${base}/sitemap.xml`], { fetch });
+      const documents: ReaderDocument[] = [];
+      for (let done = false; !done; ) {
+        const result = await READERS.sitemap.next(plan.state, { fetch }, 8);
+        documents.push(...result.documents);
+        done = result.done;
+      }
+      expect(documents.map((d) => d.url)).toEqual([`${base}/page`]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it("resolves auto to sitemap when the site has one and to discovery when it has none", async () => {
     expect(await resolveDataType(site.baseUrl, fetch)).toBe("sitemap");
     expect(await resolveDataType(`${crawlSite.baseUrl}/`, fetch)).toBe("discovery");

@@ -5,7 +5,7 @@ import { decodeText } from "./decode";
 import { extractHtml } from "./html";
 import { extractMarkdown } from "./markdown";
 import { extractPdf } from "./pdf";
-import { fetchRobots, isAllowed } from "./robots";
+import { fetchRobots, isAllowed, type Robots } from "./robots";
 import { discoverSitemaps, looksLikeSitemap, pageCeilingMessage, readSitemaps } from "./sitemap";
 import { extractPlainText } from "./text";
 import type { Fetcher, KnownPage, PageFailure, ReaderDocument } from "./types";
@@ -71,6 +71,11 @@ export interface UrlListState {
   as?: "pdf" | "markdown" | "text";
   /** Sitemap <lastmod> per URL (same order), when the sitemap gives any. */
   lastmods?: (string | null)[];
+  /**
+   * A sitemap's site: where its pages must arrive, redirects followed (the host, and what robots.txt allows), as a
+   * crawl's must. A listed page that redirects elsewhere has no document.
+   */
+  site?: { host: string; robots: Robots };
 }
 
 /** A Fetcher over safeFetch with the loader's defaults (limiter, signal, retries) bound once per load. */
@@ -130,6 +135,8 @@ async function readListed(url: string, lastmod: string | null, state: UrlListSta
   const maxBytes = state.as === "pdf" || extension(url) === "pdf" ? MAX_PDF_BYTES : undefined;
   const res = await ctx.fetch(url, { accept: acceptFor(state.as), maxBytes, headers: conditionalHeaders(known) });
   if (res.status === 304) return "unchanged";
+  // Redirected off the site, or to a path robots.txt closes: the redirect is not an invitation.
+  if (state.site && (new URL(res.url).host !== state.site.host || !isAllowed(state.site.robots, res.url))) return undefined;
   const doc = await documentFrom(res, state.as);
   const header = (name: string) => (res.headers[name] as string | undefined) ?? null;
   return doc && { ...doc, page: { url, etag: header("etag"), last_modified: header("last-modified"), lastmod } };
@@ -181,7 +188,8 @@ const sitemapReader: SourceReader<UrlListState> = {
     const ceiling = listing.skipped > 0 ? { listed: listing.listed, skipped: listing.skipped } : undefined;
     const lastmods = Object.keys(listing.lastmods).length ? listing.urls.map((url) => listing.lastmods[url] ?? null) : undefined;
     const complete = listing.failures.length === 0 && !listing.truncated;
-    return { state: { urls: listing.urls, next: 0, ...(lastmods ? { lastmods } : {}) }, total: listing.urls.length, ceiling, complete };
+    const siteRules = { host: new URL(site).host, robots: { rules: robots.rules, sitemaps: [] } };
+    return { state: { urls: listing.urls, next: 0, ...(lastmods ? { lastmods } : {}), site: siteRules }, total: listing.urls.length, ceiling, complete };
   },
   next: nextOfList,
 };
