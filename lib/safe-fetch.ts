@@ -174,10 +174,12 @@ function readBody(res: http.IncomingMessage, url: string, maxBytes: number): Pro
       chunks.push(chunk);
     });
     stream.on("end", () => resolve(Buffer.concat(chunks)));
-    stream.on("error", (err: Error) =>
+    // The response's own errors (a connection cut before the body's end: "aborted") are the network's, retried;
+    // only the decoder's are the body's.
+    decoder?.on("error", (err: Error) =>
       fail(err instanceof FetchError ? err : new FetchError("decode", `${url}: cannot decode ${encoding} body (${err.message})`, url)),
     );
-    res.on("error", (err) => fail(err instanceof FetchError ? err : new FetchError("network", `${url}: ${err.message}`, url, { retryable: true })));
+    res.on("error", (err) => fail(err instanceof FetchError ? err : new FetchError("network", `${url}: the connection ended mid-body (${err.message})`, url, { retryable: true })));
   });
 }
 

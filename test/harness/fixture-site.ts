@@ -297,6 +297,12 @@ function flakySite(): Handler {
     // robots.txt that never answers: RFC 9309 says a crawler must then assume complete disallow.
     if (p === "/robots.txt") return send(res, 503, "text/plain", "robots unavailable");
     if (p.startsWith("/reset-once/")) return attempt(p) === 1 ? void res.socket?.destroy() : ok();
+    // The body cut short: a Content-Length the first answer does not reach.
+    if (p.startsWith("/cut-once/")) {
+      if (attempt(p) > 1) return ok();
+      res.writeHead(200, { "content-type": "text/html", "content-length": "5000" });
+      return void res.write("<html><body>the first bytes", () => res.socket?.destroy());
+    }
     if (p.startsWith("/slow/")) {
       await sleep(Number(url.searchParams.get("ms") ?? 100));
       return ok();

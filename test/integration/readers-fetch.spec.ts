@@ -136,9 +136,11 @@ describe("safeFetch against real HTTP", () => {
       expect(flaky.stats["/always-500"]).toBe(3);
     });
 
-    it("retries a dropped connection", async () => {
+    it("retries a dropped connection, and a body the connection cut short", async () => {
       await expect(safeFetch(`${flaky.baseUrl}/reset-once/a`, quick)).resolves.toMatchObject({ status: 200 });
       expect(flaky.stats["/reset-once/a"]).toBe(2);
+      await expect(safeFetch(`${flaky.baseUrl}/cut-once/a`, quick)).resolves.toMatchObject({ status: 200 });
+      expect(flaky.stats["/cut-once/a"]).toBe(2);
     });
   });
 
