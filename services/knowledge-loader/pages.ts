@@ -47,6 +47,8 @@ interface ReaderProgress extends LoadProgress {
   registry_copy?: string;
   finished: boolean;
   ceiling: { listed: number; skipped: number } | null;
+  /** What the listing could not read (LoadPlan note), kept for loading_error. */
+  listing_note?: string | null;
   /** The load these pages are marked with in the page registry (the job id, the same across windows). */
   load_id: string;
   /** A refresh: ask pages conditionally and leave unchanged ones out of the index call. */
@@ -198,6 +200,7 @@ export function createSourceReader(
         steps: 0,
         finished: plan.total === 0,
         ceiling: plan.ceiling ?? null,
+        listing_note: plan.note ?? null,
         load_id: load.loadId,
         conditional: load.conditional,
         complete: plan.complete ?? (kind === "crawl" ? null : true),
@@ -281,7 +284,7 @@ export function createSourceReader(
         done,
         total: p.total ?? (p.finished ? done : null),
         finished: p.finished,
-        note: p.ceiling ? ceilingMessage(p.total ?? done, p.ceiling.listed, p.ceiling.skipped, settings.sitemapCeiling) : null,
+        note: [p.ceiling && ceilingMessage(p.total ?? done, p.ceiling.listed, p.ceiling.skipped, settings.sitemapCeiling), p.listing_note].filter(Boolean).join("; ") || null,
       };
     },
 

@@ -34,6 +34,11 @@ function startSites(): Promise<{ base: string; stop(): Promise<void>; hits: Map<
       const locs = TOPICS.slice(0, 6).map((t) => `<url><loc>${host}/map/${t}</loc></url>`).join("");
       return send(200, "application/xml", `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${locs}</urlset>`);
     }
+    // A sitemap index one of whose sitemaps is missing.
+    if (site === "idx" && rest === "/sitemap.xml") {
+      const maps = [`${host}/map/sitemap.xml`, `${host}/idx/missing.xml`].map((loc) => `<sitemap><loc>${loc}</loc></sitemap>`).join("");
+      return send(200, "application/xml", `<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${maps}</sitemapindex>`);
+    }
     if (site === "map" && rest) {
       const topic = rest.slice(1);
       return send(200, "text/html", page(`All about the ${topic}`, `The ${topic} is a remarkable landform. ${topic} facts and figures.`));
@@ -195,6 +200,13 @@ describe("knowledge sources and background loading over NATS", () => {
     expect(await until(async () => loadEnd(created.body.id), Boolean, 5000)).toMatchObject({ event: "knowledge_source.failed" });
     expect((await call("POST", `/knowledge/${created.body.id}/preload`)).body.success).toBe(true);
     expect((await poll(created.body.id, ["failed"])).loading_error).toEqual(expect.any(String));
+  });
+
+  it("ends partial, naming it, when a sitemap of the index could not be read", async () => {
+    const created = await call("POST", "/knowledge", { name: "Half index", data_type: "sitemap", paths: [`${sites.base}/idx/sitemap.xml`] });
+    const done = await poll(created.body.id, ["loaded", "partial", "failed"], 60_000);
+    expect(done).toMatchObject({ loading_status: "partial", document_count: 6 });
+    expect(done.loading_error).toMatch(/^1 sitemap file\(s\) could not be read; last: .*\/idx\/missing\.xml answered HTTP 404/);
   });
 
   it("ends partial when some pages failed after others were indexed", async () => {

@@ -46,6 +46,8 @@ export interface LoadPlan<S> {
   ceiling?: { listed: number; skipped: number };
   /** The listing is the whole source (no sitemap file failed): pages it does not name are gone. */
   complete?: boolean;
+  /** What the listing could not read (a sitemap file that failed), for loading_error: the load ends partial. */
+  note?: string;
 }
 
 /** One step of a load: documents to index, pages that failed, and whether the source is exhausted. */
@@ -188,8 +190,10 @@ const sitemapReader: SourceReader<UrlListState> = {
     const ceiling = listing.skipped > 0 ? { listed: listing.listed, skipped: listing.skipped } : undefined;
     const lastmods = Object.keys(listing.lastmods).length ? listing.urls.map((url) => listing.lastmods[url] ?? null) : undefined;
     const complete = listing.failures.length === 0 && !listing.truncated;
+    const failed = listing.failures.at(-1);
+    const note = failed && `${listing.failures.length} sitemap file(s) could not be read; last: ${failed.error}`;
     const siteRules = { host: new URL(site).host, robots: { rules: robots.rules, sitemaps: [] } };
-    return { state: { urls: listing.urls, next: 0, ...(lastmods ? { lastmods } : {}), site: siteRules }, total: listing.urls.length, ceiling, complete };
+    return { state: { urls: listing.urls, next: 0, ...(lastmods ? { lastmods } : {}), site: siteRules }, total: listing.urls.length, ceiling, complete, ...(note ? { note } : {}) };
   },
   next: nextOfList,
 };
