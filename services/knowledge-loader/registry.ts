@@ -120,33 +120,52 @@ function sameField(a: unknown, b: unknown): boolean {
  * What a finished load keeps and forgets, from the source's entries. After a complete listing (`listed`, the
  * page list, or for crawls the pages this load marked) the documents of listed pages that are not gone stay and
  * everything else in the index goes. After an incomplete one (a sitemap file failed, the crawl hit a limit) only
- * pages missing `MISSING_LOADS_TO_PRUNE` loads in a row go: an unlisted page may just be unreached.
+ * pages missing `MISSING_LOADS_TO_PRUNE` loads in a row go: an unlisted page may just be unreached. A missing page
+ * the listing still names loses its document but stays known (`cleared`), streak and all: forgotten, its next 404
+ * was a new page's failure, and the source went partial and loaded by turns.
  */
 export function settleLoad(
   entries: Iterable<PageRecord>,
   load: { loadId: string; listed: Set<string> | null; complete: boolean },
-): { keep: Set<string> | null; gone: string[]; forget: string[] } {
+): { keep: Set<string> | null; gone: string[]; forget: PageSettlement } {
   const keep = new Set<string>();
   const gone: string[] = [];
-  const forget: string[] = [];
+  const forget: PageSettlement = { urls: [], cleared: [] };
   for (const page of entries) {
     const listed = load.listed ? load.listed.has(page.url) : page.load_id === load.loadId;
     const missing = page.missing >= MISSING_LOADS_TO_PRUNE;
     if (missing || (load.complete && !listed)) {
-      forget.push(page.url);
+      if (missing && listed) {
+        if (page.doc_url) forget.cleared.push(page.url);
+      } else forget.urls.push(page.url);
       if (page.doc_url) gone.push(page.doc_url);
     } else if (page.doc_url) keep.add(page.doc_url);
   }
   return { keep: load.complete ? keep : null, gone: gone.filter((url) => !keep.has(url)), forget };
 }
 
-/** Drops the entries of pages a load pruned (after their documents left the index, so a crash redoes it), and from `known`. */
-export async function forgetPages(pages: Model<PageRecord>, source: SourceKey, urls: string[], known: Map<string, PageRecord>): Promise<void> {
+/** The entries a load forgets (`urls`), and those it keeps without their pruned document (`cleared`). */
+export interface PageSettlement {
+  urls: string[];
+  cleared: string[];
+}
+
+/**
+ * Drops the entries of pages a load pruned and clears the document of those it keeps (after their documents left
+ * the index, so a crash redoes it), in `known` too.
+ */
+export async function forgetPages(pages: Model<PageRecord>, source: SourceKey, settled: PageSettlement, known: Map<string, PageRecord>): Promise<void> {
   // By key: an $in on _id is one indexed command on every backend.
-  for (let i = 0; i < urls.length; i += FORGET_PER_COMMAND) {
-    await pages.deleteMany({ account_id: source.account_id, _id: { $in: urls.slice(i, i + FORGET_PER_COMMAND).map((url) => pageId(source, url)) } });
+  const byKey = (urls: string[]) => ({ account_id: source.account_id, _id: { $in: urls.map((url) => pageId(source, url)) } });
+  for (let i = 0; i < settled.urls.length; i += FORGET_PER_COMMAND) await pages.deleteMany(byKey(settled.urls.slice(i, i + FORGET_PER_COMMAND)));
+  for (let i = 0; i < settled.cleared.length; i += FORGET_PER_COMMAND) {
+    await pages.updateMany(byKey(settled.cleared.slice(i, i + FORGET_PER_COMMAND)), { $set: { doc_url: null, content_hash: null } });
   }
-  for (const url of urls) known.delete(url);
+  for (const url of settled.urls) known.delete(url);
+  for (const url of settled.cleared) {
+    const page = known.get(url);
+    if (page) known.set(url, { ...page, doc_url: null, content_hash: null });
+  }
 }
 
 const FORGET_PER_COMMAND = 1000;

@@ -209,6 +209,22 @@ describe("knowledge sources and background loading over NATS", () => {
     expect(done.loading_error).toMatch(/^1 sitemap file\(s\) could not be read; last: .*\/idx\/missing\.xml answered HTTP 404/);
   });
 
+  it("a listed page that stays missing: partial once, then gone for good and loaded at every load after", async () => {
+    const created = await call("POST", "/knowledge", { name: "One dead link", data_type: "website", paths: [`${sites.base}/map/mesa`, `${sites.base}/dead/link`] });
+    const statuses: string[] = [];
+    for (let load = 0; load < 4; load++) {
+      if (load > 0) {
+        const before = (await call("GET", `/knowledge/${created.body.id}`)).body.last_refresh?.finished_at;
+        expect((await call("POST", `/knowledge/${created.body.id}/preload?force=true`)).status).toBe(200);
+        await until(async () => (await call("GET", `/knowledge/${created.body.id}`)).body, (s) => s.last_refresh?.finished_at !== before && ["loaded", "partial", "failed"].includes(s.loading_status), 60_000);
+      }
+      const done = await poll(created.body.id, ["loaded", "partial", "failed"], 60_000);
+      statuses.push(done.loading_status);
+      expect(done.document_count).toBe(1);
+    }
+    expect(statuses).toEqual(["partial", "loaded", "loaded", "loaded"]);
+  });
+
   it("ends partial when some pages failed after others were indexed", async () => {
     const created = await call("POST", "/knowledge", { data_type: "website", paths: [`${sites.base}/map/fjord`, `${sites.base}/broken/x`] });
     const partial = await poll(created.body.id, ["loaded", "partial", "failed"]);

@@ -77,11 +77,12 @@ describe("what a finished load keeps", () => {
     const result = settleLoad(entries, { loadId: "now", listed: new Set(["a", "b", "c", "e"]), complete: true });
     expect([...result.keep!].sort()).toEqual(["a", "b"]);
     expect(result.gone.sort()).toEqual(["c", "d"]); // document a stays: a listed page still leads to it
-    expect(result.forget.sort()).toEqual(["c", "d", "f"]);
+    // c is still listed: it loses its document but stays known with its streak, so its next 404 is no new failure.
+    expect({ urls: result.forget.urls.sort(), cleared: result.forget.cleared }).toEqual({ urls: ["d", "f"], cleared: ["c"] });
   });
 
   it("after an incomplete listing only pages missing twice go; crawls count the pages they marked", () => {
-    expect(settleLoad(entries, { loadId: "now", listed: new Set(["a"]), complete: false })).toMatchObject({ keep: null, gone: ["c"], forget: ["c"] });
+    expect(settleLoad(entries, { loadId: "now", listed: new Set(["a"]), complete: false })).toMatchObject({ keep: null, gone: ["c"], forget: { urls: ["c"], cleared: [] } });
     const marked = entries.map((e) => (e.url === "d" ? { ...e, load_id: "now" } : e));
     const crawl = settleLoad(marked, { loadId: "now", listed: null, complete: true });
     expect([...crawl.keep!]).toEqual(["d"]);
