@@ -177,6 +177,7 @@ describe.each(searchEngines("uploads"))("documents added to an upload knowledge 
       ["unsupported format", upload("POST", `/knowledge/${source.id}/documents`, { name: "report.docx", type: "application/vnd.openxmlformats-officedocument.wordprocessingml.document", data: "PK\u0003\u0004" })],
       ["a .pdf that is not one", upload("POST", `/knowledge/${source.id}/documents`, { name: "fake.pdf", type: "application/pdf", data: "not a pdf at all" })],
       ["a file with no text", upload("POST", `/knowledge/${source.id}/documents`, { name: "blank.txt", type: "text/plain", data: "   \n  " })],
+      ["binary bytes named .txt", upload("POST", `/knowledge/${source.id}/documents`, { name: "image.txt", type: "text/plain", data: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x00, 0x1a, 0x0a]) })],
     ];
     for (const [why, pending] of problems) {
       const res = await pending;

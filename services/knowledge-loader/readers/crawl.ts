@@ -148,7 +148,14 @@ function revisitPage(state: CrawlState, item: QueueItem, finalUrl: string, known
 function processPage(state: CrawlState, item: QueueItem, res: FetchResponse): CrawledPage | undefined {
   const final = arrival(state, item, res.url);
   if (!final) return undefined;
-  const page = extractHtml(decodeText(res.body, res.headers["content-type"] as string | undefined, true), final);
+  let text: string;
+  try {
+    text = decodeText(res.body, res.headers["content-type"] as string | undefined, true);
+  } catch {
+    // Binary behind an HTML type: skipped, as a download behind a link is.
+    return void state.skipped++;
+  }
+  const page = extractHtml(text, final);
   // Kept with the page, so a refresh that finds it unchanged (304) still follows them.
   const links = page.nofollow ? [] : page.links.filter((link) => sameHost(state, link));
   follow(state, item, links);

@@ -1,3 +1,5 @@
+import { FetchError } from "../../../lib/safe-fetch";
+
 /** How far into an HTML document a <meta charset> may appear (the HTML spec's prescan window). */
 const META_PRESCAN_BYTES = 1024;
 const FALLBACK_CHARSET = "utf-8";
@@ -30,10 +32,14 @@ function metaCharset(body: Buffer): string | undefined {
 
 /**
  * A fetched body as text: BOM first, then the Content-Type charset, then (for HTML) <meta charset>, else UTF-8.
- * Pages in legacy encodings (windows-1252, Shift_JIS...) would otherwise be indexed as mojibake.
+ * Pages in legacy encodings (windows-1252, Shift_JIS...) would otherwise be indexed as mojibake. Refused (as
+ * content of the wrong type) when the text holds a NUL, which no text does and binary bytes almost always do: a
+ * file served as text/html was indexed as thousands of replacement and control characters.
  */
 export function decodeText(body: Buffer, contentType?: string, html = false): string {
   const charset =
     bomCharset(body) ?? supported(headerCharset(contentType)) ?? (html ? supported(metaCharset(body)) : undefined) ?? FALLBACK_CHARSET;
-  return new TextDecoder(charset).decode(body); // TextDecoder drops the BOM itself
+  const text = new TextDecoder(charset).decode(body); // TextDecoder drops the BOM itself
+  if (text.includes("\u0000")) throw new FetchError("bad-content-type", `the body is binary (it holds NUL bytes), not ${contentType || "text"}`, "");
+  return text;
 }

@@ -67,4 +67,10 @@ describe("decodeText", () => {
     expect(decodeText(page, "text/html", true)).toContain("Crème brûlée");
     expect(decodeText(Buffer.from("héllo"), "text/plain; charset=bogus")).toBe("héllo");
   });
+
+  it("refuses binary bytes served as text (a NUL is in no text), and keeps UTF-16 with its BOM", () => {
+    const binary = Buffer.from(Array.from({ length: 512 }, (_, i) => (i * 37) % 256));
+    expect(() => decodeText(binary, "text/html", true)).toThrow(/binary \(it holds NUL bytes\), not text\/html/);
+    expect(decodeText(Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from("hi", "utf16le")]), "text/plain")).toBe("hi");
+  });
 });
