@@ -305,7 +305,7 @@ async function finish(
   let removed = 0;
   if (source && progress && result.complete && (source.refresh?.prune ?? true)) removed = await prune(deps, source, progress);
   const documentCount = await deps.count(job.account_id, job.knowledge_source_id);
-  const error = result.complete && result.emptyIsFailure && documentCount === 0 ? "The crawl indexed no documents" : result.error;
+  const error = result.complete && result.emptyIsFailure && documentCount === 0 ? ["The crawl indexed no documents", result.error].filter(Boolean).join("; ") : result.error;
   const outcome = loadOutcome({ complete: result.complete, documentCount, error });
   const last_refresh = loadReport(job, progress, { status: outcome.loading_status, removed: removed + (progress?.counts?.removed ?? 0) });
   await deps.recordSourceChange(job, `knowledge_source.${outcome.loading_status}`, () => setLoadingState(deps.sources, job, { ...outcome, document_count: documentCount, last_refresh }));

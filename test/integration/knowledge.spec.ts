@@ -174,6 +174,14 @@ describe("knowledge sources and background loading over NATS", () => {
     expect(sites.hits.get("/dirs")).toBeUndefined();
   });
 
+  it("a crawl whose start page is missing fails naming it", async () => {
+    const base = sites.base.replace("127.0.0.1", "localhost");
+    const created = await call("POST", "/knowledge", { name: "Nowhere", data_type: "discovery", paths: [`${base}/nowhere/`] });
+    const done = await poll(created.body.id, ["loaded", "partial", "failed"]);
+    expect(done.loading_status).toBe("failed");
+    expect(done.loading_error).toMatch(/^The crawl indexed no documents; 1 page\(s\) could not be read; last: .*\/nowhere\/ answered HTTP 404/);
+  });
+
   it("with auto_load=false stays unloaded until preloaded; list filters by status", async () => {
     const created = await call("POST", "/knowledge?auto_load=false", { name: "Manual", data_type: "website", paths: [`${sites.base}/map/mesa`] });
     expect(created.body.data_type).toBe("website");

@@ -211,8 +211,10 @@ export async function crawlBatch(
     const item = items[i];
     if (result.status === "rejected") {
       const err = result.reason;
-      // Not HTML after all (a download behind an extension-less link): skipped, not failed.
-      if (err instanceof FetchError && (err.kind === "bad-content-type" || err.status === 404 || err.status === 410)) state.skipped++;
+      // Not HTML after all (a download behind an extension-less link): skipped, not failed; but the start page is the
+      // crawl's own, so its 404 is the reason a crawl found nothing.
+      const skippable = err instanceof FetchError && (err.kind === "bad-content-type" || err.status === 404 || err.status === 410);
+      if (skippable && item.url !== state.startUrl) state.skipped++;
       else failures.push(recordFailure(state, item.url, err));
       return;
     }
