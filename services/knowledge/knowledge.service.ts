@@ -77,6 +77,9 @@ interface Vars {
   secrets: SecretBox;
 }
 
+/** What recordUploadCounts's write throws when the source's deletion is queued: nothing recorded. */
+const SOURCE_BEING_DELETED = new Error("The knowledge source is being deleted");
+
 /** A route answered by the search service's internal action `action`, for the caller's account. */
 function searchRoute(action: string, rest: string, summary: string, params: ActionSchema["params"], response: ResponseDecl): ActionSchema<Service<{ rest: string }> & Vars & Methods> {
   return {
@@ -95,9 +98,6 @@ function searchRoute(action: string, rest: string, summary: string, params: Acti
  * itself runs in knowledge-loader replicas, which claim jobs from the load_jobs collection. Every /knowledge
  * URL is served here; the document and search routes are answered by the search service's index.
  */
-/** What recordUploadCounts's write throws when the source's deletion is queued: nothing recorded. */
-const SOURCE_BEING_DELETED = new Error("The knowledge source is being deleted");
-
 const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
   name: "knowledge",
   mixins: [
