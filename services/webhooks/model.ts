@@ -2,6 +2,12 @@ import { defineResource, defineView } from "../../lib/resource";
 import { defineModel, stored } from "../../lib/storage";
 import { MAX_URL_LENGTH, WEBHOOK_EVENT_TYPES } from "./rules";
 
+/** A sealed signing secret and when it stops signing (ISO 8601). */
+export interface SealedSecret {
+  sealed: string;
+  expires_at: string;
+}
+
 /**
  * Webhook subscriptions; the signing secret is never in a subscription's response (see the secret actions), so
  * never in its change events either.
@@ -43,6 +49,11 @@ export const subscriptions = defineResource({
     /** The secret before the last rotation, still signing until previous_secret_expires_at. */
     previous_secret_sealed: { read: false, store: stored.string({ default: null }) },
     previous_secret_expires_at: { read: false, store: stored.date({ default: null }) },
+    /**
+     * Secrets of earlier rotations whose overlap has not ended (a rotation within another's overlap), newest first,
+     * at most MAX_OLDER_SECRETS: each keeps signing until the expiry its rotation announced.
+     */
+    older_secrets: { read: false, store: stored.json<SealedSecret[]>({ default: () => [] }) },
   },
   list: { limits: { max: 200, def: 50 }, sort: { created_at: -1, _id: -1 } },
 });

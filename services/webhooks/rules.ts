@@ -84,9 +84,21 @@ export function attemptResult(answer: Answer, attemptsMade: number, schedule: nu
   }
 }
 
-/** The secrets a delivery is signed with now: the current one, and the previous one while its overlap lasts. */
-export function signingSecrets(current: string, previous: { secret: string; expiresAt: Date } | null, now: Date): string[] {
-  return previous && previous.expiresAt > now ? [current, previous.secret] : [current];
+/** The secrets a delivery is signed with now: the current one, and each earlier one while its overlap lasts. */
+export function signingSecrets(current: string, previous: { secret: string; expiresAt: Date }[], now: Date): string[] {
+  return [current, ...previous.filter((p) => p.expiresAt > now).map((p) => p.secret)];
+}
+
+/** Earlier rotations' secrets kept signing beside the previous one; a rotation beyond them ends the oldest's overlap early. */
+export const MAX_OLDER_SECRETS = 4;
+
+/**
+ * The secrets of earlier rotations a rotation at `now` keeps: the one it replaces as previous while its overlap
+ * lasts, then the older ones still in theirs, newest first, at most MAX_OLDER_SECRETS. A second rotation within the
+ * first's overlap dropped the first previous secret at once, a day before the expiry the API had announced.
+ */
+export function olderSecrets<S extends { expires_at: string }>(previous: S | null, older: S[], now: Date): S[] {
+  return [...(previous ? [previous] : []), ...older].filter((s) => Date.parse(s.expires_at) > now.getTime()).slice(0, MAX_OLDER_SECRETS);
 }
 
 /**

@@ -12,8 +12,8 @@ import { EventsMixin, type EventsMethods } from "../../lib/events.mixin";
 import { configOf, type Config } from "../../lib/config";
 import type { AddressPolicy } from "../../lib/address-policy";
 import { claimDeliveries, enqueueDeliveries, finishAttempt, finishAttemptGrouped, pruneDeliveries } from "./deliveries";
-import { Delivery, DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, subscriptions, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./model";
-import { attemptResult, claimRoom, leaseOutlastsAttempt, signingSecrets, urlProblem, type Answer, type AttemptResult } from "./rules";
+import { Delivery, DELIVERY_STATUSES, deliveryModel, type DeliveryStatus, subscriptionModel, subscriptions, type SealedSecret, type WebhookDeliveryRecord, type WebhookSubscriptionRecord } from "./model";
+import { attemptResult, claimRoom, leaseOutlastsAttempt, olderSecrets, signingSecrets, urlProblem, type Answer, type AttemptResult } from "./rules";
 import { postDelivery } from "./send";
 import { newSecret, sign } from "./signature";
 
@@ -147,10 +147,14 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         const subscription = await this.findSubscription(ctx, ctx.params.id);
         const overlapMs = this.config.rotationOverlapSeconds * 1000;
         const secret = newSecret();
+        const now = new Date();
+        const { previous_secret_sealed: sealed, previous_secret_expires_at: expiresAt } = subscription;
+        const replaced = sealed && expiresAt ? { sealed, expires_at: expiresAt.toISOString() } : null;
         subscription.set({
           secret_sealed: this.secrets.seal(secret),
           previous_secret_sealed: overlapMs > 0 ? subscription.secret_sealed : null,
-          previous_secret_expires_at: overlapMs > 0 ? new Date(Date.now() + overlapMs) : null,
+          previous_secret_expires_at: overlapMs > 0 ? new Date(now.getTime() + overlapMs) : null,
+          older_secrets: olderSecrets(replaced, (subscription.older_secrets ?? []) as SealedSecret[], now),
         });
         await subscription.save({ timestamps: false });
         return { secret, previous_secret_expires_at: subscription.previous_secret_expires_at };
@@ -277,11 +281,11 @@ const WebhooksService: ServiceSchema<{ rest: string }, Methods, Vars> = {
     async send(subscription, delivery) {
       const now = new Date();
       const timestamp = Math.floor(now.getTime() / 1000);
-      const previous =
-        subscription.previous_secret_sealed && subscription.previous_secret_expires_at
-          ? { secret: this.secrets.open(subscription.previous_secret_sealed), expiresAt: subscription.previous_secret_expires_at }
-          : null;
-      const secrets = signingSecrets(this.secrets.open(subscription.secret_sealed), previous, now);
+      const earlier = [
+        ...(subscription.previous_secret_sealed && subscription.previous_secret_expires_at ? [{ sealed: subscription.previous_secret_sealed, expiresAt: subscription.previous_secret_expires_at }] : []),
+        ...((subscription.older_secrets ?? []) as SealedSecret[]).map((s) => ({ sealed: s.sealed, expiresAt: new Date(s.expires_at) })),
+      ].filter((s) => s.expiresAt > now);
+      const secrets = signingSecrets(this.secrets.open(subscription.secret_sealed), earlier.map((s) => ({ secret: this.secrets.open(s.sealed), expiresAt: s.expiresAt })), now);
       const headers = {
         "webhook-id": delivery._id,
         "webhook-timestamp": String(timestamp),

@@ -430,6 +430,13 @@ describe("webhook subscriptions and signed deliveries over NATS", () => {
       expect(hit!.verified).toBe(true);
       expect(String(hit!.headers["webhook-signature"]).split(" ")).toHaveLength(2);
       expect(verifiesWith(sub.secret, hit!.headers, Buffer.from(hit!.rawBody))).toBe(true);
+      // A second rotation within the first's overlap keeps the first secret signing until its announced expiry.
+      const again = await post(`/webhook-subscriptions/${sub.id}/secret/rotate`, {}, owner);
+      receiver.expect("/rotated", again.body.secret);
+      await post("/agents", { name: "After the second rotation" }, owner);
+      const [, second] = await receiver.hits("/rotated", 2);
+      expect(String(second!.headers["webhook-signature"]).split(" ")).toHaveLength(3);
+      for (const secret of [again.body.secret, rotated.body.secret, sub.secret]) expect(verifiesWith(secret, second!.headers, Buffer.from(second!.rawBody))).toBe(true);
     });
 
     it("a rotation changes nothing GET shows, updated_at included (the secret is not part of the subscription)", async () => {

@@ -8,6 +8,8 @@ import {
   receives,
   retryDelayMs,
   signingSecrets,
+  olderSecrets,
+  MAX_OLDER_SECRETS,
   urlProblem,
   WEBHOOK_EVENT_TYPES,
 } from "../../../services/webhooks/rules";
@@ -84,11 +86,21 @@ describe("webhook rules", () => {
     expect(attemptResult({ status: 500 }, 2, schedule, now)).toEqual({ status: "failed", httpStatus: 500, error: "HTTP 500; gave up after 2 attempts" });
   });
 
-  it("signs with the previous secret as well until its overlap ends", () => {
+  it("signs with the earlier secrets as well until each one's overlap ends", () => {
     const previous = { secret: "whsec_old", expiresAt: new Date(now.getTime() + 1000) };
-    expect(signingSecrets("whsec_new", previous, now)).toEqual(["whsec_new", "whsec_old"]);
-    expect(signingSecrets("whsec_new", previous, new Date(now.getTime() + 1000))).toEqual(["whsec_new"]);
-    expect(signingSecrets("whsec_new", null, now)).toEqual(["whsec_new"]);
+    const older = { secret: "whsec_older", expiresAt: new Date(now.getTime() + 500) };
+    expect(signingSecrets("whsec_new", [previous, older], now)).toEqual(["whsec_new", "whsec_old", "whsec_older"]);
+    expect(signingSecrets("whsec_new", [previous, older], new Date(now.getTime() + 500))).toEqual(["whsec_new", "whsec_old"]);
+    expect(signingSecrets("whsec_new", [previous], new Date(now.getTime() + 1000))).toEqual(["whsec_new"]);
+    expect(signingSecrets("whsec_new", [], now)).toEqual(["whsec_new"]);
+  });
+
+  it("keeps an earlier rotation's secret through its own overlap when another rotation comes within it", () => {
+    const at = (ms: number) => new Date(now.getTime() + ms).toISOString();
+    const first = { sealed: "a", expires_at: at(2000) };
+    expect(olderSecrets(first, [], now)).toEqual([first]);
+    expect(olderSecrets({ sealed: "b", expires_at: at(3000) }, [first, { sealed: "gone", expires_at: at(-1) }], now)).toEqual([{ sealed: "b", expires_at: at(3000) }, first]);
+    expect(olderSecrets(null, Array.from({ length: 9 }, (_, i) => ({ sealed: `s${i}`, expires_at: at(1000) })), now)).toHaveLength(MAX_OLDER_SECRETS);
   });
 
   it("lets a replica hold two claimed deliveries per attempt slot: one attempted, one waiting", () => {
