@@ -201,7 +201,9 @@ async function readAndIndex(
     if (!(await saveProgress(deps.jobs, job, deps.owner, batch.after))) throw new LeaseLost();
     saved = batch.after;
     const { done, total } = deps.reader.counts(saved);
-    if (!(await setLoadProgress(deps.sources, job, { loading_urls_done: done, loading_urls_total: total, ...(batch.docs.length ? { last_indexed_at: new Date() } : {}) }))) {
+    // document_count is what search finds: the batch's documents are searchable now, not only at the window's end.
+    const indexed = batch.docs.length ? { last_indexed_at: new Date(), document_count: await deps.count(source.account_id, source._id) } : {};
+    if (!(await setLoadProgress(deps.sources, job, { loading_urls_done: done, loading_urls_total: total, ...indexed }))) {
       // The deletion's purge may have run before this batch was indexed: remove the source's documents again.
       await pruning;
       await deps.deleteSourceDocuments(source.account_id, source._id);
@@ -238,6 +240,8 @@ export async function runLoadWindow(deps: RunnerDeps, job: LoadJobRecord): Promi
       reload: source.loaded_at !== null || source.last_refresh !== null,
     };
     if (fresh && !(await saveProgress(deps.jobs, job, deps.owner, progress))) return "lost";
+    // Known once the listing is read (a sitemap's pages), not only after the first batch.
+    if (fresh) await setLoadingState(deps.sources, job, { loading_urls_total: deps.reader.counts(progress).total });
   } catch (err) {
     return finish(deps, job, null, { complete: false, error: `Could not list the source: ${(err as Error).message}` });
   }

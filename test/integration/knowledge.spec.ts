@@ -287,7 +287,11 @@ describe("knowledge sources and background loading over NATS", () => {
     const before = allSlowHits();
     const slowHits = () => allSlowHits() - before;
     const created = await call("POST", "/knowledge", { name: "Deleted mid-load", data_type: "sitemap", paths: [`${sites.base}/slow/sitemap.xml?n=400`] });
-    await until(async () => (await call("GET", `/knowledge/${created.body.id}`)).body, (s) => s.loading_urls_done >= 10, 60_000);
+    // While it loads, the source counts what is searchable already and knows its listing's size.
+    const loading = await until(async () => (await call("GET", `/knowledge/${created.body.id}`)).body, (s) => s.loading_urls_done >= 10 && s.document_count > 0, 60_000);
+    expect(loading).toMatchObject({ loading_status: "loading", loading_urls_total: 400 });
+    const searchable = (await call("GET", `/knowledge/documents?source_id=${created.body.id}&limit=1`)).body.pagination.total;
+    expect(searchable).toBeGreaterThanOrEqual(loading.document_count);
     expect((await call("DELETE", `/knowledge/${created.body.id}`)).status).toBe(200);
     await until(async () => (await call("GET", `/knowledge/${created.body.id}`)).status, (s) => s === 404, 60_000);
     // The load notices at its next batch: a batch in flight may end, then fetching stops.
