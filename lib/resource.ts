@@ -1,5 +1,7 @@
+import { isDeepStrictEqual } from "node:util";
 import type { Connection, HydratedDocument, Model } from "mongoose";
 import { leanToJSON } from "./db";
+import { ERRORS } from "./errors";
 import { changeOf } from "./events";
 import type { EventsMethods } from "./events.mixin";
 import { nextRecordId } from "./ids";
@@ -228,6 +230,11 @@ export interface ResourceOptions<F extends Fields> {
   byRef?: boolean;
   /** Per-account identifier given or generated from the name ("support-bot", "support-bot-2"). */
   identifier?: boolean;
+  /**
+   * Path segments a sibling route takes at the identifier's place (GET /agents/directory): never an identifier, so
+   * every identifier names its record (a given one is a 422, a generated one is numbered past them).
+   */
+  routeWords?: readonly string[];
   /** Change events `<event>.created/updated/deleted`, recorded with every write (lib/events.mixin); every resource has them. */
   event: string;
   /** Updates answer PUT and PATCH (the same: only given fields change); false: PUT only (API keys). */
@@ -392,12 +399,13 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
       response: resource.view.one(201),
       async handler(this: Host, ctx: Ctx<any>) {
         const picked = resource.pick(ctx.params, "create");
+        refuseRouteWord(resource, picked.identifier);
         const applied = hooks.apply && hooks.draft ? await applyToDraft.call(this, ctx, picked) : picked;
         const fields = hooks.creating ? await hooks.creating.call(this, ctx, applied) : applied;
         const _id = await nextRecordId(this.db, resource.collection);
         const body = await recorded.call(this, "created", { _id, account_id: this.accountOf(ctx) }, async () => {
           const record = resource.identifier
-            ? await this.createIdentified(ctx, model(this), { ...fields, _id }, { name: String(picked.name), identifier: picked.identifier as string | undefined, label })
+            ? await this.createIdentified(ctx, model(this), { ...fields, _id }, { name: String(picked.name), identifier: picked.identifier as string | undefined, label, reserved: resource.routeWords ?? [] })
             : await this.createOwned(ctx, model(this), { ...fields, _id });
           // A created record comes back as a lean read's (lib/db createRecord), so it renders as a list row does.
           return (await renderRecords.call(this, ctx, [record]))[0]!;
@@ -425,10 +433,13 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
       async handler(this: Host, ctx: Ctx<any>) {
         const doc = await find.call(this, ctx);
         const picked = resource.pick(ctx.params, "update");
+        refuseRouteWord(resource, picked.identifier);
+        const before = doc.toObject();
         if (hooks.apply) await hooks.apply.call(this, ctx, doc, picked);
         else doc.set(hooks.updating ? await hooks.updating.call(this, ctx, doc, picked) : picked);
-        // Nothing differs (mongoose sets a path only to a new value): save would write nothing, so no event either.
-        if (!doc.isModified()) return (await render.call(this, ctx, [doc]))[0]!;
+        // Nothing differs: no write, so no event either. Mongoose marks a free-form (JSON) field set to an equal
+        // value modified, so the record is compared as a whole too.
+        if (!doc.isModified() || isDeepStrictEqual(doc.toObject(), before)) return (await render.call(this, ctx, [doc]))[0]!;
         return recorded.call(this, "updated", doc, async () => {
           if (resource.identifier) await this.saveIdentified(doc as never, label);
           else await doc.save();
@@ -456,6 +467,13 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
   };
   const taken = hooks.actions ?? (Object.keys(actions) as CrudAction[]);
   return Object.fromEntries(taken.map((action) => [name(action), actions[action]]));
+}
+
+/** 422 for an identifier a sibling route takes (Resource.routeWords). */
+function refuseRouteWord(resource: Resource, identifier: unknown): void {
+  if (typeof identifier === "string" && resource.routeWords?.includes(identifier)) {
+    throw ERRORS.validation([{ field: "identifier", type: "reserved", message: `The identifier '${identifier}' names the route ${resource.path}/${identifier}; choose another` }]);
+  }
 }
 
 /** How summaries name a resource's records: "Account API key" gives "an account API key", "account API keys". */

@@ -59,7 +59,7 @@ export interface TenancyMethods {
     ctx: Ctx<unknown>,
     model: Model<T>,
     fields: object,
-    naming: { name: string; identifier?: string; label: string },
+    naming: { name: string; identifier?: string; label: string; reserved?: readonly string[] },
   ): Promise<T>;
   saveIdentified<T extends IdentifiedRecord>(doc: HydratedDocument<T>, label: string): Promise<void>;
 }
@@ -132,7 +132,7 @@ export const TenancyMixin: Partial<ServiceSchema> = {
       ctx: Ctx<unknown>,
       model: Model<IdentifiedRecord>,
       fields: object,
-      naming: { name: string; identifier?: string; label: string },
+      naming: { name: string; identifier?: string; label: string; reserved?: readonly string[] },
     ) {
       const account_id = this.accountOf(ctx);
       for (let attempt = 1; ; attempt++) {
@@ -140,7 +140,7 @@ export const TenancyMixin: Partial<ServiceSchema> = {
         if (!identifier) {
           const base = slugify(naming.name);
           const taken = await model.find({ account_id, identifier: identifierFamily(base) }, { identifier: 1 }).lean();
-          identifier = firstFreeIdentifier(base, taken.map((t) => t.identifier));
+          identifier = firstFreeIdentifier(base, [...taken.map((t) => t.identifier), ...(naming.reserved ?? [])]);
         }
         try {
           return await this.createOwned(ctx, model, { ...fields, identifier });

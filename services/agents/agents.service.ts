@@ -193,11 +193,14 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       async handler(ctx: Ctx<{ agent_id_or_identifier: string }>) {
         const agent = await this.findAgent(ctx, ctx.params.agent_id_or_identifier);
         const tool = await ctx.call<{ id: number }, typeof KNOWLEDGE_RETRIEVAL_TOOL>("tools.ensure", KNOWLEDGE_RETRIEVAL_TOOL);
-        await this.recordChange(changeOf("agent.updated", "agents", agent), async () => {
-          // $addToSet keeps the attach idempotent under concurrent calls.
-          await this.models.agents.updateOne({ _id: agent._id, account_id: agent.account_id }, { $addToSet: { tool_ids: tool.id } });
-          return this.render(ctx, await this.findAgent(ctx, String(agent._id)));
-        });
+        // Attached already: nothing changes, so nothing is written or announced (updated_at stays).
+        if (!agent.tool_ids.includes(tool.id)) {
+          await this.recordChange(changeOf("agent.updated", "agents", agent), async () => {
+            // $addToSet keeps the attach idempotent under concurrent calls.
+            await this.models.agents.updateOne({ _id: agent._id, account_id: agent.account_id }, { $addToSet: { tool_ids: tool.id } });
+            return this.render(ctx, await this.findAgent(ctx, String(agent._id)));
+          });
+        }
         return { message: "Knowledge retrieval tool attached", agent_id: agent._id, tool };
       },
     },

@@ -57,6 +57,7 @@ export const agents = defineResource({
   idParam: "agent_id_or_identifier",
   byRef: true,
   identifier: true,
+  routeWords: ["directory"],
   event: "agent",
   fields: {
     name: { write: { type: "string", min: 1, max: 255, trim: true } },

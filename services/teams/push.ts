@@ -4,7 +4,7 @@ import { firstFreeIdentifier, identifierFamily, slugify } from "../../lib/ids";
 import { UnitOfWork, type PutTarget } from "../../lib/unit-of-work";
 import { isReplanError, type BatchItem, type OwnerWrites } from "../../lib/owner-writes";
 import { hashPassword, verifyPassword } from "../../lib/auth/passwords";
-import { accountAgents, type AgentRecord } from "../agents";
+import { accountAgents, agents as agentsResource, type AgentRecord } from "../agents";
 import { accountTools, type ToolRecord } from "../tools";
 import { accountTraits, type TraitRecord } from "../traits";
 import { documentProblems } from "./config-schema";
@@ -52,8 +52,8 @@ type PushState = Awaited<ReturnType<typeof loadState>>;
  * Planned from the state read, so concurrent pushes creating one name pick one identifier and collide on the unique
  * index; the loser re-plans and finds the winner's record by name.
  */
-function planSection<T extends Identified>(records: T[], defs: { name: string }[], preferred: number[] = []): PutTarget<T>[] {
-  const taken = new Set(records.map((r) => r.identifier));
+function planSection<T extends Identified>(records: T[], defs: { name: string }[], preferred: number[] = [], routeWords: readonly string[] = []): PutTarget<T>[] {
+  const taken = new Set([...records.map((r) => r.identifier), ...routeWords]);
   return defs.map((def) => {
     const sameName = records.filter((r) => r.name === def.name);
     const existing = sameName.find((r) => preferred.includes(r._id)) ?? sameName[0];
@@ -69,7 +69,7 @@ function planPush(doc: TeamDocument, state: PushState) {
   return {
     traits: planSection(state.traits, doc.traits ?? []),
     tools: planSection(state.tools, doc.tools ?? [], state.team?.tool_ids),
-    agents: planSection(state.agents, doc.agents ?? [], state.team?.agent_ids),
+    agents: planSection(state.agents, doc.agents ?? [], state.team?.agent_ids, agentsResource.routeWords),
     team: (state.team ? { existing: state.team } : { identifier: firstFreeIdentifier(slugify(doc.name), state.teamIdentifiers) }) as PutTarget<TeamRecord>,
   };
 }

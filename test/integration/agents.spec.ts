@@ -101,6 +101,18 @@ describe("agents, tools and traits over NATS", () => {
       expect((await get("/agents/no-such-agent")).status).toBe(404);
     });
 
+    it("never gives an agent the identifier of the directory route, which GET /agents/directory takes", async () => {
+      const named = await post("/agents", { name: "Directory" });
+      expect(named.body.identifier).toBe("directory-2");
+      expect((await get("/agents/directory-2")).body.id).toBe(named.body.id);
+      const given = await post("/agents", { name: "Dir", identifier: "directory" });
+      expect(given.status).toBe(422);
+      expect(given.body.detail[0]).toMatchObject({ loc: ["body", "identifier"], msg: expect.stringMatching(/names the route \/agents\/directory/) });
+      expect((await put(`/agents/${named.body.id}`, { identifier: "directory" })).status).toBe(422);
+      const pushed = await post("/teams/push", { name: "Directory Team", agents: [{ name: "directory", model: "m" }] });
+      expect(pushed.body.agents[0].identifier).toBe("directory-3");
+    });
+
     it("deep-merges configuration.chat_ui on update; null removes a field; image_url is replaced", async () => {
       const { body } = await post("/agents", {
         name: "Merger",
@@ -116,6 +128,9 @@ describe("agents, tools and traits over NATS", () => {
       });
       const untouched = await put(`/agents/${body.id}`, { description: "no configuration given" });
       expect(untouched.body.configuration).toEqual(res.body.configuration);
+      // A configuration merged into what is stored already changes nothing: updated_at stays.
+      const again = await put(`/agents/${body.id}`, { configuration: { theme: "dark", chat_ui: { empty_title: "Hi" } } });
+      expect(again.body.updated_at).toBe(untouched.body.updated_at);
     });
 
     it("refuses more than 8 suggested prompts and prompts without title/text (422)", async () => {
@@ -159,6 +174,10 @@ describe("agents, tools and traits over NATS", () => {
       const second = await post(`/agents/${agent.identifier}/tools/knowledge-retrieval`, {});
       expect(first.status).toBe(200);
       expect(second.body.tool.id).toBe(first.body.tool.id);
+      // Attached already: nothing changes, updated_at included.
+      const afterFirst = (await get(`/agents/${agent.id}`)).body.updated_at;
+      await post(`/agents/${agent.id}/tools/knowledge-retrieval`, {});
+      expect((await get(`/agents/${agent.id}`)).body.updated_at).toBe(afterFirst);
       const tools = await get(`/agents/${agent.id}/tools`);
       expect(tools.body).toEqual([expect.objectContaining({ identifier: "knowledge-retrieval", tool_type: "function" })]);
     });
