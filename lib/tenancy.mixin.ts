@@ -107,7 +107,11 @@ export const TenancyMixin: Partial<ServiceSchema> = {
 
     /** Looks a record up by numeric id or by its identifier within the caller's account. */
     async findOwnedByRef(this: TenancyMethods, ctx: Ctx<unknown>, model: Model<IdentifiedRecord>, ref: string | number, label: string) {
-      if (isIdRef(ref)) return this.findOwned(ctx, model, Number(ref), label);
+      if (isIdRef(ref)) {
+        // Past 2^53 the digits name no id: as a double they would round to another record's.
+        if (!Number.isSafeInteger(Number(ref))) throw E.notFound(label, ref);
+        return this.findOwned(ctx, model, Number(ref), label);
+      }
       const doc = await model.findOne({ account_id: this.accountOf(ctx), identifier: String(ref) });
       if (!doc) throw E.notFound(label, ref);
       return doc;

@@ -99,6 +99,8 @@ describe("agents, tools and traits over NATS", () => {
       expect((await get(`/agents/${one.body.id}`)).body.identifier).toBe("support-bot");
       expect((await get("/agents/support-bot-2")).body.id).toBe(two.body.id);
       expect((await get("/agents/no-such-agent")).status).toBe(404);
+      // Digits past 2^53 name no agent (as a double they would round to 9007199254740992).
+      expect((await get("/agents/9007199254740993")).body).toEqual({ detail: "Agent 9007199254740993 not found" });
     });
 
     it("never gives an agent the identifier of the directory route, which GET /agents/directory takes", async () => {
