@@ -18,7 +18,7 @@ export const PLATFORM_MESSAGES = {
 /** A fastest-validator rule compiler: it returns the source of a check, run with `value` in scope and the validator as `this`. */
 type RuleCompiler = (this: unknown, rule: { schema: Record<string, unknown> }, path: string, context: unknown) => { sanitized?: boolean; source: string };
 
-type RewrittenType = "string" | "number" | "date";
+type RewrittenType = "string" | "number" | "date" | "boolean";
 
 /** fastest-validator's own rule of a type (the package exports no path to it). */
 function builtInRule(type: RewrittenType): RuleCompiler {
@@ -61,6 +61,8 @@ export function decimalNumber(value: unknown, integer = false): number {
  * - a number rule that converts (`convert: true`) takes text in decimal notation only: `Number()` also reads ""
  *   as 0, " 5" as 5, "0x10" as 16 and ["5"] as 5, so `?limit=0x10` or `/tools/%201` named a valid value; an
  *   integer rule takes digits only, within 2^53 (`/knowledge/1e1` was source 10);
+ * - a boolean rule that converts reads its words in any case: Python's requests sends `?force=True`, and
+ *   fastest-validator took only "true", "false", "on", "off", "1" and "0" in lower case;
  * - a date rule that converts takes ISO 8601 text only (`isoDate`, lib/iso-date.ts): fastest-validator read "1"
  *   and 1 as a millisecond after 1970, and handed anything else to Date's parser ("March 7" is a date in 2001, and
  *   a time without an offset is the server's local time).
@@ -69,6 +71,7 @@ function platformRules(validator: { add(type: string, rule: unknown): void }) {
   validator.add("string", rewrittenRule("string", "var len = value.length;", "var len = this.charCount(value);", (s) => s.min != null || s.max != null || s.length != null));
   validator.add("number", rewrittenRule("number", "value = Number(value);", (s) => `value = this.decimalNumber(value, ${s.integer === true});`, (s) => s.convert === true));
   validator.add("date", rewrittenRule("date", "value = new Date(value.length && !isNaN(+value) ? +value : value);", "value = this.isoDate(value);", (s) => s.convert === true));
+  validator.add("boolean", rewrittenRule("boolean", "var origValue = value;", 'var origValue = value; if (typeof value === "string") value = value.toLowerCase();', (s) => s.convert === true));
   Object.assign(validator, { charCount, decimalNumber, isoDate });
 }
 

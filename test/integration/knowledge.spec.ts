@@ -193,7 +193,8 @@ describe("knowledge sources and background loading over NATS", () => {
     expect(preload.status).toBe(200);
     expect(preload.body).toMatchObject({ success: true, status: "queued", event_id: expect.any(String), message: expect.any(String), note: expect.any(String) });
     expect((await poll(created.body.id, ["loaded", "failed"])).document_count).toBe(1);
-    const skipped = await call("POST", `/knowledge/${created.body.id}/preload?force=false`);
+    // Any case, as Python's requests writes a boolean (force=False).
+    const skipped = await call("POST", `/knowledge/${created.body.id}/preload?force=False`);
     expect(skipped.body).toMatchObject({ success: false });
     const forced = await call("POST", `/knowledge/${created.body.id}/preload?force=true`);
     expect(forced.body.success).toBe(true);

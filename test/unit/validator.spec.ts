@@ -88,6 +88,19 @@ describe("params validator: string lengths count characters (code points), as th
   });
 });
 
+describe("params validator: booleans sent as text are read in any case", () => {
+  const check = new PlatformValidator().compile({ force: { type: "boolean", convert: true, optional: true } });
+  const read = (force: unknown) => {
+    const params: Record<string, unknown> = { force };
+    return check(params) === true ? params.force : "refused";
+  };
+
+  it("takes True and FALSE as Python's requests and other clients write them, and nothing else new", () => {
+    expect(["True", "FALSE", "On", "true", "0", 1, false].map(read)).toEqual([true, false, true, true, false, true, false]);
+    expect(["yes", " true", "", 2].map(read)).toEqual(["refused", "refused", "refused", "refused"]);
+  });
+});
+
 describe("params validator: numbers sent as text are read in decimal notation only", () => {
   const check = new PlatformValidator().compile({ limit: { type: "number", integer: true, min: 1, convert: true, optional: true }, weight: { type: "number", optional: true } });
 
