@@ -231,7 +231,14 @@ const AgentsService: ServiceSchema<{ rest: string }, Methods, Vars> = {
       for (const key of ["name", "identifier", "description", "instructions", "model", "temperature", "max_tokens", "image_url"] as const) {
         if (params[key] !== undefined) agent.set(key, params[key]);
       }
-      if (params.access_level !== undefined) agent.access_level = params.access_level;
+      if (params.access_level !== undefined) {
+        agent.access_level = params.access_level;
+        // A published agent's publication names its level too (the directory shows that one, and push keeps it):
+        // one level, whichever route set it. REST set only the agent's, and the two disagreed.
+        if (agent.publication && agent.publication.access_level !== params.access_level) {
+          agent.publication = { ...agent.publication, access_level: params.access_level };
+        }
+      }
       if (params.configuration !== undefined) {
         agent.configuration = mergeConfiguration(agent.configuration ?? {}, params.configuration);
         agent.markModified("configuration");

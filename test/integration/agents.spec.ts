@@ -170,6 +170,18 @@ describe("agents, tools and traits over NATS", () => {
       expect(res.body.tools).toEqual([]);
     });
 
+    it("keeps one access level: a REST change of a published agent's level is its publication's too", async () => {
+      const pushed = await post("/teams/push", { name: "Published Team", agents: [{ name: "Published", model: "m", publication: { access_level: "public", chat_uri: "published-chat" } }] });
+      const agent = pushed.body.agents[0];
+      const changed = await put(`/agents/${agent.id}`, { access_level: "private" });
+      expect(changed.body).toMatchObject({ access_level: "private", publication: { access_level: "private", chat_uri: "published-chat" } });
+      const row = (await get("/agents/directory?search=Published")).body.data.find((r: { id: number }) => r.id === agent.id);
+      expect(row.access).toBe("private");
+      // A later push that leaves publication out keeps the level REST set.
+      const again = await post("/teams/push", { name: "Published Team", agents: [{ name: "Published", model: "m" }] });
+      expect(again.body.agents[0].access_level).toBe("private");
+    });
+
     it("attaches the knowledge-retrieval tool idempotently and lists the agent's tools", async () => {
       const agent = (await post("/agents", { name: "Librarian" })).body;
       const first = await post(`/agents/${agent.id}/tools/knowledge-retrieval`, {});
