@@ -471,7 +471,8 @@ export function crudActions(resource: Resource, hooks: CrudHooks = {}, prefix = 
 
 /** 422 for an identifier a sibling route takes (Resource.routeWords). */
 function refuseRouteWord(resource: Resource, identifier: unknown): void {
-  if (typeof identifier === "string" && resource.routeWords?.includes(identifier)) {
+  // The router matches paths whatever their case ("/agents/Directory" is the directory too).
+  if (typeof identifier === "string" && resource.routeWords?.includes(identifier.toLowerCase())) {
     throw ERRORS.validation([{ field: "identifier", type: "reserved", message: `The identifier '${identifier}' names the route ${resource.path}/${identifier}; choose another` }]);
   }
 }

@@ -21,7 +21,8 @@ export const documentSchema = {
   type: "object",
   props: {
     name: { type: "string", min: 1, max: 255 },
-    description: str(10_000),
+    // null clears the description of the team, a tool or a trait (absent keeps it), as it does an agent's.
+    description: { ...str(10_000), nullable: true },
     agents: {
       type: "array",
       optional: true,
@@ -71,7 +72,7 @@ export const documentSchema = {
       max: 200,
       items: {
         type: "object",
-        props: { name: { type: "string", min: 1, max: 255 }, description: str(10_000), type: { type: "enum", values: [...CONFIG_TOOL_TYPES] }, config: obj() },
+        props: { name: { type: "string", min: 1, max: 255 }, description: { ...str(10_000), nullable: true }, type: { type: "enum", values: [...CONFIG_TOOL_TYPES] }, config: { ...obj(), nullable: true } },
       },
     },
     knowledge: {
@@ -95,7 +96,12 @@ export const documentSchema = {
       max: 200,
       items: {
         type: "object",
-        props: { name: { type: "string", min: 1, max: 255 }, category: str(100), description: str(10_000), tags: { type: "array", optional: true, items: "string" } },
+        props: {
+          name: { type: "string", min: 1, max: 255 },
+          category: { ...str(100), nullable: true },
+          description: { ...str(10_000), nullable: true },
+          tags: { type: "array", optional: true, nullable: true, items: "string" },
+        },
       },
     },
     overrides: {

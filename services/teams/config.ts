@@ -29,22 +29,22 @@ export interface AgentConfig {
 
 export interface ToolConfig {
   name: string;
-  description?: string;
+  description?: string | null;
   type: string;
-  config?: Json;
+  config?: Json | null;
 }
 
 export interface TraitConfig {
   name: string;
-  category?: string;
-  description?: string;
-  tags?: string[];
+  category?: string | null;
+  description?: string | null;
+  tags?: string[] | null;
 }
 
 /** The team configuration document: push takes it, pull returns it. */
 export interface TeamDocument {
   name: string;
-  description?: string;
+  description?: string | null;
   agents?: AgentConfig[];
   tools?: ToolConfig[];
   knowledge?: KnowledgeConfig[];
@@ -64,22 +64,23 @@ const SECTIONS = ["agents", "tools", "knowledge", "traits"] as const;
 /**
  * Applies `filters`: a component is kept when include_components is empty or names its section or its
  * name, and exclude_components names neither; agents must also carry one of include_traits (when given)
- * and none of exclude_traits.
+ * and none of exclude_traits, a trait being the same whether written by name or by identifier.
  */
 export function applyFilters(doc: TeamDocument): TeamDocument {
   const include = doc.filters?.include_components ?? [];
   const exclude = doc.filters?.exclude_components ?? [];
   const keep = (section: string, name: string) =>
     (!include.length || include.includes(section) || include.includes(name)) && !exclude.includes(section) && !exclude.includes(name);
-  const includeTraits = doc.filters?.agent_filters?.include_traits ?? [];
-  const excludeTraits = doc.filters?.agent_filters?.exclude_traits ?? [];
+  // A trait is written by name or by identifier alike ("Nice", "nice"): filters compare the identifiers they give.
+  const includeTraits = (doc.filters?.agent_filters?.include_traits ?? []).map(slugify);
+  const excludeTraits = (doc.filters?.agent_filters?.exclude_traits ?? []).map(slugify);
   const out: TeamDocument = { ...doc };
   for (const section of SECTIONS) {
     const items = (doc[section] ?? []) as { name: string }[];
     (out as unknown as Record<string, unknown>)[section] = items.filter((item) => keep(section, item.name));
   }
   out.agents = (out.agents ?? []).filter((agent) => {
-    const traits = agent.traits ?? [];
+    const traits = (agent.traits ?? []).map(slugify);
     return (!includeTraits.length || traits.some((t) => includeTraits.includes(t))) && !traits.some((t) => excludeTraits.includes(t));
   });
   return out;
@@ -107,24 +108,25 @@ export function traitMatches(ref: string, trait: { name: string; identifier?: st
   return trait.name === ref || trait.identifier === ref || slugify(trait.name) === ref;
 }
 
+/** Components a document names twice in one section: push names them by name, so it refuses these (and pull cannot express them). */
+export function duplicateNames(doc: TeamDocument): FieldProblem[] {
+  return (["agents", "tools", "traits", "knowledge"] as const).flatMap((section) => {
+    const seen = new Set<string>();
+    const noun = section === "knowledge" ? "knowledge" : section.slice(0, -1);
+    return ((doc[section] ?? []) as { name: string }[]).flatMap((item, i) => {
+      const twice = seen.has(item.name);
+      seen.add(item.name);
+      return twice ? [{ field: `${section}[${i}].name`, message: `Duplicate ${noun} name "${item.name}"`, type: "duplicate" }] : [];
+    });
+  });
+}
+
 /** Cross-reference problems push must refuse with 400 (the structure is already valid). */
 export function referenceProblems(
   doc: TeamDocument,
   known: { traits: { name: string; identifier: string }[]; domains: string[] },
 ): FieldProblem[] {
-  const problems: FieldProblem[] = [];
-  const duplicates = (section: "agents" | "tools" | "traits" | "knowledge") => {
-    const seen = new Set<string>();
-    (doc[section] ?? []).forEach((item: { name: string }, i: number) => {
-      const noun = section === "knowledge" ? "knowledge" : section.slice(0, -1);
-      if (seen.has(item.name)) problems.push({ field: `${section}[${i}].name`, message: `Duplicate ${noun} name "${item.name}"`, type: "duplicate" });
-      seen.add(item.name);
-    });
-  };
-  duplicates("agents");
-  duplicates("tools");
-  duplicates("traits");
-  duplicates("knowledge");
+  const problems: FieldProblem[] = duplicateNames(doc);
   // An override for an agent the document does not have would apply to nothing: most likely a misspelt name.
   for (const name of Object.keys(doc.overrides?.agent_specific ?? {})) {
     if (!(doc.agents ?? []).some((agent) => agent.name === name)) {

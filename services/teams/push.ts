@@ -11,6 +11,7 @@ import { documentProblems } from "./config-schema";
 import {
   agentToConfig,
   compact,
+  duplicateNames,
   effectiveDocument,
   filteredOutTraits,
   mergedAgentFields,
@@ -32,15 +33,15 @@ type Identified = { _id: number; account_id: number; identifier: string; name: s
  */
 async function loadState(db: Connection, accountId: number, teamName: string) {
   const scope = { account_id: accountId };
-  const [traits, tools, agents, domains, team, teamIdentifiers] = await Promise.all([
+  const [traits, tools, agents, domains, sameName, teamIdentifiers] = await Promise.all([
     accountTraits(db, accountId),
     accountTools(db, accountId),
     accountAgents(db, accountId),
     domainModel(db).find(scope).lean<DomainRecord[]>(),
-    teamModel(db).findOne({ ...scope, name: teamName }).sort({ _id: 1 }).lean<TeamRecord>(),
+    teamModel(db).find({ ...scope, name: teamName }).sort({ _id: 1 }).limit(2).lean<TeamRecord[]>(),
     teamModel(db).distinct("identifier", { ...scope, identifier: identifierFamily(slugify(teamName)) }) as Promise<string[]>,
   ]);
-  return { traits, tools, agents, domains: domains.map((d) => d.hostname.toLowerCase()), team, teamIdentifiers };
+  return { traits, tools, agents, domains: domains.map((d) => d.hostname.toLowerCase()), team: sameName[0] ?? null, ambiguous: sameName.length > 1 ? sameName : null, teamIdentifiers };
 }
 type PushState = Awaited<ReturnType<typeof loadState>>;
 
@@ -107,6 +108,11 @@ function validate(raw: unknown, state: PushState): { doc: TeamDocument; plan: Pu
   // References are checked on the document as written (so locations point into it), and alongside the
   // structural problems, so one answer lists everything; parts too malformed to follow are skipped.
   const written: FieldProblem[] = [...documentProblems(raw, { strict: true }), ...safely(() => referenceProblems(raw as TeamDocument, state))];
+  // A document names its team only by name: with two teams of that name, the push would update one of them blindly.
+  if (state.ambiguous) {
+    const identifiers = state.ambiguous.map((t) => t.identifier).join(" and ");
+    written.push({ field: "name", message: `At least two teams of this account are named "${state.ambiguous[0]!.name}" (${identifiers}): push cannot tell which to update; rename all but one`, type: "ambiguous" });
+  }
   if (written.length) throw ERRORS.invalidDocument("Invalid team configuration", written);
   const doc = effectiveDocument(raw as TeamDocument);
   // Overrides can set values the agent schema refuses (e.g. a temperature of 5); filters can leave out a trait
@@ -154,7 +160,7 @@ async function apply(db: Connection, owners: OwnerWrites, accountId: number, doc
 
     const teamFields = {
       name: doc.name,
-      description: doc.description ?? state.team?.description ?? null,
+      description: doc.description !== undefined ? doc.description : (state.team?.description ?? null),
       agent_ids: agentIds,
       tool_ids: toolIds,
       knowledge: doc.knowledge ?? state.team?.knowledge ?? [],
@@ -213,7 +219,8 @@ export async function pullDocument(db: Connection, team: TeamRecord): Promise<Te
     knowledge: team.knowledge ?? [],
     traits: traits.map((t) => compact({ name: t.name, category: t.category, description: t.description ?? undefined, tags: t.tags })),
   });
-  const problems = documentProblems(doc);
+  // Two agents (or traits, or tools) of one name: a document push would refuse, so this team has none.
+  const problems = [...documentProblems(doc), ...duplicateNames(doc)];
   if (problems.length) {
     throw ERRORS.conversionFailed(`Team ${team.identifier} cannot be expressed as a configuration: ${problems.map((p) => `${p.field}: ${p.message}`).join("; ")}`);
   }

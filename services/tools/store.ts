@@ -1,6 +1,6 @@
 import type { Connection } from "mongoose";
 import { accountRecords } from "../../lib/tenancy.mixin";
-import type { PutTarget, UnitOfWork } from "../../lib/unit-of-work";
+import { definedField, type PutTarget, type UnitOfWork } from "../../lib/unit-of-work";
 import { toolModel, type ToolRecord } from "./model";
 
 /*
@@ -15,16 +15,20 @@ export function accountTools(db: Connection, accountId: number, ids?: number[]):
 
 /**
  * A tool as a team document defines it: created, or updated where it differs, a field the definition leaves out
- * keeping its value (as an agent's do); the change is in `uow`.
+ * keeping its value and one given as null taking its default (as an agent's do); the change is in `uow`.
  */
 export function putTool(
   uow: UnitOfWork,
   db: Connection,
   accountId: number,
   target: PutTarget<ToolRecord>,
-  def: { name: string; description?: string; type: string; config?: Record<string, unknown> },
+  def: { name: string; description?: string | null; type: string; config?: Record<string, unknown> | null },
 ): Promise<ToolRecord> {
-  const existing = "existing" in target ? target.existing : null;
-  const fields = { name: def.name, description: def.description ?? existing?.description ?? null, tool_type: def.type, configuration: def.config ?? existing?.configuration ?? {} };
+  const fields = {
+    name: def.name,
+    description: definedField(target, "description", def.description, null),
+    tool_type: def.type,
+    configuration: definedField(target, "configuration", def.config, {}),
+  };
   return uow.put(toolModel(db), accountId, target, fields, "tool");
 }

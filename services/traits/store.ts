@@ -1,6 +1,6 @@
 import type { Connection } from "mongoose";
 import { accountRecords } from "../../lib/tenancy.mixin";
-import type { PutTarget, UnitOfWork } from "../../lib/unit-of-work";
+import { definedField, type PutTarget, type UnitOfWork } from "../../lib/unit-of-work";
 import { traitModel, type TraitRecord } from "./model";
 import { normalizeTags } from "./rules";
 
@@ -16,21 +16,20 @@ export function accountTraits(db: Connection, accountId: number, ids?: number[])
 
 /**
  * A trait as a team document defines it: created, or updated where it differs, a field the definition leaves out
- * keeping its value (as an agent's do); the change is in `uow`.
+ * keeping its value and one given as null taking its default (as an agent's do); the change is in `uow`.
  */
 export function putTrait(
   uow: UnitOfWork,
   db: Connection,
   accountId: number,
   target: PutTarget<TraitRecord>,
-  def: { name: string; category?: string; description?: string; tags?: string[] },
+  def: { name: string; category?: string | null; description?: string | null; tags?: string[] | null },
 ): Promise<TraitRecord> {
-  const existing = "existing" in target ? target.existing : null;
   const fields = {
     name: def.name,
-    category: def.category ?? existing?.category ?? "general",
-    description: def.description ?? existing?.description ?? null,
-    tags: def.tags ? normalizeTags(def.tags) : (existing?.tags ?? []),
+    category: definedField(target, "category", def.category, "general"),
+    description: definedField(target, "description", def.description, null),
+    tags: definedField(target, "tags", def.tags && normalizeTags(def.tags), []),
   };
   return uow.put(traitModel(db), accountId, target, fields, "trait");
 }

@@ -111,6 +111,8 @@ describe("agents, tools and traits over NATS", () => {
       expect(given.status).toBe(422);
       expect(given.body.detail[0]).toMatchObject({ loc: ["body", "identifier"], msg: expect.stringMatching(/names the route \/agents\/directory/) });
       expect((await put(`/agents/${named.body.id}`, { identifier: "directory" })).status).toBe(422);
+      // The router matches the route in any case: "Directory" is the directory too.
+      expect((await post("/agents", { name: "Dir", identifier: "Directory" })).status).toBe(422);
       const pushed = await post("/teams/push", { name: "Directory Team", agents: [{ name: "directory", model: "m" }] });
       expect(pushed.body.agents[0].identifier).toBe("directory-3");
     });

@@ -313,6 +313,48 @@ describe("teams, access levels and configuration push/pull over NATS", () => {
       expect((await call("GET", "/agents/item-42")).body.name).toBe("42");
     });
 
+    it("refuses a push whose team name two teams of the account share (it updated one of them blindly)", async () => {
+      const [solo, twin] = [(await call("POST", "/agents", { name: "Solo One" })).body, (await call("POST", "/agents", { name: "Twin One" })).body];
+      const first = (await call("POST", "/teams", { name: "Same Name", agent_ids: [twin.id] })).body;
+      const second = (await call("POST", "/teams", { name: "Same Name", agent_ids: [solo.id] })).body;
+      const pulled = (await call("GET", `/teams/${second.identifier}/pull`)).body;
+      const res = await call("POST", "/teams/push", pulled);
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0]).toMatchObject({ loc: ["body", "name"], msg: expect.stringMatching(/At least two teams .* named "Same Name" \(same-name and same-name-2\)/) });
+      expect((await call("GET", `/teams/${first.identifier}`)).body.agent_ids).toEqual([twin.id]);
+    });
+
+    it("answers the interface's 500 for a team whose agents share a name, which no document can express", async () => {
+      const a = (await call("POST", "/agents", { name: "Echo" })).body;
+      const b = (await call("POST", "/agents", { name: "Echo" })).body;
+      const team = (await call("POST", "/teams", { name: "Echoes", agent_ids: [a.id, b.id] })).body;
+      const res = await call("GET", `/teams/${team.identifier}/pull`);
+      expect(res.status).toBe(500);
+      expect(res.body.detail).toMatch(/Duplicate agent name "Echo"/);
+    });
+
+    it("filters agents by trait whether the trait is written by name or by identifier", async () => {
+      const res = await call("POST", "/teams/push", {
+        name: "Trait Filters",
+        traits: [{ name: "Nice" }, { name: "Loud" }],
+        agents: [{ name: "By Name", model: "m", traits: ["Nice"] }, { name: "By Identifier", model: "m", traits: ["nice"] }, { name: "Noisy", model: "m", traits: ["Loud"] }],
+        filters: { agent_filters: { exclude_traits: ["loud"], include_traits: ["NICE"] } },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.agents.map((a: { name: string }) => a.name)).toEqual(["By Name", "By Identifier"]);
+    });
+
+    it("clears a team's, a tool's and a trait's description given as null, and resets a trait's category and tags", async () => {
+      const doc = { name: "Null Defs", description: "team", tools: [{ name: "Null Tool", type: "function", description: "tool", config: { a: 1 } }], traits: [{ name: "Null Trait", category: "personality", description: "trait", tags: ["x"] }] };
+      expect((await call("POST", "/teams/push", doc)).status).toBe(200);
+      const res = await call("POST", "/teams/push", { name: "Null Defs", description: null, tools: [{ name: "Null Tool", type: "function", description: null, config: null }], traits: [{ name: "Null Trait", category: null, description: null, tags: null }] });
+      expect(res.status).toBe(200);
+      expect(res.body.description).toBeNull();
+      const pulled = (await call("GET", "/teams/null-defs/pull")).body;
+      expect(pulled.tools).toEqual([{ name: "Null Tool", type: "function", config: {} }]);
+      expect((await call("GET", "/traits?limit=200")).body.data.find((t: { name: string }) => t.name === "Null Trait")).toMatchObject({ category: "general", description: null, tags: [] });
+    });
+
     it("keeps the fields a trait or tool definition leaves out, as an agent's", async () => {
       const doc = { name: "Definitions Team", traits: [{ name: "Kind", category: "personality", description: "nice", tags: ["a", "b"] }], tools: [{ name: "Lister", type: "external", description: "lists", config: { command: "ls" } }] };
       expect((await call("POST", "/teams/push", doc)).status).toBe(200);
