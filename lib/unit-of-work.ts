@@ -10,11 +10,11 @@ type AnyRecord = { _id: number; account_id: number };
 export type PutTarget<T> = { existing: T } | { identifier: string };
 
 /**
- * A field of a definition a put writes (team push's tools and traits): absent, the existing record's value stays; null,
- * or absent on a new record, it takes its default.
+ * A field of a definition a put writes (team push's agents, tools and traits): absent, the existing record's value
+ * stays; null, or absent on a new record, it takes its default.
  */
-export function definedField<T, K extends keyof T>(target: PutTarget<T>, key: K, value: T[K] | null | undefined, fallback: T[K]): T[K] {
-  if (value === undefined) return "existing" in target ? target.existing[key] : fallback;
+export function definedField<T, K extends keyof T>(existing: T | null, key: K, value: T[K] | null | undefined, fallback: T[K]): T[K] {
+  if (value === undefined) return existing ? existing[key] : fallback;
   return value ?? fallback;
 }
 

@@ -1,4 +1,5 @@
 import type { FieldProblem } from "../../lib/errors";
+import { definedField } from "../../lib/unit-of-work";
 import { slugify } from "../../lib/ids";
 import { DEFAULT_TEMPERATURE, mergeConfiguration, type AgentRecord, type Publication } from "../agents";
 import type { KnowledgeConfig } from "./model";
@@ -181,15 +182,14 @@ export function mergedAgentFields(
     publication = { ...(publication ?? {}), ...fields } as Publication;
     if (resolved.passwordHash) publication.password_hash = resolved.passwordHash;
   }
-  const given = <K extends keyof AgentRecord>(value: AgentRecord[K] | undefined, key: K): AgentRecord[K] => (value !== undefined ? value : keep(key, null as AgentRecord[K]));
   return {
     name: config.name,
-    description: given(config.description, "description"),
-    instructions: given(config.system_prompt, "instructions"),
+    description: definedField(existing, "description", config.description, null),
+    instructions: definedField(existing, "instructions", config.system_prompt, null),
     model: config.model,
     temperature: config.temperature ?? keep("temperature", DEFAULT_TEMPERATURE),
-    max_tokens: given(config.max_tokens, "max_tokens"),
-    image_url: given(config.image_url, "image_url"),
+    max_tokens: definedField(existing, "max_tokens", config.max_tokens, null),
+    image_url: definedField(existing, "image_url", config.image_url, null),
     access_level: publication?.access_level ?? keep("access_level", "private"),
     publication,
     configuration: config.configuration ? mergeConfiguration(existing?.configuration ?? {}, config.configuration) : keep("configuration", {}),

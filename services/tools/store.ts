@@ -24,11 +24,12 @@ export function putTool(
   target: PutTarget<ToolRecord>,
   def: { name: string; description?: string | null; type: string; config?: Record<string, unknown> | null },
 ): Promise<ToolRecord> {
+  const existing = "existing" in target ? target.existing : null;
   const fields = {
     name: def.name,
-    description: definedField(target, "description", def.description, null),
+    description: definedField(existing, "description", def.description, null),
     tool_type: def.type,
-    configuration: definedField(target, "configuration", def.config, {}),
+    configuration: definedField(existing, "configuration", def.config, {}),
   };
   return uow.put(toolModel(db), accountId, target, fields, "tool");
 }

@@ -25,11 +25,12 @@ export function putTrait(
   target: PutTarget<TraitRecord>,
   def: { name: string; category?: string | null; description?: string | null; tags?: string[] | null },
 ): Promise<TraitRecord> {
+  const existing = "existing" in target ? target.existing : null;
   const fields = {
     name: def.name,
-    category: definedField(target, "category", def.category, "general"),
-    description: definedField(target, "description", def.description, null),
-    tags: definedField(target, "tags", def.tags && normalizeTags(def.tags), []),
+    category: definedField(existing, "category", def.category, "general"),
+    description: definedField(existing, "description", def.description, null),
+    tags: definedField(existing, "tags", def.tags && normalizeTags(def.tags), []),
   };
   return uow.put(traitModel(db), accountId, target, fields, "trait");
 }
