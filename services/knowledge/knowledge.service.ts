@@ -355,8 +355,10 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
 
     /**
      * Indexes one uploaded document (chunks, keyword index at once, vectors queued) and records the source's new
-     * counts. A deletion of the source queued meanwhile may have purged its documents already: this one goes too,
-     * and the answer is the 409 a request after the DELETE gets, so no document outlives its source.
+     * counts. A deletion of the source queued meanwhile may have purged its documents already: the source's are
+     * removed again, all of them and from the index by source (the purge may have run between this document's
+     * record and its index entries, leaving entries no record names), and the answer is the 409 a request after the
+     * DELETE gets, so no document outlives its source.
      */
     async indexUpload(ctx, source, url, doc) {
       const counts = (await ctx.call("search.indexDocuments", {
@@ -366,7 +368,7 @@ const KnowledgeService: ServiceSchema<{ rest: string }, Methods, Vars> = {
         chunking: plainChunking(source.chunking),
       })) as { document_ids: string[] };
       if (!(await this.recordUploadCounts(ctx, source))) {
-        await ctx.call("search.removeDocuments", { accountId: source.account_id, sourceId: source._id, urls: [url] });
+        await ctx.call("search.deleteSourceDocuments", { accountId: source.account_id, sourceId: source._id });
         throw ERRORS.conflict(`Knowledge source ${source._id} is being deleted`);
       }
       return counts.document_ids[0]!;
